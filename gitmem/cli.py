@@ -1,0 +1,185 @@
+"""The ``gitmem`` command: a thin mirror of the Python API.
+
+Every command takes ``--repo PATH`` (else ``$GITMEM_REPO``, else
+``~/.local/share/gitmem``). Bad input gives one line on stderr and a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import datetime, timedelta, timezone
+
+from gitmem import __version__
+from gitmem.repository import Gitmem, default_repo_path
+
+
+class CliError(Exception):
+    """Bad input or an operation that cannot be done: printed as one line, exit 1."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return args.run(args) or 0
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+    except Exception as exc:  # one line, never a traceback, for anything the user can fix
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"gitmem: {message}", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gitmem", description="Memory and history for AI agents, kept in git.")
+    parser.add_argument("--version", action="version", version=f"gitmem {__version__}")
+    commands = parser.add_subparsers(metavar="COMMAND")
+
+    init = _command(commands, "init", "create a gitmem repository", cmd_init)
+    init.add_argument("path", nargs="?", help="where (default: --repo, $GITMEM_REPO or "
+                      f"{default_repo_path()})")
+
+    memory = commands.add_parser("memory", help="read and write agent and user memory")
+    memory_commands = memory.add_subparsers(metavar="ACTION", required=True)
+    for name, run, help_ in (("read", cmd_memory_read, "print the memory"),
+                             ("write", cmd_memory_write, "replace (or --append to) the memory "
+                              "with stdin"),
+                             ("delete", cmd_memory_delete, "delete the memory")):
+        sub = _command(memory_commands, name, help_, run)
+        who = sub.add_mutually_exclusive_group(required=True)
+        who.add_argument("--user", action="store_true", help="user memory")
+        who.add_argument("--agent", metavar="ID", help="an agent's memory")
+        if name == "write":
+            sub.add_argument("--append", action="store_true",
+                             help="append a block after a blank line instead of replacing")
+
+    session = commands.add_parser("session", help="read and write chat sessions")
+    session_commands = session.add_subparsers(metavar="ACTION", required=True)
+    for name, run, help_ in (("read", cmd_session_read, "print {messages, agentSessionId} as JSON"),
+                             ("write", cmd_session_write, "replace the session with "
+                              "{messages, agentSessionId, workingDir} JSON from stdin"),
+                             ("delete", cmd_session_delete, "delete the session")):
+        sub = _command(session_commands, name, help_, run)
+        sub.add_argument("agent_type", metavar="AGENT_TYPE")
+        sub.add_argument("session_id", metavar="SESSION_ID")
+    _command(session_commands, "list", "list sessions as AGENT_TYPE<TAB>SESSION_ID",
+             cmd_session_list)
+
+    history = _command(commands, "log", "commits that touched a record, newest first", cmd_log)
+    history.add_argument("record", nargs="?", metavar="RECORD",
+                         help="user, agent:<id>, session:<agentType>/<sessionId> or "
+                              "thread:<threadId> (default: every commit)")
+    history.add_argument("-n", "--max-count", type=int, help="show at most N commits")
+    history.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+    bench = _command(commands, "bench", "measure write and read costs against baselines",
+                     cmd_bench)
+    bench.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    return parser
+
+
+def _command(commands, name: str, help_: str, run) -> argparse.ArgumentParser:
+    sub = commands.add_parser(name, help=help_, description=help_)
+    sub.add_argument("--repo", metavar="PATH",
+                     help="the repository (default: $GITMEM_REPO or ~/.local/share/gitmem)")
+    sub.set_defaults(run=run)
+    return sub
+
+
+def open_repo(args, *, create: bool = False) -> Gitmem:
+    path = getattr(args, "repo", None)
+    return Gitmem.open(path, create=create)
+
+
+def cmd_init(args) -> None:
+    path = args.path or args.repo or default_repo_path()
+    with Gitmem.open(path, create=True) as mem:
+        print(f"gitmem repository at {mem.engine.workdir}")
+
+
+def _agent(args) -> str | None:
+    return None if args.user else args.agent
+
+
+def cmd_memory_read(args) -> None:
+    with open_repo(args) as mem:
+        sys.stdout.write(mem.memory.read(_agent(args)))
+
+
+def cmd_memory_write(args) -> None:
+    content = sys.stdin.read()
+    with open_repo(args) as mem:
+        mem.memory.write(content, _agent(args), "append" if args.append else "replace")
+
+
+def cmd_memory_delete(args) -> None:
+    with open_repo(args) as mem:
+        mem.memory.delete(_agent(args))
+
+
+def cmd_session_read(args) -> None:
+    with open_repo(args) as mem:
+        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id)
+    json.dump({"messages": messages, "agentSessionId": agent_session_id}, sys.stdout,
+              ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def cmd_session_write(args) -> None:
+    try:
+        body = json.load(sys.stdin)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"stdin is not JSON: {exc}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("messages", []), (list, type(None))):
+        raise CliError('stdin must be a JSON object like {"messages": [...], "agentSessionId": ""}')
+    with open_repo(args) as mem:
+        mem.sessions.write(args.agent_type, args.session_id, body.get("messages"),
+                           str(body.get("agentSessionId") or ""), str(body.get("workingDir") or ""))
+
+
+def cmd_session_delete(args) -> None:
+    with open_repo(args) as mem:
+        mem.sessions.delete(args.agent_type, args.session_id)
+
+
+def cmd_session_list(args) -> None:
+    with open_repo(args) as mem:
+        for agent_type, session_id in mem.sessions.list():
+            print(f"{agent_type}\t{session_id}")
+
+
+def cmd_log(args) -> None:
+    with open_repo(args) as mem:
+        commits = mem.log(args.record, limit=args.max_count)
+    if args.json:
+        json.dump([{"id": c.id, "author": c.author, "email": c.email, "time": c.time,
+                    "date": _date(c.time, c.offset), "message": c.message,
+                    "trailers": c.trailers} for c in commits], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    for c in commits:
+        print(f"{c.id[:10]}  {_date(c.time, c.offset)}  {c.author:<24}  {c.summary}")
+
+
+def cmd_bench(args) -> None:
+    from gitmem.bench import run
+    run(quick=args.quick, json_path=args.json)
+
+
+def _date(seconds: int, offset_minutes: int) -> str:
+    zone = timezone(timedelta(minutes=offset_minutes))
+    return datetime.fromtimestamp(seconds, zone).isoformat(timespec="seconds")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

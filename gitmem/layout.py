@@ -1,0 +1,79 @@
+"""Where each record lives in the repository (a public contract: see README "Layout").
+
+    memory/user.md
+    memory/agents/<agentId>.md
+    sessions/<agentType>/<sessionId>/meta.json, messages/NNNNNN.jsonl
+    threads/<threadId>/meta.json, events/NNNNNN.jsonl, messages/NNNNNN.jsonl
+
+Ids are encoded with :mod:`gitmem.ids`. Records are named the same way in every
+history command: ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>``,
+``thread:<threadId>``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gitmem.ids import encode
+
+MEMORY = "memory"
+USER_MEMORY = "memory/user.md"
+AGENT_MEMORY = "memory/agents"
+SESSIONS = "sessions"
+THREADS = "threads"
+META = "meta.json"
+TOP_FOLDERS = (MEMORY, SESSIONS, THREADS)
+
+
+def agent_memory_path(agent_id: str) -> str:
+    return f"{AGENT_MEMORY}/{encode(agent_id)}.md"
+
+
+def session_dir(agent_type: str, session_id: str) -> str:
+    return f"{SESSIONS}/{encode(agent_type)}/{encode(session_id)}"
+
+
+def thread_dir(thread_id: str) -> str:
+    return f"{THREADS}/{encode(thread_id)}"
+
+
+class BadRecordName(ValueError):
+    """A record name that is none of the four forms."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Record:
+    """A record as history commands name it, and the path (file or folder) that holds it."""
+
+    kind: str  # "user", "agent", "session" or "thread"
+    ids: tuple[str, ...]
+    path: str
+
+    @property
+    def name(self) -> str:
+        if self.kind == "user":
+            return "user"
+        if self.kind == "session":
+            return f"session:{self.ids[0]}/{self.ids[1]}"
+        return f"{self.kind}:{self.ids[0]}"
+
+
+def parse_record(name: str) -> Record:
+    """Parse ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>`` or ``thread:<id>``.
+
+    An agent type may itself hold a ``/`` (``ext:corp/reviewer``), so a session name is
+    split at its last ``/``.
+    """
+    if name == "user":
+        return Record("user", (), USER_MEMORY)
+    kind, sep, rest = name.partition(":")
+    if sep and kind == "agent":
+        return Record("agent", (rest,), agent_memory_path(rest))
+    if sep and kind == "thread":
+        return Record("thread", (rest,), thread_dir(rest))
+    if sep and kind == "session" and "/" in rest:
+        agent_type, _, session_id = rest.rpartition("/")
+        return Record("session", (agent_type, session_id), session_dir(agent_type, session_id))
+    raise BadRecordName(
+        f"not a record name: {name!r} (use user, agent:<id>, session:<agentType>/<sessionId> "
+        "or thread:<threadId>)")

@@ -1,0 +1,94 @@
+"""A gitmem repository: the git engine with the record stores on top.
+
+    with Gitmem.open("~/gitmem") as mem:
+        mem.memory.write("prefers short answers", mode="append")
+        mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
+        mem.log("user")   # commits that touched user memory, newest first
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from gitmem import layout
+from gitmem.engine import CommitInfo, EngineError, GitEngine
+from gitmem.stores import MemoryStore, SessionStore
+
+ENV_REPO = "GITMEM_REPO"
+
+
+def default_repo_path() -> Path:
+    """``$GITMEM_REPO``, else ``$XDG_DATA_HOME/gitmem``, else ``~/.local/share/gitmem``."""
+    if os.environ.get(ENV_REPO):
+        return Path(os.environ[ENV_REPO]).expanduser()
+    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data_home) / "gitmem"
+
+
+def template_files(name: str) -> dict[str, bytes]:
+    """The files of ``templates/<name>/`` as {relative path: bytes}."""
+    root = resources.files("gitmem.templates") / name
+    found: dict[str, bytes] = {}
+
+    def walk(node, prefix: str) -> None:
+        for child in node.iterdir():
+            path = f"{prefix}{child.name}"
+            if child.is_dir():
+                walk(child, path + "/")
+            elif child.name != "__init__.py":
+                found[path] = child.read_bytes()
+
+    walk(root, "")
+    return found
+
+
+class Gitmem:
+    """One repository and its stores: ``memory``, ``sessions`` (and ``threads``)."""
+
+    def __init__(self, engine: GitEngine):
+        self.engine = engine
+        self.memory = MemoryStore(engine)
+        self.sessions = SessionStore(engine)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None = None, *, create: bool = True, **engine_options) -> Gitmem:
+        """Open (and, when ``create``, initialise) the repository at ``path`` or the default one."""
+        path = Path(path).expanduser() if path is not None else default_repo_path()
+        mem = cls(GitEngine.open(path, create=create, **engine_options))
+        if create and mem.engine.head() is None:
+            mem.init_files()
+        return mem
+
+    def init_files(self) -> str | None:
+        """Commit the repository README and ``.gitattributes`` from ``templates/repo/``."""
+        files = template_files("repo")
+        snapshot = self.engine.snapshot()
+        missing = {p: data for p, data in files.items() if not snapshot.exists(p)}
+        if not missing:
+            return None
+        self._write_info_attributes(files.get(".gitattributes", b""))
+        return self.engine.commit(missing, "init: gitmem repository", {"Gitmem-Op": "init"})
+
+    def _write_info_attributes(self, attributes: bytes) -> None:
+        info = self.engine.gitdir / "info"
+        info.mkdir(exist_ok=True)
+        (info / "attributes").write_bytes(attributes)
+
+    def log(self, record: str | None = None, *, limit: int | None = None) -> list[CommitInfo]:
+        """Commits that touched ``record`` (``user``, ``agent:<id>``, ...; None for all), newest first."""
+        path = layout.parse_record(record).path if record else None
+        return self.engine.history(path, limit=limit)
+
+    def close(self) -> None:
+        self.engine.close()
+
+    def __enter__(self) -> Gitmem:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+__all__ = ["Gitmem", "EngineError", "default_repo_path"]

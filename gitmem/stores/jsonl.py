@@ -1,0 +1,163 @@
+"""Chunked JSONL: a log of JSON values split into numbered files of bounded size.
+
+git stores whole blobs, so one ever-growing file would be rewritten (and stored
+again) on every append. A chunked log keeps files at most :data:`MAX_LINES` lines or
+:data:`MAX_BYTES` bytes: an append touches only the last chunk (or starts a new one),
+and a replace rewrites only the chunks whose lines changed.
+
+    log = ChunkedJsonl("threads/t1/events")
+    changes = log.append(engine.snapshot(), [{"type": "RUN_STARTED"}])
+    engine.commit(changes, "threads: append 1 event to t1")
+    log.read(engine.snapshot())   # [{"type": "RUN_STARTED"}]
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from gitmem.engine import Snapshot
+
+MAX_LINES = 1000
+MAX_BYTES = 256 * 1024
+SUFFIX = ".jsonl"
+
+
+class Chunk(NamedTuple):
+    """One chunk file as stored: its lines (without newlines) and their parsed values."""
+
+    lines: tuple[str, ...]
+    values: list[Any]  # internal: compared against, never handed out
+
+
+def dumps(value: Any) -> str:
+    """One JSONL line for ``value``: compact, UTF-8 readable, escaped only where it must be."""
+    line = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate cannot be written as UTF-8
+        line = json.dumps(value, separators=(",", ":"))
+    return line
+
+
+def parse_chunk(data: bytes) -> Chunk:
+    """Parse a chunk file; raises ``ValueError`` naming the line that does not parse."""
+    text = data.decode("utf-8")
+    lines = tuple(line for line in text.split("\n") if line.strip())
+    try:
+        values = json.loads("[" + ",".join(lines) + "]")
+    except json.JSONDecodeError:
+        values = []
+        for number, line in enumerate(lines, 1):
+            try:
+                values.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"line {number}: {exc.msg} (column {exc.colno})") from None
+    if len(values) != len(lines):  # a line like `1,2` parses into two values when joined
+        raise ValueError("a line holds more than one JSON value")
+    return Chunk(lines, values)
+
+
+class ChunkedJsonl:
+    """A JSONL log stored as ``<folder>/000000.jsonl``, ``000001.jsonl``, ..."""
+
+    def __init__(self, folder: str, *, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES):
+        self.folder = folder
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+
+    def chunk_paths(self, snapshot: Snapshot) -> list[str]:
+        return [f"{self.folder}/{name}" for name in sorted(snapshot.list(self.folder))
+                if name.endswith(SUFFIX)]
+
+    def chunks(self, snapshot: Snapshot) -> list[tuple[str, Chunk]]:
+        return [(path, snapshot.read_parsed(path, parse_chunk)) for path in self.chunk_paths(snapshot)]
+
+    def read(self, snapshot: Snapshot) -> list[Any]:
+        """Every value in the log, in order (fresh objects the caller may change)."""
+        return json.loads(self.read_json(snapshot))
+
+    def read_json(self, snapshot: Snapshot) -> str:
+        """The log as the text of one JSON array, without decoding and encoding it again."""
+        lines = [line for _, chunk in self.chunks(snapshot) for line in chunk.lines]
+        return "[" + ",".join(lines) + "]"
+
+    def count(self, snapshot: Snapshot) -> int:
+        return sum(len(chunk.lines) for _, chunk in self.chunks(snapshot))
+
+    def append(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes]:
+        """The changes that add ``values`` after the last line; earlier chunks are untouched."""
+        existing = self.chunks(snapshot)
+        start = list(existing[-1][1].lines) if existing else []
+        packed = self._pack(start, [dumps(v) for v in values])
+        paths = self._paths([p for p, _ in existing[-1:]], len(packed), existing)
+        return {path: _chunk_bytes(lines) for path, lines in zip(paths, packed) if lines}
+
+    def replace(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes | None]:
+        """The changes that make the log hold exactly ``values``, touching only changed chunks.
+
+        Lines keep their chunk: chunk i takes as many values as it held before, and the
+        last chunk (then new ones) takes the rest, so extending a log by a few values
+        rewrites only its last chunk. Values equal (``==``) to the stored ones are not
+        encoded again.
+        """
+        existing = self.chunks(snapshot)
+        values = list(values)
+        out: list[list[str]] = []
+        pos = 0
+        for _, chunk in existing[:-1]:
+            part = values[pos:pos + len(chunk.values)]
+            pos += len(part)
+            out.append(list(chunk.lines) if part == chunk.values else [dumps(v) for v in part])
+        rest = values[pos:]
+        start: list[str] = []
+        if existing:
+            last = existing[-1][1]
+            if rest[:len(last.values)] == last.values:
+                start, rest = list(last.lines), rest[len(last.values):]
+        out.extend(self._pack(start, [dumps(v) for v in rest]))
+        old = dict(existing)
+        paths = self._paths([p for p, _ in existing], len(out), existing)
+        changes: dict[str, bytes | None] = {}
+        for path, lines in zip(paths, out):
+            if not lines:
+                if path in old:
+                    changes[path] = None
+            elif path not in old or old[path].lines != tuple(lines):
+                changes[path] = _chunk_bytes(lines)
+        for path in list(old)[len(out):]:
+            changes[path] = None
+        return changes
+
+    def delete(self, snapshot: Snapshot) -> dict[str, None]:
+        """The changes that remove every chunk."""
+        return {path: None for path in self.chunk_paths(snapshot)}
+
+    def _paths(self, reuse: list[str], count: int, existing: list[tuple[str, Chunk]]) -> list[str]:
+        """``count`` chunk paths: those in ``reuse``, then new names after the last chunk."""
+        paths = reuse[:count]
+        last = existing[-1][0].rsplit("/", 1)[1][:-len(SUFFIX)] if existing else ""
+        following = int(last) + 1 if last.isdigit() else len(existing)
+        while len(paths) < count:
+            paths.append(f"{self.folder}/{following:06d}{SUFFIX}")
+            following += 1
+        return paths
+
+    def _pack(self, first: list[str], new_lines: list[str]) -> list[list[str]]:
+        """Fill ``first`` with ``new_lines`` up to the limits, then start new chunks."""
+        packed = [first]
+        size = sum(len(line) + 1 for line in first)
+        for line in new_lines:
+            current = packed[-1]
+            if current and (len(current) >= self.max_lines or size + len(line) + 1 > self.max_bytes):
+                current = []
+                packed.append(current)
+                size = 0
+            current.append(line)
+            size += len(line) + 1
+        return packed
+
+
+def _chunk_bytes(lines: list[str]) -> bytes:
+    return "".join(line + "\n" for line in lines).encode("utf-8")

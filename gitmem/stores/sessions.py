@@ -1,0 +1,123 @@
+"""nui chat sessions: the message list of each (agentType, sessionId), one commit per write.
+
+nui sends the whole message list on every write, so ``write`` replaces the session;
+on disk the messages are chunked JSONL, and a write that extends the list touches
+only the last chunk. Messages come back verbatim (unknown fields, key order).
+
+    sessions = SessionStore(engine)
+    sessions.write("claude-code", "6f1c...", [{"id": "m1", "role": "user", "content": "hi"}],
+                   agent_session_id="resume-1", working_dir="/home/me/project")
+    sessions.read("claude-code", "6f1c...")   # ([{...}], "resume-1")
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from gitmem import layout
+from gitmem.engine import GitEngine, Snapshot
+from gitmem.stores.jsonl import ChunkedJsonl
+
+
+def now_iso() -> str:
+    """The current time as RFC 3339 in UTC with milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_meta(data: bytes) -> dict[str, Any]:
+    value = json.loads(data)
+    if not isinstance(value, dict):
+        raise ValueError("metadata is not a JSON object")
+    return value
+
+
+def meta_bytes(meta: Mapping[str, Any]) -> bytes:
+    return (json.dumps(meta, ensure_ascii=False, indent=2) + "\n").encode("utf-8", "surrogatepass")
+
+
+class SessionStore:
+    """Chat sessions keyed by ``(agent_type, session_id)``."""
+
+    def __init__(self, engine: GitEngine):
+        self.engine = engine
+
+    @staticmethod
+    def folder(agent_type: str, session_id: str) -> str:
+        return layout.session_dir(agent_type, session_id)
+
+    def _log(self, agent_type: str, session_id: str) -> ChunkedJsonl:
+        return ChunkedJsonl(f"{self.folder(agent_type, session_id)}/messages")
+
+    def read(self, agent_type: str, session_id: str, *,
+             snapshot: Snapshot | None = None) -> tuple[list[Any], str]:
+        """``(messages, agent_session_id)``; ``([], "")`` for a session never written."""
+        snapshot = snapshot or self.engine.snapshot()
+        meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        return self._log(agent_type, session_id).read(snapshot), meta.get("agentSessionId", "")
+
+    def read_json(self, agent_type: str, session_id: str, *,
+                  snapshot: Snapshot | None = None) -> tuple[str, str]:
+        """Like :meth:`read`, with the messages as the text of a JSON array (no re-encoding)."""
+        snapshot = snapshot or self.engine.snapshot()
+        meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        return self._log(agent_type, session_id).read_json(snapshot), meta.get("agentSessionId", "")
+
+    def meta(self, agent_type: str, session_id: str, *,
+             snapshot: Snapshot | None = None) -> dict[str, Any] | None:
+        """The session's metadata (agentSessionId, workingDir, createdAt, updatedAt, ids)."""
+        snapshot = snapshot or self.engine.snapshot()
+        meta = snapshot.read_parsed(f"{self.folder(agent_type, session_id)}/{layout.META}", parse_meta)
+        return dict(meta) if meta is not None else None
+
+    def write(self, agent_type: str, session_id: str, messages: Sequence[Any] | None,
+              agent_session_id: str = "", working_dir: str = "", *,
+              extra_meta: Mapping[str, Any] | None = None,
+              trailers: Mapping[str, str] | None = None) -> str | None:
+        """Replace the session with ``messages``; returns the commit id (None: nothing changed)."""
+        messages = list(messages or [])
+        folder = self.folder(agent_type, session_id)
+        log = self._log(agent_type, session_id)
+
+        def changes(snapshot: Snapshot):
+            changed = log.replace(snapshot, messages)
+            old = self.meta(agent_type, session_id, snapshot=snapshot)
+            meta = {"agentType": agent_type, "sessionId": session_id,
+                    "agentSessionId": agent_session_id, "workingDir": working_dir,
+                    **(extra_meta or {})}
+            if old is not None and not changed and all(old.get(k) == v for k, v in meta.items()):
+                return None
+            stamp = now_iso()
+            meta["createdAt"] = (old or {}).get("createdAt", stamp)
+            meta["updatedAt"] = stamp
+            changed[f"{folder}/{layout.META}"] = meta_bytes({**(old or {}), **meta})
+            return changed
+
+        return self.engine.update(
+            changes, f"session: write {agent_type}/{session_id} ({len(messages)} messages)",
+            {"Gitmem-Op": "session.write", **(trailers or {}),
+             "Gitmem-Id": f"session:{agent_type}/{session_id}"})
+
+    def delete(self, agent_type: str, session_id: str, *,
+               trailers: Mapping[str, str] | None = None) -> str | None:
+        """Remove the session; returns the commit id (None when there was none)."""
+        folder = self.folder(agent_type, session_id)
+        return self.engine.update(
+            lambda snapshot: {path: None for path in snapshot.files(folder)},
+            f"session: delete {agent_type}/{session_id}",
+            {"Gitmem-Op": "session.delete", **(trailers or {}),
+             "Gitmem-Id": f"session:{agent_type}/{session_id}"})
+
+    def list(self, *, snapshot: Snapshot | None = None) -> list[tuple[str, str]]:
+        """Every stored ``(agent_type, session_id)``, read from the metadata files."""
+        snapshot = snapshot or self.engine.snapshot()
+        found = []
+        for type_dir in snapshot.list(layout.SESSIONS):
+            for session_dir in snapshot.list(f"{layout.SESSIONS}/{type_dir}"):
+                meta = snapshot.read_parsed(
+                    f"{layout.SESSIONS}/{type_dir}/{session_dir}/{layout.META}", parse_meta)
+                if meta is not None:
+                    found.append((meta["agentType"], meta["sessionId"]))
+        return found

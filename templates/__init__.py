@@ -1,0 +1,1 @@
+"""Files that gitmem renders into repositories and projects (not Python code)."""
