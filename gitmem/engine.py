@@ -220,6 +220,9 @@ class GitEngine:
         self._cache_lock = threading.Lock()
         self._index_refresher = _IndexRefresher(self)
         self._closed = False
+        # Called with a record's path (file or folder) before it is read from HEAD or
+        # written; the hand-edit layer sets it to commit pending edits of that record.
+        self.on_access: Callable[[str], None] | None = None
         with self._lock:
             self._remove_stale_locks()
             self._clean_tmp()
@@ -262,9 +265,15 @@ class GitEngine:
         oid = self._tip()
         return str(oid) if oid else None
 
-    def snapshot(self, rev: str | None = None) -> Snapshot:
-        """A view of HEAD, or of revision ``rev`` (anything ``git rev-parse`` takes)."""
+    def snapshot(self, rev: str | None = None, *, scope: str | None = None) -> Snapshot:
+        """A view of HEAD, or of revision ``rev`` (anything ``git rev-parse`` takes).
+
+        ``scope`` names the record about to be read, so that :attr:`on_access` can
+        first commit a hand edit of it.
+        """
         if rev is None:
+            if scope is not None and self.on_access is not None:
+                self.on_access(scope)
             return Snapshot(self, self._tip())
         return Snapshot(self, self.resolve(rev))
 
@@ -344,23 +353,26 @@ class GitEngine:
     # -- writing -----------------------------------------------------------------
 
     def commit(self, changes: Changes, message: str, trailers: Mapping[str, str] | None = None,
-               *, author: Identity | None = None) -> str | None:
+               *, author: Identity | None = None, scope: str | None = None) -> str | None:
         """Apply ``changes`` ({path: bytes, or None to delete}) as one commit on ``main``.
 
         Returns the new commit id, or None when the changes alter nothing (no empty commit).
         """
-        return self.update(lambda _snapshot: changes, message, trailers, author=author)
+        return self.update(lambda _snapshot: changes, message, trailers, author=author, scope=scope)
 
     def update(self, make_changes: Callable[[Snapshot], Changes | None], message: str,
                trailers: Mapping[str, str] | None = None, *,
-               author: Identity | None = None) -> str | None:
+               author: Identity | None = None, scope: str | None = None) -> str | None:
         """Like :meth:`commit`, with changes computed from the tip under the writers' lock.
 
         ``make_changes(snapshot)`` may run more than once when another writer moves the
-        branch in between; it returns the changes, or None for none.
+        branch in between; it returns the changes, or None for none. ``scope`` names the
+        record being written (see :meth:`snapshot`).
         """
         full_message = _with_trailers(message, trailers)
         with self._lock:
+            if scope is not None and self.on_access is not None:
+                self.on_access(scope)
             for _ in range(MAX_CAS_RETRIES):
                 base = self._tip()
                 snapshot = Snapshot(self, base)

@@ -45,8 +45,9 @@ class MemoryStore:
 
     def read(self, agent_id: str | None = None, *, snapshot: Snapshot | None = None) -> str:
         """The memory's content, "" when there is none."""
-        snapshot = snapshot or self.engine.snapshot()
-        data = snapshot.read_parsed(self.path(agent_id), _decode)
+        path = self.path(agent_id)
+        snapshot = snapshot or self.engine.snapshot(scope=path)
+        data = snapshot.read_parsed(path, _decode)
         return data or ""
 
     def write(self, content: str, agent_id: str | None = None, mode: str = "replace",
@@ -64,7 +65,7 @@ class MemoryStore:
 
         verb = "append to" if mode == "append" else "replace"
         return self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
-                                  _trailers(f"memory.{mode}", agent_id, trailers))
+                                  _trailers(f"memory.{mode}", agent_id, trailers), scope=path)
 
     def delete(self, agent_id: str | None = None, *,
                trailers: Mapping[str, str] | None = None) -> str | None:
@@ -73,7 +74,7 @@ class MemoryStore:
         return self.engine.update(
             lambda snapshot: {path: None} if snapshot.exists(path) else None,
             f"memory: delete {_describe(agent_id)}",
-            _trailers("memory.delete", agent_id, trailers))
+            _trailers("memory.delete", agent_id, trailers), scope=path)
 
     def agents(self, *, snapshot: Snapshot | None = None) -> list[str]:
         """The ids of the agents that have memory."""

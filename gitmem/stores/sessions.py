@@ -54,14 +54,14 @@ class SessionStore:
     def read(self, agent_type: str, session_id: str, *,
              snapshot: Snapshot | None = None) -> tuple[list[Any], str]:
         """``(messages, agent_session_id)``; ``([], "")`` for a session never written."""
-        snapshot = snapshot or self.engine.snapshot()
+        snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
         meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
         return self._log(agent_type, session_id).read(snapshot), meta.get("agentSessionId", "")
 
     def read_json(self, agent_type: str, session_id: str, *,
                   snapshot: Snapshot | None = None) -> tuple[str, str]:
         """Like :meth:`read`, with the messages as the text of a JSON array (no re-encoding)."""
-        snapshot = snapshot or self.engine.snapshot()
+        snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
         meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
         return self._log(agent_type, session_id).read_json(snapshot), meta.get("agentSessionId", "")
 
@@ -98,7 +98,7 @@ class SessionStore:
         return self.engine.update(
             changes, f"session: write {agent_type}/{session_id} ({len(messages)} messages)",
             {"Gitmem-Op": "session.write", **(trailers or {}),
-             "Gitmem-Id": f"session:{agent_type}/{session_id}"})
+             "Gitmem-Id": f"session:{agent_type}/{session_id}"}, scope=folder)
 
     def delete(self, agent_type: str, session_id: str, *,
                trailers: Mapping[str, str] | None = None) -> str | None:
@@ -108,7 +108,7 @@ class SessionStore:
             lambda snapshot: {path: None for path in snapshot.files(folder)},
             f"session: delete {agent_type}/{session_id}",
             {"Gitmem-Op": "session.delete", **(trailers or {}),
-             "Gitmem-Id": f"session:{agent_type}/{session_id}"})
+             "Gitmem-Id": f"session:{agent_type}/{session_id}"}, scope=folder)
 
     def list(self, *, snapshot: Snapshot | None = None) -> list[tuple[str, str]]:
         """Every stored ``(agent_type, session_id)``, read from the metadata files."""
