@@ -1,0 +1,126 @@
+"""nui's ``storage.*`` methods (and the programmatic ``extension.*`` ones) on the stores.
+
+Each method takes the params nui sends and answers what the nui host expects (see
+``shared/reference/nui-host-behaviour.md``): reads answer ``{messages,
+agentSessionId}`` or ``{content}``, writes and deletes ``{"ok": true}`` once their
+commit exists. Every call is checked against the handler table first.
+
+    methods = storage_methods(mem, HandlerTable(), name="gitmem")  # no list: any handler id
+    rpc.serve(methods, stdin, stdout)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gitmem import __version__
+from gitmem.protocol.handlers import HandlerTable
+from gitmem.protocol.rpc import InvalidParams, RawJSON, Shutdown, param
+from gitmem.repository import Gitmem
+
+OK = {"ok": True}
+WRITE_MODES = ("replace", "append")
+
+
+def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem",
+                    on_shutdown: Callable[[], None] = lambda: None) -> dict[str, Callable[[dict], Any]]:
+    """The method table for ``gitmem serve``: ``storage.*`` and ``extension.*``."""
+
+    def handler(params: dict, kind: str, agent_type: str | None = None) -> dict[str, str]:
+        handler_id = param(params, "handlerId")
+        handlers.check(handler_id, kind, agent_type)
+        return {"Gitmem-Handler": handler_id}
+
+    def write_mode(params: dict) -> str:
+        mode = param(params, "writeMode", default="replace")
+        if mode not in WRITE_MODES:
+            raise InvalidParams(f'param "writeMode" must be "replace" or "append", not {mode!r}',
+                                {"param": "writeMode"})
+        return mode
+
+    def info(params: dict) -> dict:
+        return {"id": name, "name": "gitmem", "version": __version__}
+
+    def session_read(params: dict) -> dict:
+        agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
+        param(params, "workingDir", default="")
+        handler(params, "sessionHistory", agent_type)
+        messages, agent_session_id = mem.sessions.read_json(agent_type, session_id)
+        return {"messages": RawJSON(messages), "agentSessionId": agent_session_id}
+
+    def session_write(params: dict) -> dict:
+        agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
+        messages = param(params, "messages", list, default=[])
+        agent_session_id = param(params, "agentSessionId", default="")
+        working_dir = param(params, "workingDir", default="")
+        trailers = handler(params, "sessionHistory", agent_type)
+        mem.sessions.write(agent_type, session_id, messages, agent_session_id, working_dir,
+                           trailers=trailers)
+        return OK
+
+    def session_delete(params: dict) -> dict:
+        agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
+        trailers = handler(params, "sessionHistory", agent_type)
+        mem.sessions.delete(agent_type, session_id, trailers=trailers)
+        return OK
+
+    def agent_memory_read(params: dict) -> dict:
+        agent_id = param(params, "agentId")
+        handler(params, "agentMemory", agent_id)
+        return {"content": mem.memory.read(agent_id)}
+
+    def agent_memory_write(params: dict) -> dict:
+        agent_id, content = param(params, "agentId"), param(params, "content", default="")
+        mode = write_mode(params)
+        trailers = handler(params, "agentMemory", agent_id)
+        mem.memory.write(content, agent_id, mode, trailers=trailers)
+        return OK
+
+    def agent_memory_delete(params: dict) -> dict:
+        agent_id = param(params, "agentId")
+        trailers = handler(params, "agentMemory", agent_id)
+        mem.memory.delete(agent_id, trailers=trailers)
+        return OK
+
+    def user_memory_read(params: dict) -> dict:
+        handler(params, "userMemory")
+        return {"content": mem.memory.read()}
+
+    def user_memory_write(params: dict) -> dict:
+        content, mode = param(params, "content", default=""), write_mode(params)
+        trailers = handler(params, "userMemory")
+        mem.memory.write(content, None, mode, trailers=trailers)
+        return OK
+
+    def user_memory_delete(params: dict) -> dict:
+        trailers = handler(params, "userMemory")
+        mem.memory.delete(None, trailers=trailers)
+        return OK
+
+    def shutdown(params: dict) -> dict:
+        on_shutdown()
+        raise Shutdown(OK)
+
+    def extension_initialize(params: dict) -> dict:
+        return {"name": name, "version": __version__, "storageHandlers": [h.to_json() for h in handlers.handlers or ()]}
+
+    def extension_shutdown(params: dict) -> dict:
+        on_shutdown()
+        raise Shutdown(OK)
+
+    return {
+        "storage.info": info,
+        "storage.session.read": session_read,
+        "storage.session.write": session_write,
+        "storage.session.delete": session_delete,
+        "storage.agentMemory.read": agent_memory_read,
+        "storage.agentMemory.write": agent_memory_write,
+        "storage.agentMemory.delete": agent_memory_delete,
+        "storage.userMemory.read": user_memory_read,
+        "storage.userMemory.write": user_memory_write,
+        "storage.userMemory.delete": user_memory_delete,
+        "storage.shutdown": shutdown,
+        "extension.initialize": extension_initialize,
+        "extension.shutdown": extension_shutdown,
+    }

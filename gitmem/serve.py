@@ -1,0 +1,99 @@
+"""``gitmem serve``: the storage extension process that nui (or the kaboo adapter) starts.
+
+It speaks newline-delimited JSON-RPC 2.0 on stdin/stdout (``storage.*``,
+``threads.*``, ``extension.*``) until end of input, ``storage.shutdown`` or
+SIGTERM, then finishes pending work and exits 0. nui throws stderr away, so
+everything worth reading goes to a log file, by default ``.git/gitmem/serve.log``
+in the repository.
+
+    python3 -m gitmem serve --repo ~/gitmem --handlers storage-handlers.yaml
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import BinaryIO
+
+from gitmem.protocol import rpc
+from gitmem.protocol.handlers import HandlerTable, find_handlers_file, load_handlers
+from gitmem.protocol.nui import storage_methods
+from gitmem.repository import Gitmem
+
+log = logging.getLogger("gitmem.serve")
+
+LOG_NAME = "serve.log"
+LOG_MAX_BYTES = 2 * 1024 * 1024
+LOG_BACKUPS = 2
+
+
+def add_command(commands, command) -> None:
+    """Add ``gitmem serve`` to the CLI."""
+    serve = command(commands, "serve", "speak nui's storage protocol (and threads.*) on "
+                    "stdin/stdout", cmd_serve)
+    serve.add_argument("--handlers", metavar="FILE",
+                       help="storage-handlers.yaml (default: the one in $NUI_EXTENSION_DIR, "
+                            "else accept every handler id)")
+    serve.add_argument("--log-file", metavar="FILE",
+                       help=f"where to log (default: .git/gitmem/{LOG_NAME} in the repository)")
+    serve.add_argument("--log-level", default="INFO",
+                       choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def cmd_serve(args) -> int:
+    # Parse the handler list before touching stdout, so an invalid file stops us with
+    # a one-line error (the CLI prints it) instead of a half-started server.
+    handlers_file = find_handlers_file(args.handlers, os.environ)
+    handlers = load_handlers(handlers_file) if handlers_file else HandlerTable()
+    protocol_out = _claim_stdout()
+    os.umask(0o077)
+    mem = Gitmem.open(args.repo, create=True)
+    _log_to_file(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
+                 args.log_level)
+    log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
+             handlers_file or "any")
+    try:
+        serve(mem, handlers, sys.stdin.buffer, protocol_out)
+    finally:
+        mem.close()
+        log.info("stopped")
+    return 0
+
+
+def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """Answer requests until end of input, a shutdown call or SIGTERM."""
+    name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
+    methods = storage_methods(mem, handlers, name=name)
+    rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of,
+              stop_signals=(signal.SIGTERM, signal.SIGINT))
+
+
+def _claim_stdout() -> BinaryIO:
+    """Keep fd 1 for protocol lines only: anything else printing to stdout goes to stderr."""
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return protocol_out
+
+
+def _log_to_file(path: Path, level: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    logging.captureWarnings(True)
+
+
+def _ids_of(params: dict) -> str:
+    """The ids of a request, for the log (never content)."""
+    keys = ("handlerId", "agentType", "sessionId", "agentId", "threadId")
+    return " ".join(f"{k}={params[k]!r:.80}" for k in keys if isinstance(params.get(k), str))
