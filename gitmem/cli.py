@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from datetime import datetime, timedelta, timezone
 
-from gitmem import __version__
+from gitmem import __version__, kaboo_adapter, nui_extension, serve
+from gitmem import sync
+from gitmem import status, watch
+from gitmem import history, maintenance, nui_import
 from gitmem.repository import Gitmem, default_repo_path
 
 
 class CliError(Exception):
     """Bad input or an operation that cannot be done: printed as one line, exit 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr (its subcommands inherit it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gitmem", description="Memory and history for AI agents, kept in git.")
     parser.add_argument("--version", action="version", version=f"gitmem {__version__}")
     commands = parser.add_subparsers(metavar="COMMAND")
@@ -74,12 +82,15 @@ def build_parser() -> argparse.ArgumentParser:
     _command(session_commands, "list", "list sessions as AGENT_TYPE<TAB>SESSION_ID",
              cmd_session_list)
 
-    history = _command(commands, "log", "commits that touched a record, newest first", cmd_log)
-    history.add_argument("record", nargs="?", metavar="RECORD",
-                         help="user, agent:<id>, session:<agentType>/<sessionId> or "
-                              "thread:<threadId> (default: every commit)")
-    history.add_argument("-n", "--max-count", type=int, help="show at most N commits")
-    history.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+    for module in (history, nui_import, maintenance):  # log/show/diff/restore, import/export, gc/fsck
+        module.add_commands(commands, _command)
+
+    serve.add_command(commands, _command)
+    nui_extension.add_commands(commands, _command)
+    kaboo_adapter.add_commands(commands)
+    sync.add_commands(commands, _command)
+    watch.add_command(commands, _command)
+    status.add_command(commands, _command)
 
     bench = _command(commands, "bench", "measure write and read costs against baselines",
                      cmd_bench)
@@ -158,27 +169,9 @@ def cmd_session_list(args) -> None:
             print(f"{agent_type}\t{session_id}")
 
 
-def cmd_log(args) -> None:
-    with open_repo(args) as mem:
-        commits = mem.log(args.record, limit=args.max_count)
-    if args.json:
-        json.dump([{"id": c.id, "author": c.author, "email": c.email, "time": c.time,
-                    "date": _date(c.time, c.offset), "message": c.message,
-                    "trailers": c.trailers} for c in commits], sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return
-    for c in commits:
-        print(f"{c.id[:10]}  {_date(c.time, c.offset)}  {c.author:<24}  {c.summary}")
-
-
 def cmd_bench(args) -> None:
     from gitmem.bench import run
     run(quick=args.quick, json_path=args.json)
-
-
-def _date(seconds: int, offset_minutes: int) -> str:
-    zone = timezone(timedelta(minutes=offset_minutes))
-    return datetime.fromtimestamp(seconds, zone).isoformat(timespec="seconds")
 
 
 if __name__ == "__main__":

@@ -12,16 +12,21 @@ background so that ``git status`` stays clean.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import errno
 import logging
 import os
+import re
+import signal
 import socket
 import stat
+import subprocess
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import pygit2
@@ -38,7 +43,11 @@ DIR_MODE = 0o700
 INDEX_IDLE = 0.3  # seconds without writes before the index is refreshed
 INDEX_MAX_DELAY = 1.0  # refresh at the latest this long after the first pending write
 MAX_CAS_RETRIES = 20
+OBJECT_WRITE_RETRIES = 3  # object writes that may fail while a packer removes empty folders
+DURABILITIES = ("fast", "fsync")  # fsync: on disk before a write is answered (power loss)
+RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
 STALE_GIT_LOCK_AGE = 10.0  # a ref/index .lock older than this, while we hold our lock, is stale
+TREE_CACHE_LIMIT = 64 << 20  # bytes: the largest tree libgit2 keeps parsed (see GitEngine)
 
 Changes = Mapping[str, "bytes | None"]
 T = TypeVar("T")
@@ -210,10 +219,19 @@ class GitEngine:
         self._tmp_dir = self.private_dir / "tmp"
         self._tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
         self.identity = identity or default_identity(repo.config)
+        if durability not in DURABILITIES:
+            raise EngineError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
         self.durability = durability
         if durability == "fsync":
-            pygit2.settings.enable_fsync_gitdir = True
-        self._lock = FileLock(self.private_dir / "lock", timeout=lock_timeout)
+            # Process-wide in libgit2: objects, refs, reflogs and the index, each with
+            # its folder. (pygit2's settings.enable_fsync_gitdir is a method, not a property.)
+            pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, True)
+        # libgit2 keeps parsed trees in its cache only up to 4 KB by default: a folder of
+        # thousands of records (threads/, sessions/) was parsed again for every path
+        # looked up in it (10,000 threads: 20 s to list, 30 ms with this).
+        pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
+        self._lock = FileLock(self.private_dir / "lock", timeout=lock_timeout,
+                              on_abandoned=self._recover_abandoned)
         self._cache: OrderedDict[tuple[Any, Any], tuple[Any, int]] = OrderedDict()
         self._cache_bytes = cache_bytes  # bounded by the size of the blobs behind the entries
         self._cached_bytes = 0
@@ -223,6 +241,7 @@ class GitEngine:
         # Called with a record's path (file or folder) before it is read from HEAD or
         # written; the hand-edit layer sets it to commit pending edits of that record.
         self.on_access: Callable[[str], None] | None = None
+        self._stat_cache: dict[str, tuple[tuple[int, int, int], int, str]] = {}  # hand edits support
         with self._lock:
             self._remove_stale_locks()
             self._clean_tmp()
@@ -235,7 +254,7 @@ class GitEngine:
         """Open the repository at ``path``; create it (branch ``main``) when ``create`` and missing."""
         path = Path(path)
         found = pygit2.discover_repository(str(path)) if path.exists() else None
-        if found and Path(found).resolve() == (path / ".git").resolve():
+        if found and Path(found).resolve() in ((path / ".git").resolve(), path.resolve()):
             repo = pygit2.Repository(str(path))
         elif create:
             path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
@@ -306,7 +325,8 @@ class GitEngine:
         tip = self._tip()
         if tip is None:
             return None
-        for commit in self._repo.walk(tip, pygit2.enums.SortMode.TIME):
+        # TOPOLOGICAL too: commits made in the same second come child first
+        for commit in self._repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
             if commit.commit_time <= when:
                 return str(commit.id)
         return None
@@ -353,27 +373,31 @@ class GitEngine:
     # -- writing -----------------------------------------------------------------
 
     def commit(self, changes: Changes, message: str, trailers: Mapping[str, str] | None = None,
-               *, author: Identity | None = None, scope: str | None = None) -> str | None:
+               *, author: Identity | None = None, scope: str | None = None,
+               worktree: bool = True) -> str | None:
         """Apply ``changes`` ({path: bytes, or None to delete}) as one commit on ``main``.
 
         Returns the new commit id, or None when the changes alter nothing (no empty commit).
         """
-        return self.update(lambda _snapshot: changes, message, trailers, author=author, scope=scope)
+        return self.update(lambda _snapshot: changes, message, trailers, author=author,
+                           scope=scope, worktree=worktree)
 
     def update(self, make_changes: Callable[[Snapshot], Changes | None], message: str,
                trailers: Mapping[str, str] | None = None, *,
-               author: Identity | None = None, scope: str | None = None) -> str | None:
+               author: Identity | None = None, scope: str | None = None,
+               worktree: bool = True) -> str | None:
         """Like :meth:`commit`, with changes computed from the tip under the writers' lock.
 
         ``make_changes(snapshot)`` may run more than once when another writer moves the
         branch in between; it returns the changes, or None for none. ``scope`` names the
-        record being written (see :meth:`snapshot`).
+        record being written (see :meth:`snapshot`). ``worktree=False`` commits changes the
+        work tree already holds (a hand edit) without touching it.
         """
         full_message = _with_trailers(message, trailers)
         with self._lock:
             if scope is not None and self.on_access is not None:
                 self.on_access(scope)
-            for _ in range(MAX_CAS_RETRIES):
+            for attempt in range(MAX_CAS_RETRIES):
                 base = self._tip()
                 snapshot = Snapshot(self, base)
                 changes = make_changes(snapshot)
@@ -382,18 +406,27 @@ class GitEngine:
                 for path in changes:
                     check_path(path)
                 base_tree = snapshot._tree
-                tree_id = self._build_tree(base_tree, _nest(changes))
-                if tree_id is None:
-                    tree_id = self._repo.TreeBuilder().write()
-                if base_tree is not None and tree_id == base_tree.id:
-                    return None
-                signature = (author or self.identity).signature()
-                committer = self.identity.signature()
-                parents = [base] if base else []
-                commit_id = self._repo.create_commit(
-                    None, signature, committer, full_message, tree_id, parents)
+                try:
+                    tree_id = self._build_tree(base_tree, _nest(changes))
+                    if tree_id is None:
+                        tree_id = self._repo.TreeBuilder().write()
+                    if base_tree is not None and tree_id == base_tree.id:
+                        return None
+                    signature = (author or self.identity).signature()
+                    committer = self.identity.signature()
+                    parents = [base] if base else []
+                    commit_id = self._repo.create_commit(
+                        None, signature, committer, full_message, tree_id, parents)
+                except OSError as exc:
+                    # Background packing (git prune-packed) may remove an emptied
+                    # objects/xx folder between libgit2's mkdir and its rename: write again.
+                    if attempt >= OBJECT_WRITE_RETRIES:
+                        raise
+                    log.info("writing objects again after: %s", exc)
+                    continue
                 if self._move_branch(base, commit_id, full_message):
-                    self.write_worktree(changes)
+                    if worktree:
+                        self.write_worktree(changes, expected=snapshot)
                     self._index_refresher.mark(changes)
                     return str(commit_id)
             raise EngineError("the branch kept moving under us; gave up after "
@@ -431,16 +464,37 @@ class GitEngine:
 
     # -- the work tree -----------------------------------------------------------
 
-    def write_worktree(self, changes: Changes) -> None:
-        """Make the work tree hold ``changes``: atomic replace, 0600 files, 0700 folders."""
+    def write_worktree(self, changes: Changes, expected: Snapshot | None = None) -> None:
+        """Make the work tree hold ``changes``: atomic replace, 0600 files, 0700 folders.
+
+        A path that cannot be written (a symlink or a file where a folder belongs, an
+        I/O error) is logged and left as it is: the commit already holds the change, and
+        raising here would make a caller retry a write that landed. With ``expected``
+        (the snapshot the changes were made from), a file that no longer holds its
+        version there is a person's edit and is left alone too (see "hand edits support").
+        """
         for path, data in changes.items():
-            target = self._safe_target(path, create_parents=data is not None)
-            if data is None:
-                if target is not None:
-                    _unlink(target)
-                    self._prune_empty_dirs(target.parent)
-            else:
-                self._replace_file(target, data)
+            try:
+                if expected is not None:
+                    self._write_unless_edited(path, data, expected.blob_id(path))
+                    continue
+                target = self._safe_target(path, create_parents=data is not None)
+                if data is None:
+                    if target is not None:
+                        _unlink(target)
+                        self._prune_empty_dirs(target.parent)
+                else:
+                    self._replace_file(target, data)
+            except (UnsafePath, OSError) as exc:
+                log.warning("left %s out of the work tree: %s", path, exc)
+        if self.durability == "fsync":
+            self._fsync_folders(changes)
+
+    def _fsync_folders(self, paths) -> None:
+        """fsync the work-tree folders that hold ``paths``, up to the root, so that renames,
+        deletions and new folders are on disk before the write is answered."""
+        for folder in {parent for path in paths for parent in PurePosixPath(path).parents}:
+            _fsync_path(self.workdir / folder)
 
     def worktree_path(self, path: str) -> Path:
         """The absolute work-tree path of repository path ``path``."""
@@ -465,8 +519,13 @@ class GitEngine:
                 return None
         return current / parts[-1]
 
-    def _replace_file(self, target: Path, data: bytes) -> None:
-        tmp = self._tmp_dir / f"{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
+    def _tmp_path(self) -> Path:
+        """A fresh name in the private temp folder (cleaned at open when its process is gone)."""
+        return self._tmp_dir / f"{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
+
+    def _write_tmp(self, data: bytes) -> Path:
+        """A new private file in the temp folder holding ``data``."""
+        tmp = self._tmp_path()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
         try:
             view = memoryview(data)
@@ -476,6 +535,10 @@ class GitEngine:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        return tmp
+
+    def _replace_file(self, target: Path, data: bytes) -> None:
+        tmp = self._write_tmp(data)
         try:
             if os.path.isdir(target) and not os.path.islink(target):
                 raise UnsafePath(f"{target} is a folder; refusing to replace it with a file")
@@ -510,6 +573,9 @@ class GitEngine:
             for path in paths:
                 self._refresh_entry(index, head, path)
             index.write()
+            if self.durability == "fsync":  # libgit2 does not fsync the index itself
+                _fsync_path(self.gitdir / "index")
+                _fsync_path(self.gitdir)
 
     def _refresh_entry(self, index: pygit2.Index, head: Snapshot, path: str) -> None:
         entry = head._entry(path)
@@ -538,14 +604,30 @@ class GitEngine:
 
     # -- recovery ----------------------------------------------------------------
 
-    def _remove_stale_locks(self) -> None:
-        """Remove git lock files left by a killed process (we hold the writers' lock)."""
+    def _recover_abandoned(self, taken_at: float) -> None:
+        """Clean up after a gitmem writer that died holding the writers' lock it took at
+        ``taken_at``: its git locks and temp files, and the work tree it left behind."""
+        log.warning("a gitmem writer died holding the writers' lock: recovering")
+        try:
+            self._remove_stale_locks(since=taken_at)
+            self._clean_tmp()
+            for leftover in (self.gitdir / "objects").glob("tmp_object_git2_*"):  # libgit2's
+                if leftover.stat().st_mtime >= taken_at:
+                    _unlink(leftover)
+            self._recover_worktree()
+        except Exception:  # the next open tries again; writes go on meanwhile
+            log.exception("recovery after a dead writer failed")
+
+    def _remove_stale_locks(self, since: float | None = None) -> None:
+        """Remove git lock files left by a killed process (we hold the writers' lock): those
+        older than STALE_GIT_LOCK_AGE, and those made ``since`` a writer that then died took it."""
         for lock in (self.gitdir / "index.lock", self.gitdir / f"{REF}.lock", self.gitdir / "HEAD.lock"):
             try:
-                age = time.time() - lock.stat().st_mtime
+                mtime = lock.stat().st_mtime
             except FileNotFoundError:
                 continue
-            if age > STALE_GIT_LOCK_AGE:
+            age = time.time() - mtime
+            if age > STALE_GIT_LOCK_AGE or (since is not None and mtime >= since):
                 log.warning("removing stale lock %s (%.0f s old)", lock, age)
                 _unlink(lock)
 
@@ -560,8 +642,9 @@ class GitEngine:
 
         The index records the last state known to agree between work tree and HEAD.
         For each path where the index lags HEAD: a work-tree file still equal to the
-        index's version was never updated, so it gets HEAD's; one equal to HEAD is
-        fine; anything else is a hand edit and is left alone.
+        index's version, or to a version committed since (the index is refreshed in
+        the background, so it may lag several writes), was left behind, so it gets
+        HEAD's; one equal to HEAD is fine; anything else is a hand edit and is left alone.
         """
         tip = self._tip()
         if tip is None:
@@ -580,12 +663,27 @@ class GitEngine:
             head_id = entry.id if entry is not None else None
             if on_disk == head_id:
                 continue
-            if on_disk == in_index:
+            if on_disk == in_index or on_disk in self._versions_since(path, in_index, tip):
                 log.warning("recovering %s from HEAD after an interrupted write", path)
                 self.write_worktree({path: self._blob(head_id) if head_id else None})
             else:
                 log.info("leaving %s alone: it holds an uncommitted hand edit", path)
-        self.refresh_index(lagging)
+        try:
+            self.refresh_index(lagging)
+        except pygit2.GitError as exc:  # a git command holds index.lock: refresh it later
+            log.warning("index not refreshed after recovery: %s", exc)
+            self._index_refresher.mark(lagging)
+
+    def _versions_since(self, path: str, baseline: pygit2.Oid | None, tip: pygit2.Oid) -> set:
+        """The versions of ``path`` (blob ids; None: no file) in the commits from ``tip`` back
+        to one holding ``baseline`` there, at most RECOVERY_DEPTH of them."""
+        found = set()
+        for depth, commit in enumerate(self._repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)):
+            version = _entry_id(commit.tree, path)
+            if version == baseline or depth >= RECOVERY_DEPTH:
+                break
+            found.add(version)
+        return found
 
     def _hash_worktree(self, path: str) -> pygit2.Oid | None:
         on_disk = self.workdir / path
@@ -610,6 +708,495 @@ class GitEngine:
     def lock(self) -> FileLock:
         """The writers' lock; hold it to keep other gitmem writers out."""
         return self._lock
+
+    # -- hand edits support ------------------------------------------------------
+    # A person may save a file in the work tree at any moment, and a write must never
+    # overwrite what they saved. So a write replaces a file only while it still holds
+    # the version the commit started from: the new file is swapped in atomically
+    # (renameat2 RENAME_EXCHANGE) and the file it displaced is checked, and put back
+    # when a save got in first. What a write leaves alone is an uncommitted hand edit,
+    # for gitmem.handedits to commit. Stat data vouches for a file's content once the
+    # file is older than the file system's timestamp granularity (git's "racy" rule).
+
+    def worktree_id(self, path: str) -> str | None:
+        """The blob id of the regular file at ``path`` in the work tree; None when there is none.
+
+        A file whose stat data matches an earlier hash is not read again.
+        """
+        known = self._stat_cache.get(path)
+        if known is not None:  # a match says "unchanged" without the per-folder symlink checks
+            try:
+                st = os.lstat(f"{self.workdir}/{path}")
+                if known[:2] == ((st.st_ino, st.st_size, st.st_mtime_ns), st.st_ctime_ns):
+                    return known[2]
+            except OSError:
+                pass
+        target = self._safe_target(path, create_parents=False)
+        return self._file_id(path, target) if target is not None else None
+
+    def read_worktree(self, path: str) -> tuple[bytes, str] | None:
+        """``(bytes, blob id)`` of the regular file at ``path`` in the work tree, or None.
+
+        Never follows a symlink, so nothing outside the repository is read.
+        """
+        target = self._safe_target(path, create_parents=False)
+        if target is None:
+            return None
+        try:
+            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:  # no file, or a symlink (ELOOP)
+            return None
+        with open(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = file.read()
+        return data, str(pygit2.hash(data))
+
+    def worktree_files(self, folder: str) -> list[str]:
+        """The paths of the regular files under work-tree ``folder``, not following symlinks."""
+        target = self._safe_target(folder, create_parents=False)
+        found: list[str] = []
+
+        def walk(directory: str, prefix: str) -> None:
+            try:
+                entries = list(os.scandir(directory))
+            except OSError:
+                return
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    walk(entry.path, f"{prefix}{entry.name}/")
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(prefix + entry.name)
+
+        if target is not None and os.path.isdir(target) and not os.path.islink(target):
+            walk(str(target), f"{folder}/")
+        return found
+
+    def worktree_suspects(self, folders: tuple[str, ...] | list[str]) -> list[str]:
+        """Paths under ``folders`` whose work-tree file may differ from HEAD: new, changed or gone.
+
+        One ``git status`` on the index's stat data, so a large repository is not read.
+        """
+        prefixes = tuple(f"{folder}/" for folder in folders)
+        with self._lock:  # the index refresher thread shares the repository's index
+            status = self._repo.status(untracked_files="all", ignored=True)
+        found = []
+        for path, flags in status.items():
+            if path.startswith(prefixes) and flags != pygit2.enums.FileStatus.CURRENT:
+                found.extend(self.worktree_files(path.rstrip("/")) if path.endswith("/") else [path])
+        return sorted(found)
+
+    def _file_id(self, path: str, file: Path, *, moved: bool = False) -> str | None:
+        """The blob id of regular ``file``: the work-tree file of ``path``, or (``moved``)
+        what a write just displaced from there, whose ctime the move changed."""
+        checked_at = time.time_ns()
+        try:
+            st = os.lstat(file)
+        except OSError:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        known = self._stat_cache.get(path)
+        if known is not None and known[0] == key and (moved or known[1] == st.st_ctime_ns):
+            return known[2]
+        try:
+            blob_id = str(pygit2.hashfile(str(file)))
+        except (OSError, pygit2.GitError):
+            return None
+        if not moved and not _racy(st, checked_at):
+            if len(self._stat_cache) >= STAT_CACHE_ENTRIES:
+                self._stat_cache.clear()
+            self._stat_cache[path] = (key, st.st_ctime_ns, blob_id)
+        return blob_id
+
+    def _write_unless_edited(self, path: str, data: bytes | None, base_id: str | None) -> None:
+        """Write ``data`` to ``path`` (None: delete it) only while the work tree holds ``base_id``
+        there (None: no file)."""
+        target = self._safe_target(path, create_parents=data is not None)
+        if target is None:
+            return
+        if os.path.islink(target):  # never an edit to keep: replaced itself, never followed
+            _unlink(target) if data is None else self._replace_file(target, data)
+            return
+        if data is None:
+            self._delete_unless_edited(path, target, base_id)
+            return
+        tmp = self._write_tmp(data)
+        try:
+            if base_id is None:
+                _rename_noreplace(tmp, target)
+            elif not _renameat2(tmp, target, _RENAME_EXCHANGE):  # cannot swap here: check, replace
+                if self._file_id(path, target) != base_id:
+                    raise FileExistsError(target)
+                os.replace(tmp, target)
+            elif self._file_id(path, tmp, moved=True) != base_id:
+                _renameat2(tmp, target, _RENAME_EXCHANGE)  # a save got in first: put it back
+                raise FileExistsError(target)
+        except (FileExistsError, FileNotFoundError):
+            log.info("left %s alone: it holds an uncommitted hand edit", path)
+        finally:
+            _unlink(tmp)
+
+    def _delete_unless_edited(self, path: str, target: Path, base_id: str | None) -> None:
+        if base_id is None:
+            return  # no file in the base: whatever is there now is someone's
+        try:
+            if not stat.S_ISREG(os.lstat(target).st_mode):
+                return  # a symlink or folder is not ours to delete
+        except FileNotFoundError:
+            return
+        hold = self._tmp_path()
+        try:
+            os.rename(target, hold)
+        except FileNotFoundError:
+            return
+        if self._file_id(path, hold, moved=True) == base_id:
+            _unlink(hold)
+            self._prune_empty_dirs(target.parent)
+            return
+        try:
+            _rename_noreplace(hold, target)  # an edit: put it back
+        except FileExistsError:
+            log.warning("%s was saved twice while gitmem deleted it; kept the newer save", path)
+            _unlink(hold)
+
+    # -- sync support ------------------------------------------------------------
+    # For gitmem.sync. The network part runs `git fetch`/`git push` as subprocesses,
+    # so the user's ssh agent, ~/.ssh/config and credential helpers apply; objects,
+    # merges and the branch stay in pygit2. Git's words are scrubbed of URL
+    # credentials before they reach an error message.
+
+    def remotes(self) -> list[str]:
+        """The names of the configured remotes."""
+        return list(self._repo.remotes.names())
+
+    def add_remote(self, name: str, url: str) -> None:
+        """Configure remote ``name`` fetching from and pushing to ``url``, as ``git remote add``."""
+        try:
+            self._repo.remotes.create(name, url)
+        except (ValueError, pygit2.GitError) as exc:
+            raise EngineError(scrub_credentials(str(exc))) from None
+
+    def remote_tip(self, remote: str) -> str | None:
+        """The remote's ``main`` as last fetched or pushed (``refs/remotes/<remote>/main``)."""
+        ref = self._repo.references.get(_tracking_ref(remote))
+        return str(ref.target) if ref is not None else None
+
+    def fetch(self, remote: str, *, interactive: bool = True) -> str | None:
+        """Fetch the remote's ``main``; return its tip, or None when the remote has no ``main``.
+
+        ``interactive=False`` (background syncs) forbids password prompts and bounds
+        the time. Raises EngineError with git's reason, credentials removed.
+        """
+        self._require_remote(remote)
+        done = self._run_git(["fetch", "--quiet", "--no-tags", remote,
+                              f"+{REF}:{_tracking_ref(remote)}"], interactive)
+        if done.returncode != 0:
+            if "couldn't find remote ref" in done.stderr:
+                stale = self._repo.references.get(_tracking_ref(remote))
+                if stale is not None:
+                    stale.delete()
+                return None
+            raise EngineError(f"git fetch {remote} failed: {_git_reason(done.stderr)}")
+        return self.remote_tip(remote)
+
+    def push(self, remote: str, commit: str, *, interactive: bool = True) -> bool:
+        """Push ``commit`` to the remote's ``main``, never forced.
+
+        True when it landed; False when the remote's ``main`` moved since our fetch
+        (fetch, merge and push again); EngineError for any other failure.
+        """
+        self._require_remote(remote)
+        done = self._run_git(["push", "--porcelain", remote, f"{commit}:{REF}"], interactive)
+        if done.returncode == 0:
+            self._repo.references.create(_tracking_ref(remote), pygit2.Oid(hex=commit), force=True)
+            return True
+        refused = [line for line in done.stdout.splitlines() if line.startswith("!\t")]
+        if refused:
+            reason = refused[0].split("\t")[-1]
+            if any(word in reason for word in _REMOTE_MOVED):
+                return False
+            raise EngineError(f"git push {remote} refused: {scrub_credentials(reason)}")
+        raise EngineError(f"git push {remote} failed: {_git_reason(done.stderr)}")
+
+    def _require_remote(self, remote: str) -> None:
+        if remote not in self.remotes():
+            raise EngineError(f"no remote named {remote!r} (add one with `gitmem remote add "
+                              "NAME URL` or `git remote add`)")
+
+    def _run_git(self, args: list[str], interactive: bool) -> subprocess.CompletedProcess:
+        # English messages (we read them), and no variables pointing git at another
+        # repository (set when gitmem runs inside a git hook).
+        env = {key: value for key, value in os.environ.items() if key not in _GIT_LOCATION_VARS}
+        env.update(LC_ALL="C", LANGUAGE="C")
+        options: dict[str, Any] = {}
+        if not interactive:
+            # Never wait on a prompt nobody sees; in a session of its own, so that a
+            # timeout can kill ssh along with git.
+            env["GIT_TERMINAL_PROMPT"] = "0"
+            if not ({"GIT_SSH", "GIT_SSH_COMMAND"} & env.keys() or self.config_get("core.sshCommand")):
+                env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+            options = {"start_new_session": True}
+        try:
+            proc = subprocess.Popen(["git", "-C", str(self.workdir), *args], env=env,
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, errors="replace", **options)
+        except FileNotFoundError:
+            raise EngineError("syncing needs the `git` command, and it is not installed") from None
+        try:
+            out, err = proc.communicate(timeout=None if interactive else NETWORK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise EngineError(f"git {args[0]} gave no answer within {NETWORK_TIMEOUT:g} s") from None
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of commits ``a`` and ``b`` (None: unrelated histories)."""
+        found = self._repo.merge_base(self.resolve(a), self.resolve(b))
+        return str(found) if found else None
+
+    def is_ancestor(self, ancestor: str, commit: str) -> bool:
+        """True when ``ancestor`` is ``commit`` or in its history."""
+        a, c = self.resolve(ancestor), self.resolve(commit)
+        return a == c or self._repo.descendant_of(c, a)
+
+    def new_commits(self, tip: str, known: list[str]) -> list[str]:
+        """Commits in the history of ``tip`` and in none of ``known``, oldest first."""
+        walker = self._repo.walk(self.resolve(tip),
+                                 pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+        for commit in known:
+            walker.hide(self.resolve(commit))
+        return [str(commit.id) for commit in walker]
+
+    def changed_files(self, old: str | None, new: str | None) -> dict[str, tuple[str | None, str | None]]:
+        """``{path: (blob id in old, blob id in new)}`` for every file that differs between
+        two commits (None: no commit, or no file there)."""
+        return _changed_files(self._tree_of(old), self._tree_of(new))
+
+    def read_blob(self, blob_id: str) -> bytes:
+        """The bytes of a blob (cached like every read)."""
+        return self._blob(pygit2.Oid(hex=blob_id))
+
+    def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
+        """``(path, line number, line)`` for each line ``commit`` adds to a text file.
+
+        For a merge, only lines that none of its parents has in that file, so what a
+        merge brings in from either side does not count again.
+        """
+        target = self._repo[self.resolve(commit)]
+        parents = target.parents
+        others = [{(path, line) for path, _, line in _added_lines(p.tree, target.tree)}
+                  for p in parents[1:]]
+        for path, number, line in _added_lines(parents[0].tree if parents else None, target.tree):
+            if all((path, line) in other for other in others):
+                yield path, number, line
+
+    def commit_merge(self, ours: str, theirs: str, changes: Changes, message: str,
+                     trailers: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
+        """Commit ``ours`` plus ``changes`` with parents ``ours`` and ``theirs``, and move ``main``
+        there from ``ours`` (EngineError when it is elsewhere).
+
+        Returns the merge commit and the paths left alone in the work tree because they
+        hold an uncommitted hand edit.
+        """
+        full_message = _with_trailers(message, trailers)
+        for path in changes:
+            check_path(path)
+        with self._lock:
+            base = self._repo[self.resolve(ours)]
+            tree_id = self._build_tree(base.tree, _nest(changes)) or self._repo.TreeBuilder().write()
+            commit_id = self._repo.create_commit(
+                None, self.identity.signature(), self.identity.signature(), full_message,
+                tree_id, [base.id, self.resolve(theirs)])
+            return str(commit_id), self._advance(base.id, commit_id, full_message)
+
+    def fast_forward(self, expected: str | None, target: str) -> list[str]:
+        """Move ``main`` from ``expected`` to its descendant ``target`` and the work tree with it.
+
+        Returns the paths left alone because they hold an uncommitted hand edit.
+        """
+        if expected is not None and not self.is_ancestor(expected, target):
+            raise EngineError(f"{target[:10]} does not descend from {expected[:10]}")
+        with self._lock:
+            old = self.resolve(expected) if expected else None
+            return self._advance(old, self.resolve(target), f"fast-forward to {target[:10]}")
+
+    def backup(self) -> str | None:
+        """Save the tip of ``main`` as ``refs/gitmem/backup/<UTC time>``; return the ref's name.
+
+        Call it before anything moves the branch other than a commit on top, a
+        fast-forward or a merge.
+        """
+        tip = self._tip()
+        if tip is None:
+            return None
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        name = f"{BACKUP_REFS}/{stamp}.{time.time_ns() % 1_000_000_000:09d}Z"
+        self._repo.references.create(name, tip)
+        return name
+
+    def _advance(self, old: pygit2.Oid | None, new: pygit2.Oid, message: str) -> list[str]:
+        """Move ``main`` from ``old`` to ``new`` (under our lock) and update the work tree.
+
+        A file that no longer holds its old version holds a hand edit: it is left alone
+        (see "hand edits support") and returned.
+        """
+        changed = _changed_files(self._tree_of(old), self._tree_of(new))
+        for path in changed:
+            check_path(path)
+        if not self._move_branch(old, new, message):
+            raise EngineError("the branch moved while syncing; try again")
+        writes = {path: self.read_blob(new_id) if new_id else None
+                  for path, (_, new_id) in changed.items() if self.worktree_id(path) != new_id}
+        self.write_worktree(writes, expected=Snapshot(self, old))
+        self._index_refresher.mark(changed)
+        return [path for path in writes if self.worktree_id(path) != changed[path][1]]
+
+    def _tree_of(self, commit: str | pygit2.Oid | None) -> pygit2.Tree | None:
+        if commit is None:
+            return None
+        oid = commit if isinstance(commit, pygit2.Oid) else self.resolve(commit)
+        return self._repo[oid].peel(pygit2.Tree)
+
+    # -- history and maintenance support -------------------------------------------
+
+    def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
+        """The files at or under ``path`` ("" for all) that differ from revision ``old``
+        to revision ``new`` (None: before the first commit), in path order.
+
+        ``engine.diff("memory/user.md", "HEAD~1", "HEAD")[0].added`` is the lines added.
+        """
+        sides = []
+        for rev in (old, new):
+            tree = self._tree_of(rev)
+            obj = tree if not path or tree is None else _object_at(self._repo, tree, path)
+            sides.append(obj)
+        old_tree, new_tree = [o if isinstance(o, pygit2.Tree) else None for o in sides]
+        if new_tree is None:  # _changed_files diffs from nothing, not to nothing
+            gone = _changed_files(None, old_tree).items()
+            changed = {_join(path, rel): (new_id, old_id) for rel, (old_id, new_id) in gone}
+        else:
+            changed = {_join(path, rel): ids for rel, ids in _changed_files(old_tree, new_tree).items()}
+        blobs = [str(o.id) if isinstance(o, pygit2.Blob) else None for o in sides]
+        if blobs != [None, None] and blobs[0] != blobs[1]:
+            changed[path] = (blobs[0], blobs[1])
+        return [self._file_diff(file, old_id, new_id)
+                for file, (old_id, new_id) in sorted(changed.items())]
+
+    def _file_diff(self, path: str, old_id: str | None, new_id: str | None) -> FileDiff:
+        old_blob = self._repo[old_id] if old_id else None
+        new_blob = self._repo[new_id] if new_id else None
+        patch = pygit2.Patch.create_from(old_blob, new_blob, old_as_path=path, new_as_path=path)
+        _, added, removed = patch.line_stats
+        status = "added" if old_id is None else "deleted" if new_id is None else "modified"
+        return FileDiff(path, status, added, removed, patch.delta.is_binary, patch.text or "")
+
+    def loose_objects(self) -> int:
+        """How many loose objects the object database holds (files counted, none read)."""
+        return len(self._loose_object_files())
+
+    def pack_files(self) -> list[Path]:
+        """The ``.pack`` files of the object database."""
+        return sorted((self.gitdir / "objects" / "pack").glob("*.pack"))
+
+    def pack_loose_objects(self) -> int:
+        """Put every loose object into one new pack with libgit2, then delete the loose
+        copies; returns how many were packed. Needs no git CLI; a corrupt loose object is
+        left where it is (``check_objects`` reports it)."""
+        loose = self._loose_object_files()
+        builder = self._pack_builder()
+        packed = []
+        for oid, file in loose.items():
+            try:
+                builder.add(pygit2.Oid(hex=oid))
+                packed.append(file)
+            except pygit2.GitError as exc:
+                log.warning("not packing loose object %s: %s", oid, exc)
+        if not packed:
+            return 0
+        builder.write()  # the .pack and its .idx exist when this returns
+        for file in packed:
+            _unlink(file)
+        return len(packed)
+
+    def pack_all_objects(self) -> int:
+        """Put every object into one new pack, then delete the packs and loose objects it
+        replaces (packs with a ``.keep`` file stay); returns how many objects it holds."""
+        old_packs = [p for p in self.pack_files() if not p.with_suffix(".keep").exists()]
+        loose = self._loose_object_files()
+        builder = self._pack_builder()
+        for oid in self._repo.odb:
+            builder.add(oid)
+        builder.write()
+        new_packs = set(self.pack_files()) - set(old_packs)
+        for pack in old_packs:
+            if pack not in new_packs:
+                for suffix in (".pack", ".idx", ".rev", ".bitmap"):
+                    _unlink(pack.with_suffix(suffix))
+        for file in loose.values():
+            _unlink(file)
+        return builder.written_objects_count
+
+    def check_objects(self) -> list[tuple[str, str]]:
+        """Read every object (libgit2 checks each one's hash) and every object reachable
+        from ``main``; returns ``[(object id, problem)]``, empty when all is well."""
+        problems: dict[str, str] = {}
+        for oid in self._repo.odb:
+            try:
+                self._repo.odb.read(oid)
+            except (pygit2.GitError, KeyError, ValueError) as exc:
+                problems[str(oid)] = f"corrupt: {exc}"
+        tip = self._tip()
+        if tip is None:
+            return sorted(problems.items())
+        seen: set[pygit2.Oid] = set()
+        try:
+            for commit in self._repo.walk(tip):
+                self._check_tree(commit.tree_id, seen, problems)
+        except (pygit2.GitError, KeyError) as exc:
+            problems.setdefault("history", f"cannot walk the history: {exc}")
+        return sorted(problems.items())
+
+    def _check_tree(self, oid: pygit2.Oid, seen: set, problems: dict[str, str]) -> None:
+        if oid in seen:
+            return
+        seen.add(oid)
+        try:
+            tree = self._repo[oid]
+        except (pygit2.GitError, KeyError, ValueError) as exc:
+            problems.setdefault(str(oid), f"missing or corrupt tree: {exc}")
+            return
+        for entry in tree:
+            if entry.type_str == "tree":
+                self._check_tree(entry.id, seen, problems)
+            elif entry.id not in seen:
+                seen.add(entry.id)
+                if entry.id not in self._repo.odb:
+                    problems.setdefault(str(entry.id), f"missing blob ({entry.name})")
+
+    def set_config_default(self, key: str, value: str) -> bool:
+        """Set ``key`` in the repository's config unless some config already sets it."""
+        if self.config_get(key) is not None:
+            return False
+        self._repo.config[key] = value
+        return True
+
+    def _pack_builder(self) -> pygit2.PackBuilder:
+        builder = pygit2.PackBuilder(self._repo)
+        builder.set_threads(1)  # and pack.windowMemory from the config bounds its memory
+        return builder
+
+    def _loose_object_files(self) -> dict[str, Path]:
+        found = {}
+        objects = self.gitdir / "objects"
+        for folder in os.scandir(objects):
+            if len(folder.name) == 2 and _is_hex(folder.name) and folder.is_dir():
+                for entry in os.scandir(folder.path):
+                    if len(entry.name) == 38 and _is_hex(entry.name):
+                        found[folder.name + entry.name] = Path(entry.path)
+        return found
 
 
 class _IndexRefresher:
@@ -674,7 +1261,9 @@ def _with_trailers(message: str, trailers: Mapping[str, str] | None) -> str:
     if trailers:
         lines = [f"{key}: {_one_line(value)}" for key, value in trailers.items()]
         message += "\n" + "\n".join(lines) + "\n"
-    return message
+    # A commit message is a C string of UTF-8: a NUL would cut it short (losing the
+    # trailers), a lone surrogate (from an id) cannot be encoded.
+    return message.replace("\0", "\\0").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _one_line(value: str) -> str:
@@ -710,6 +1299,18 @@ def _unlink(path: Path) -> None:
         pass
 
 
+def _fsync_path(path: Path) -> None:
+    """fsync a file or folder; one that is gone (pruned, replaced) is skipped."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -718,3 +1319,133 @@ def _process_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# -- sync support ----------------------------------------------------------------
+
+NETWORK_TIMEOUT = 300.0  # seconds a background fetch or push may take
+BACKUP_REFS = "refs/gitmem/backup"
+# Words in `git push --porcelain` refusals meaning "the remote moved since we fetched".
+_REMOTE_MOVED = ("fetch first", "non-fast-forward", "stale info", "cannot lock ref",
+                 "failed to update ref", "incorrect old value")
+_GIT_LOCATION_VARS = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
+                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX"}
+_URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s]*@")
+
+
+def scrub_credentials(text: str) -> str:
+    """``text`` with the user and password of every ``scheme://user:secret@host`` URL hidden."""
+    return _URL_CREDENTIALS.sub(r"\1***@", text)
+
+
+def _git_reason(stderr: str) -> str:
+    """git's own explanation in one line: its fatal/error lines, else its last line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-1:]
+    return scrub_credentials("; ".join(reasons))[:500] or "no reason given"
+
+
+def _tracking_ref(remote: str) -> str:
+    return f"refs/remotes/{remote}/{BRANCH}"
+
+
+def _changed_files(old: pygit2.Tree | None, new: pygit2.Tree | None) -> dict[str, tuple[str | None, str | None]]:
+    if old is None and new is None:
+        return {}
+    diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
+    changed = {}
+    for delta in diff.deltas:
+        old_id = None if delta.status_char() == "A" else str(delta.old_file.id)
+        new_id = None if delta.status_char() == "D" else str(delta.new_file.id)
+        if old_id != new_id:
+            changed[delta.new_file.path or delta.old_file.path] = (old_id, new_id)
+    return changed
+
+
+def _added_lines(old: pygit2.Tree | None, new: pygit2.Tree) -> Iterator[tuple[str, int, bytes]]:
+    diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
+    for patch in diff:
+        if not patch.delta.is_binary:
+            for hunk in patch.hunks:
+                for line in hunk.lines:
+                    if line.origin == "+":
+                        yield patch.delta.new_file.path, line.new_lineno, line.raw_content
+
+
+# -- history and maintenance support ------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class FileDiff:
+    """How one file changed between two revisions (see :meth:`GitEngine.diff`)."""
+
+    path: str
+    status: str  # "added", "deleted" or "modified"
+    added: int  # lines
+    removed: int
+    binary: bool
+    patch: str  # unified diff, with the full repository path in its headers
+
+
+def _object_at(repo: pygit2.Repository, tree: pygit2.Tree, path: str):
+    try:
+        return repo[tree[path].id]
+    except KeyError:
+        return None
+
+
+def _join(folder: str, name: str) -> str:
+    return f"{folder}/{name}" if folder else name
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
+# -- hand edits support ----------------------------------------------------------
+
+STAT_CACHE_ENTRIES = 100_000
+RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
+COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_AT_FDCWD = -100
+
+
+def _load_renameat2():
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):  # not Linux with glibc >= 2.28
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+_libc_renameat2 = _load_renameat2()
+
+
+def _renameat2(source: Path, target: Path, flags: int) -> bool:
+    """``renameat2(2)`` with ``flags``; False where the system or file system cannot do it."""
+    if _libc_renameat2 is None:
+        return False
+    if _libc_renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), flags) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(target))
+
+
+def _rename_noreplace(source: Path, target: Path) -> None:
+    """Move ``source`` to ``target`` unless something is there (FileExistsError)."""
+    if not _renameat2(source, target, _RENAME_NOREPLACE):
+        if os.path.lexists(target):  # no atomic way here: a tiny window remains
+            raise FileExistsError(target)
+        os.replace(source, target)
+
+
+def _racy(st: os.stat_result, checked_at_ns: int) -> bool:
+    """True when a change right after ``checked_at_ns`` could leave ``st``'s timestamps unchanged."""
+    window = COARSE_RACY_NS if st.st_ctime_ns % 1_000_000 == 0 else RACY_NS
+    return st.st_ctime_ns >= checked_at_ns - window

@@ -2,7 +2,8 @@
 
     memory/user.md
     memory/agents/<agentId>.md
-    sessions/<agentType>/<sessionId>/meta.json, messages/NNNNNN.jsonl
+    sessions/<agentType>/<sessionId>/meta.json, messages/NNNNNN.jsonl,
+        messages/blobs/<sha256>.<ext> (images, see gitmem.stores.blobs)
     threads/<threadId>/meta.json, events/NNNNNN.jsonl, messages/NNNNNN.jsonl
 
 Ids are encoded with :mod:`gitmem.ids`. Records are named the same way in every

@@ -26,6 +26,9 @@ def install(directory: Path, repo: Path, agent_types: list[str], *,
     The command is an absolute interpreter and an absolute repository path, because nui
     runs it without a shell, from the extension folder, after copying it without exec bits.
     """
+    if not agent_types:  # checked before writing anything: a refused install leaves no files
+        raise ValueError("at least one agent type is needed (nui requires agentTypes for "
+                         "sessionHistory and agentMemory handlers)")
     repo = repo.expanduser().resolve()
     command = [str(Path(python).absolute()), "-m", "gitmem", "serve", "--repo", str(repo)]
     values = {"{{command}}": json.dumps(command), "{{agent_types}}": json.dumps(agent_types)}

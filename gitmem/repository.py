@@ -12,11 +12,13 @@ import os
 from importlib import resources
 from pathlib import Path
 
-from gitmem import layout
+from gitmem import history, layout
 from gitmem.engine import CommitInfo, EngineError, GitEngine
-from gitmem.stores import MemoryStore, SessionStore
+from gitmem.handedits import HandEdits
+from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 ENV_REPO = "GITMEM_REPO"
+ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
 
 
 def default_repo_path() -> Path:
@@ -45,20 +47,31 @@ def template_files(name: str) -> dict[str, bytes]:
 
 
 class Gitmem:
-    """One repository and its stores: ``memory``, ``sessions`` (and ``threads``)."""
+    """One repository and its stores: ``memory``, ``sessions`` and ``threads``."""
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
         self.memory = MemoryStore(engine)
         self.sessions = SessionStore(engine)
+        self.threads = ThreadStore(engine)
 
     @classmethod
-    def open(cls, path: str | os.PathLike | None = None, *, create: bool = True, **engine_options) -> Gitmem:
-        """Open (and, when ``create``, initialise) the repository at ``path`` or the default one."""
+    def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
+             hand_edits: bool = True, **engine_options) -> Gitmem:
+        """Open (and, when ``create``, initialise) the repository at ``path`` or the default one.
+
+        ``durability`` (an engine option) defaults to ``$GITMEM_DURABILITY``, else "fast".
+        ``hand_edits`` commits a person's uncommitted edit of a record before the record
+        is read or written (:mod:`gitmem.handedits`).
+        """
         path = Path(path).expanduser() if path is not None else default_repo_path()
+        if engine_options.get("durability") is None:
+            engine_options["durability"] = os.environ.get(ENV_DURABILITY) or "fast"
         mem = cls(GitEngine.open(path, create=create, **engine_options))
         if create and mem.engine.head() is None:
             mem.init_files()
+        if hand_edits:
+            HandEdits.of(mem.engine)
         return mem
 
     def init_files(self) -> str | None:
@@ -80,6 +93,24 @@ class Gitmem:
         """Commits that touched ``record`` (``user``, ``agent:<id>``, ...; None for all), newest first."""
         path = layout.parse_record(record).path if record else None
         return self.engine.history(path, limit=limit)
+
+    # -- history (gitmem.history; WHEN is a revision or a date such as "3 days ago") --
+
+    def changes(self, record: str | None = None, *, limit: int | None = None) -> list[history.LogEntry]:
+        """Like :meth:`log`, each commit with a one-line summary of what it changed there."""
+        return history.log(self, record, limit=limit)
+
+    def show(self, record: str, at: str) -> history.Shown:
+        """``record`` as it was at WHEN ``at``."""
+        return history.show(self, record, at)
+
+    def diff(self, record: str, since: str | None = None, until: str | None = None) -> history.RecordDiff:
+        """What changed in ``record`` between two WHENs (default: its beginning, now)."""
+        return history.diff(self, record, since, until)
+
+    def restore(self, record: str, at: str) -> history.Restored:
+        """Write ``record`` back as it was at WHEN ``at``, as one new commit."""
+        return history.restore(self, record, at)
 
     def close(self) -> None:
         self.engine.close()

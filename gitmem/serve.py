@@ -19,9 +19,12 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
+from gitmem import sync
 from gitmem.protocol import rpc
-from gitmem.protocol.handlers import HandlerTable, find_handlers_file, load_handlers
+from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
+from gitmem.protocol.kaboo import thread_methods
 from gitmem.protocol.nui import storage_methods
+from gitmem.engine import DURABILITIES
 from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.serve")
@@ -42,33 +45,53 @@ def add_command(commands, command) -> None:
                        help=f"where to log (default: .git/gitmem/{LOG_NAME} in the repository)")
     serve.add_argument("--log-level", default="INFO",
                        choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument("--durability", choices=DURABILITIES,
+                       help="fsync: every answered write is on disk, safe from power loss "
+                            "(slower); fast: safe from crashes of gitmem itself (default: "
+                            "$GITMEM_DURABILITY, else fast)")
+    serve.add_argument("--max-response", type=int, default=rpc.MAX_RESPONSE, metavar="BYTES",
+                       help="longest answer line to write; longer ones become error -32000 "
+                            "(default: nui's reader limit, 4 MiB; 0: no limit, for the kaboo "
+                            "adapter, which reads lines of any length)")
+    sync.add_serve_options(serve)
 
 
 def cmd_serve(args) -> int:
-    # Parse the handler list before touching stdout, so an invalid file stops us with
-    # a one-line error (the CLI prints it) instead of a half-started server.
-    handlers_file = find_handlers_file(args.handlers, os.environ)
-    handlers = load_handlers(handlers_file) if handlers_file else HandlerTable()
     protocol_out = _claim_stdout()
     os.umask(0o077)
-    mem = Gitmem.open(args.repo, create=True)
+    mem = Gitmem.open(args.repo, create=True, durability=args.durability)
     _log_to_file(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
                  args.log_level)
+    # An invalid handler list stops us before serving, with a one-line error the CLI
+    # prints; nui drops stderr, so it goes to the log too.
+    try:
+        handlers_file = find_handlers_file(args.handlers, os.environ)
+        handlers = load_handlers(handlers_file) if handlers_file else HandlerTable()
+    except HandlerConfigError as error:
+        log.error("not serving: %s", error)
+        mem.close()
+        raise
     log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
              handlers_file or "any")
+    syncer = sync.start_from_args(mem, args)
     try:
-        serve(mem, handlers, sys.stdin.buffer, protocol_out)
+        serve(mem, handlers, sys.stdin.buffer, protocol_out,
+              max_response=args.max_response or sys.maxsize)
     finally:
+        if syncer is not None:
+            syncer.stop()
         mem.close()
         log.info("stopped")
     return 0
 
 
-def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO) -> None:
+def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO, *,
+          max_response: int = rpc.MAX_RESPONSE) -> None:
     """Answer requests until end of input, a shutdown call or SIGTERM."""
     name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
     methods = storage_methods(mem, handlers, name=name)
-    rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of,
+    methods.update(thread_methods(mem.threads))
+    rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT))
 
 

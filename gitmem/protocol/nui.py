@@ -39,6 +39,15 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
                                 {"param": "writeMode"})
         return mode
 
+    def content(params: dict) -> str:
+        text = param(params, "content", default="")
+        try:  # markdown is stored as UTF-8 (a lone surrogate from a "\ud800" escape is not text)
+            text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError as error:
+            raise InvalidParams(f'param "content" holds a lone surrogate at character {error.start}',
+                                {"param": "content"}) from None
+        return text
+
     def info(params: dict) -> dict:
         return {"id": name, "name": "gitmem", "version": __version__}
 
@@ -71,10 +80,10 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         return {"content": mem.memory.read(agent_id)}
 
     def agent_memory_write(params: dict) -> dict:
-        agent_id, content = param(params, "agentId"), param(params, "content", default="")
+        agent_id, text = param(params, "agentId"), content(params)
         mode = write_mode(params)
         trailers = handler(params, "agentMemory", agent_id)
-        mem.memory.write(content, agent_id, mode, trailers=trailers)
+        mem.memory.write(text, agent_id, mode, trailers=trailers)
         return OK
 
     def agent_memory_delete(params: dict) -> dict:
@@ -88,9 +97,9 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         return {"content": mem.memory.read()}
 
     def user_memory_write(params: dict) -> dict:
-        content, mode = param(params, "content", default=""), write_mode(params)
+        text, mode = content(params), write_mode(params)
         trailers = handler(params, "userMemory")
-        mem.memory.write(content, None, mode, trailers=trailers)
+        mem.memory.write(text, None, mode, trailers=trailers)
         return OK
 
     def user_memory_delete(params: dict) -> dict:

@@ -207,6 +207,8 @@ class _Loop:
             call.reply = {"result": shutdown.result}
         except RpcError as error:
             call.reply = {"error": error.to_json()}
+        except RecursionError:  # JSON that parses can still nest too deeply to be handled
+            call.reply = {"error": InvalidParams("params nest too deeply").to_json()}
         except Exception as error:
             self.log.error("%s id=%s raised", _brief(call.method), _brief(call.id), exc_info=True)
             call.reply = {"error": {"code": INTERNAL_ERROR, "message": _one_line(error)}}

@@ -5,5 +5,6 @@ They know the on-disk layout and the formats; they know neither pygit2 nor JSON-
 
 from gitmem.stores.memory import MemoryStore
 from gitmem.stores.sessions import SessionStore
+from gitmem.stores.threads import AsyncThreadStore, ThreadStore
 
-__all__ = ["MemoryStore", "SessionStore"]
+__all__ = ["AsyncThreadStore", "MemoryStore", "SessionStore", "ThreadStore"]

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from gitmem.engine import Snapshot
+from gitmem.stores import blobs as blob_refs
 
 MAX_LINES = 1000
 MAX_BYTES = 256 * 1024
@@ -60,12 +61,18 @@ def parse_chunk(data: bytes) -> Chunk:
 
 
 class ChunkedJsonl:
-    """A JSONL log stored as ``<folder>/000000.jsonl``, ``000001.jsonl``, ..."""
+    """A JSONL log stored as ``<folder>/000000.jsonl``, ``000001.jsonl``, ...
 
-    def __init__(self, folder: str, *, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES):
+    With ``blobs=True`` base64 images in the values are kept once per content hash in
+    ``<folder>/blobs/`` and put back on read (see :mod:`gitmem.stores.blobs`).
+    """
+
+    def __init__(self, folder: str, *, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES,
+                 blobs: bool = False):
         self.folder = folder
         self.max_lines = max_lines
         self.max_bytes = max_bytes
+        self.blobs = blob_refs.Blobs(f"{folder}/{blob_refs.FOLDER}") if blobs else None
 
     def chunk_paths(self, snapshot: Snapshot) -> list[str]:
         return [f"{self.folder}/{name}" for name in sorted(snapshot.list(self.folder))
@@ -81,7 +88,14 @@ class ChunkedJsonl:
     def read_json(self, snapshot: Snapshot) -> str:
         """The log as the text of one JSON array, without decoding and encoding it again."""
         lines = [line for _, chunk in self.chunks(snapshot) for line in chunk.lines]
+        if self.blobs is not None:
+            lines = self.blobs.restore_lines(snapshot, lines)
         return "[" + ",".join(lines) + "]"
+
+    def restore_json(self, snapshot: Snapshot, text: str) -> str:
+        """JSON text taken from a chunk (a line, or a value from it encoded again) with its
+        blob references put back; ``text`` itself when the log keeps no blobs."""
+        return self.blobs.restore_json(snapshot, text) if self.blobs is not None else text
 
     def count(self, snapshot: Snapshot) -> int:
         return sum(len(chunk.lines) for _, chunk in self.chunks(snapshot))
@@ -89,10 +103,13 @@ class ChunkedJsonl:
     def append(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes]:
         """The changes that add ``values`` after the last line; earlier chunks are untouched."""
         existing = self.chunks(snapshot)
+        files: dict[str, bytes | None] = {}
+        if self.blobs is not None:
+            values, files = self.blobs.prepare(snapshot, values)
         start = list(existing[-1][1].lines) if existing else []
         packed = self._pack(start, [dumps(v) for v in values])
         paths = self._paths([p for p, _ in existing[-1:]], len(packed), existing)
-        return {path: _chunk_bytes(lines) for path, lines in zip(paths, packed) if lines}
+        return {**files, **{path: _chunk_bytes(lines) for path, lines in zip(paths, packed) if lines}}
 
     def replace(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes | None]:
         """The changes that make the log hold exactly ``values``, touching only changed chunks.
@@ -104,6 +121,10 @@ class ChunkedJsonl:
         """
         existing = self.chunks(snapshot)
         values = list(values)
+        changes: dict[str, bytes | None] = {}
+        if self.blobs is not None:
+            stored = [pair for _, chunk in existing for pair in zip(chunk.lines, chunk.values)]
+            values, changes = self.blobs.prepare(snapshot, values, stored, prune=True)
         out: list[list[str]] = []
         pos = 0
         for _, chunk in existing[:-1]:
@@ -119,7 +140,6 @@ class ChunkedJsonl:
         out.extend(self._pack(start, [dumps(v) for v in rest]))
         old = dict(existing)
         paths = self._paths([p for p, _ in existing], len(out), existing)
-        changes: dict[str, bytes | None] = {}
         for path, lines in zip(paths, out):
             if not lines:
                 if path in old:
@@ -131,8 +151,11 @@ class ChunkedJsonl:
         return changes
 
     def delete(self, snapshot: Snapshot) -> dict[str, None]:
-        """The changes that remove every chunk."""
-        return {path: None for path in self.chunk_paths(snapshot)}
+        """The changes that remove every chunk (and the blob folder)."""
+        changes = {path: None for path in self.chunk_paths(snapshot)}
+        if self.blobs is not None:
+            changes.update(self.blobs.delete(snapshot))
+        return changes
 
     def _paths(self, reuse: list[str], count: int, existing: list[tuple[str, Chunk]]) -> list[str]:
         """``count`` chunk paths: those in ``reuse``, then new names after the last chunk."""

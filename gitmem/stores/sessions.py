@@ -35,7 +35,11 @@ def parse_meta(data: bytes) -> dict[str, Any]:
 
 
 def meta_bytes(meta: Mapping[str, Any]) -> bytes:
-    return (json.dumps(meta, ensure_ascii=False, indent=2) + "\n").encode("utf-8", "surrogatepass")
+    text = json.dumps(meta, ensure_ascii=False, indent=2) + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped, so the file stays UTF-8
+        return (json.dumps(meta, indent=2) + "\n").encode("ascii")
 
 
 class SessionStore:
@@ -49,7 +53,7 @@ class SessionStore:
         return layout.session_dir(agent_type, session_id)
 
     def _log(self, agent_type: str, session_id: str) -> ChunkedJsonl:
-        return ChunkedJsonl(f"{self.folder(agent_type, session_id)}/messages")
+        return ChunkedJsonl(f"{self.folder(agent_type, session_id)}/messages", blobs=True)
 
     def read(self, agent_type: str, session_id: str, *,
              snapshot: Snapshot | None = None) -> tuple[list[Any], str]:

@@ -1,0 +1,231 @@
+"""``gitmem bench`` scenarios for ``gitmem serve``: protocol overhead and cold start.
+
+- A memory write and a session write as round trips through a ``gitmem serve``
+  subprocess (one request in flight, as nui sends them), against the same write on
+  the store in-process: the ratio is the protocol's overhead (target <= 1.2x).
+- Cold start: from spawning ``python -m gitmem serve`` to the answer to the first
+  ``storage.info`` (target <= 250 ms), beside what it is spent on: the bare
+  interpreter, the imports, and the import time by package (``python -X importtime``).
+
+Scenarios take the ``Bench`` of ``gitmem.bench`` and add rows to its table:
+
+    from gitmem.bench_serve import SCENARIOS      # serve_writes, serve_cold_start
+    for scenario in SCENARIOS:
+        scenario(bench)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gitmem.bench import (AGENT, GIT_ENV, Row, StoreWrite, build_repository, chat_message,
+                          copy_repository, memory_content)
+from gitmem.engine import INDEX_IDLE
+
+COLD_START_BUDGET_MS = 250.0
+SESSION_SIZE = 200  # messages in the session that each write sends in full, as nui does
+SERVE = [sys.executable, "-m", "gitmem", "serve"]
+
+
+class ServeProcess:
+    """A ``gitmem serve`` subprocess on ``repo`` and a client that waits for each answer."""
+
+    def __init__(self, repo: Path, env: dict[str, str] = GIT_ENV):
+        self.process = subprocess.Popen([*SERVE, "--repo", str(repo)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 0
+
+    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        """Send one request as nui encodes it (compact, keys sorted) and return its result."""
+        self.next_id += 1
+        request = {"id": self.next_id, "jsonrpc": "2.0", "method": method, "params": params or {}}
+        self.process.stdin.write(json.dumps(request, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline() or "null")
+        if not answer or "error" in answer:
+            raise RuntimeError(f"{method}: {answer and answer['error']['message'] or 'no answer'}")
+        return answer["result"]
+
+    def close(self) -> None:
+        """End of input: the server finishes its work and exits."""
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+class ServeWrite:
+    """A write as a round trip through ``gitmem serve``; ``request(i)`` gives (method, params)."""
+
+    def __init__(self, repo: Path, request: Callable[[int], tuple[str, dict[str, Any]]]):
+        self.server = ServeProcess(repo)
+        self.request = request
+        self.server.call("storage.info")
+
+    def __call__(self, i: int) -> None:
+        self.server.call(*self.request(i))
+
+    def settle(self) -> None:
+        """Let the server's background index refresh run before the other operation's turn."""
+        time.sleep(INDEX_IDLE + 0.2)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+class StoreSessionWrite(StoreWrite):
+    """``SessionStore.write`` in-process: the session's messages and a new last one."""
+
+    def __init__(self, path: Path, messages: list[dict[str, Any]]):
+        super().__init__(path)
+        self.messages = messages
+
+    def __call__(self, i: int) -> None:
+        self.mem.sessions.write("claude-code", "bench", session_messages(self.messages, i),
+                                "resume", "/home/me")
+
+
+def session_messages(messages: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
+    """The full list nui sends: the session so far and a new message, different for every ``i``."""
+    return messages + [chat_message(len(messages) + i)]
+
+
+def serve_writes(bench) -> None:
+    """A memory write and a session write through ``gitmem serve`` against the store in-process."""
+    base = build_repository(bench.workdir / "serve-base", 10)
+    messages = [chat_message(n) for n in range(SESSION_SIZE)]
+
+    def memory_request(i: int) -> tuple[str, dict[str, Any]]:
+        return "storage.agentMemory.write", {"agentId": AGENT, "content": memory_content(i).decode(),
+                                             "handlerId": "bench", "writeMode": "replace"}
+
+    def session_request(i: int) -> tuple[str, dict[str, Any]]:
+        return "storage.session.write", {
+            "agentSessionId": "resume", "agentType": "claude-code", "handlerId": "bench",
+            "messages": session_messages(messages, i), "sessionId": "bench", "workingDir": "/home/me"}
+
+    for scenario, label, store_what, make_store, request in (
+            ("serve memory", "memory", "MemoryStore.write", StoreWrite, memory_request),
+            ("serve session", "session", "SessionStore.write",
+             lambda path: StoreSessionWrite(path, messages), session_request)):
+        store = make_store(copy_repository(base, bench.workdir / f"serve-store-{label}"))
+        served = ServeWrite(copy_repository(base, bench.workdir / f"serve-serve-{label}"), request)
+        try:
+            rows = bench.measure(scenario, "10 files", {
+                f"store: {store_what}": store,
+                "serve: round trip": served,
+            })
+        finally:
+            store.close()
+            served.close()
+        in_process, round_trip = rows.values()
+        bench.compare(round_trip, in_process, 1.2)
+
+
+def serve_cold_start(bench) -> None:
+    """Spawn to the ``storage.info`` answer, beside the bare interpreter and the imports alone.
+
+    Measured with gitmem's bytecode cached, as after ``pip install`` (here under the
+    scratch folder, through PYTHONPYCACHEPREFIX), and once more without any bytecode
+    (PYTHONDONTWRITEBYTECODE=1 on a source checkout: every module compiled at each start).
+    """
+    repo = build_repository(bench.workdir / "serve-cold", 10)
+    cached = {k: v for k, v in GIT_ENV.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached["PYTHONPYCACHEPREFIX"] = str(bench.workdir / "pycache")
+    uncached = {**GIT_ENV, "PYTHONDONTWRITEBYTECODE": "1"}
+    uncached.pop("PYTHONPYCACHEPREFIX", None)
+
+    def answered(env: dict[str, str]) -> Callable[[], float]:
+        def spawn() -> float:
+            started = time.perf_counter()
+            server = ServeProcess(repo, env)
+            server.call("storage.info")
+            elapsed = time.perf_counter() - started
+            server.close()
+            return elapsed
+        return spawn
+
+    def interpreter() -> float:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=cached, check=True)
+        return time.perf_counter() - started
+
+    def imports() -> float:  # timed inside the child: no interpreter start or exit
+        done = subprocess.run([sys.executable, "-c", _TIMED_IMPORTS], env=cached, check=True,
+                              capture_output=True, text=True)
+        return float(done.stdout)
+
+    measured = {
+        "serve: spawn to storage.info answer": answered(cached),
+        "python -c pass (start and exit)": interpreter,
+        "imports: gitmem.cli, gitmem.serve": imports,
+        "serve: spawn to answer, no bytecode cache": answered(uncached),
+    }
+    answered(cached)()  # writes the bytecode cache
+    rows = {what: Row("serve start", "10 files", what) for what in measured}
+    for _ in range(max(3, bench.samples // 8)):  # taking turns: drift in load hits all alike
+        for what, measure in measured.items():
+            rows[what].samples.append(measure() * 1000)
+    bench.rows.extend(rows.values())
+    spawn, start, imported, _ = rows.values()
+    bench.rows.append(Row(spawn.scenario, spawn.repo, "  the rest: open repository, log, answer",
+                          samples=[spawn.median - start.median - imported.median]))
+    for group, ms in import_time(repo, cached)[:8]:
+        bench.rows.append(Row(spawn.scenario, spawn.repo, f"  import time of {group}", samples=[ms]))
+    bench.rows.append(Row(spawn.scenario, spawn.repo, f"serve: spawn to answer / {COLD_START_BUDGET_MS:g} ms",
+                          ratio=spawn.median / COLD_START_BUDGET_MS, target=1.0))
+
+
+_TIMED_IMPORTS = """
+import time
+started = time.perf_counter()
+import gitmem.cli, gitmem.serve
+print(time.perf_counter() - started)
+"""
+_IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \| *(\S+)")
+
+
+def import_time(repo: Path, env: dict[str, str], runs: int = 3) -> list[tuple[str, float]]:
+    """Where ``gitmem serve`` spends its import time: ms of self time per package, biggest first.
+
+    gitmem's own modules are counted one by one, others by top-level package; the median
+    of ``runs`` runs of ``python -X importtime`` (which adds a little overhead of its own).
+    """
+    spent: dict[str, list[float]] = defaultdict(lambda: [0.0] * runs)
+    for run in range(runs):
+        done = subprocess.run([sys.executable, "-X", "importtime", *SERVE[1:], "--repo", str(repo)],
+                              input=b"", capture_output=True, env=env, check=True)
+        for match in map(_IMPORT_LINE.match, done.stderr.decode().splitlines()):
+            if match:
+                name = match[2]
+                group = name if name.startswith("gitmem") else name.split(".")[0]
+                spent[group][run] += int(match[1]) / 1000
+    medians = {group: statistics.median(times) for group, times in spent.items()}
+    return sorted(medians.items(), key=lambda item: -item[1])
+
+
+SCENARIOS = [serve_writes, serve_cold_start]
+
+
+def main() -> None:
+    """``python -m gitmem.bench_serve [--quick]``: these scenarios alone, as a table."""
+    import tempfile
+
+    from gitmem.bench import Bench, format_table
+
+    quick = "--quick" in sys.argv
+    with tempfile.TemporaryDirectory(prefix="gitmem-bench-serve-") as scratch:
+        bench = Bench(Path(scratch), quick=quick, samples=40 if quick else 200)
+        for scenario in SCENARIOS:
+            scenario(bench)
+    print(format_table(bench.rows, quick))
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,177 @@
+"""Measurements of hand edits, for ``gitmem bench`` (issue 5's targets).
+
+Two scenarios in the form :mod:`gitmem.bench` runs (``scenario(bench)``):
+
+- :func:`hand_edit_latency`: from an editor's save (a temp file renamed over the
+  memory file) to the commit being readable through ``gitmem serve``, with the
+  default debounce and no reads meanwhile (target <= 1.2 s), and the same when a
+  read comes right after the save ("read your own edits": the read commits it);
+- :func:`watcher_overhead`: a memory write through the store with the watcher
+  running against the same without it (target <= 1.05x), and, for the record, a
+  store opened without hand edits (no check for an edit before each write).
+
+    python -m gitmem.bench_watch [--quick]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from gitmem.engine import GitEngine
+from gitmem.repository import Gitmem
+from gitmem.watch import DEBOUNCE, Watcher
+
+LATENCY_TARGET = 1.2  # seconds from a save to the commit being readable, default debounce
+OVERHEAD_TARGET = 1.05  # the watcher's cost on an API write
+
+
+class _Server:
+    """A ``gitmem serve`` child process, called one request at a time."""
+
+    def __init__(self, repo: Path):
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gitmem", "serve", "--repo", str(repo)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._ids = iter(range(1, 1 << 30))
+
+    def call(self, method: str, **params: Any) -> Any:
+        request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method,
+                   "params": {"handlerId": "bench", **params}}
+        self.process.stdin.write(json.dumps(request).encode() + b"\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())["result"]
+
+    def read_memory(self) -> str:
+        return self.call("storage.userMemory.read")["content"]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def _save(path: Path, text: str) -> None:
+    """Save as most editors do: a temp file beside the target, renamed over it."""
+    tmp = path.with_name(f".{path.name}.bench-tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _serve_watches() -> bool:
+    """True when ``gitmem serve`` runs the watcher itself (it then has ``--no-watch``)."""
+    done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--help"],
+                          capture_output=True, text=True)
+    return "--no-watch" in done.stdout
+
+
+def hand_edit_latency(bench) -> None:
+    """Save -> readable through ``gitmem serve``: by the watcher (nothing reading), and by a read."""
+    from gitmem.bench import Row, build_repository
+
+    repo = build_repository(bench.workdir / "hand-edits", 10)
+    user_md = repo / "memory" / "user.md"
+    server = _Server(repo)
+    # Without a watcher in serve, one in this process stands in for it, as serve would run it.
+    with Gitmem.open(repo, create=False) as mem, GitEngine.open(repo, create=False) as observer:
+        watcher = None if _serve_watches() else Watcher(mem).start()
+        try:
+            server.call("storage.userMemory.write", content="start", writeMode="replace")
+            by_watcher = Row("hand edits", "10 files", "save -> readable via serve, watcher "
+                             f"(debounce {DEBOUNCE:g} s)")
+            for i in range(2 if bench.quick else 8):
+                head = observer.head()
+                saved = time.perf_counter()
+                _save(user_md, f"edited {i}\n")
+                while observer.head() == head:  # reading HEAD only: this commits nothing
+                    time.sleep(0.002)
+                assert server.read_memory() == f"edited {i}\n"
+                by_watcher.samples.append((time.perf_counter() - saved) * 1000)
+                time.sleep(0.2)
+            by_read = Row("hand edits", "10 files", "save -> read via serve (read commits it)")
+            plain = Row("hand edits", "10 files", "read via serve, nothing edited")
+            for i in range(5 if bench.quick else 30):
+                started = time.perf_counter()
+                server.read_memory()
+                plain.samples.append((time.perf_counter() - started) * 1000)
+                started = time.perf_counter()
+                _save(user_md, f"read back {i}\n")
+                assert server.read_memory() == f"read back {i}\n"
+                by_read.samples.append((time.perf_counter() - started) * 1000)
+        finally:
+            if watcher is not None:
+                watcher.stop()
+            server.close()
+    bench.rows += [by_watcher, by_read, plain]
+    bench.rows.append(Row("hand edits", "10 files", f"{by_watcher.what} / {LATENCY_TARGET:g} s",
+                          ratio=by_watcher.median / (LATENCY_TARGET * 1000), target=1.0))
+
+
+class _Writer:
+    """Memory appends through the store of one repository, with or without hand edits/watcher."""
+
+    def __init__(self, path: Path, *, hand_edits: bool, watch: bool):
+        self.mem = Gitmem.open(path, create=False, hand_edits=hand_edits)
+        self.watcher = Watcher(self.mem).start() if watch else None
+
+    def __call__(self, i: int) -> None:
+        self.mem.memory.write(f"note {i}", "bench", mode="append")
+
+    def settle(self) -> None:
+        """Let the watcher handle the turn's events before another writer's turn (untimed)."""
+        if self.watcher is not None:
+            time.sleep(self.watcher.debounce + 0.3)
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+        self.mem.close()
+
+
+def watcher_overhead(bench) -> None:
+    """A memory append with the watcher running vs without (and without hand edits at all)."""
+    from gitmem.bench import build_repository, copy_repository
+
+    base = build_repository(bench.workdir / "watch-base", 10)
+    writers = {
+        "store, watcher running": _Writer(copy_repository(base, bench.workdir / "watch-on"),
+                                          hand_edits=True, watch=True),
+        "store (hand-edit check on write)": _Writer(copy_repository(base, bench.workdir / "watch-off"),
+                                                    hand_edits=True, watch=False),
+        "store without hand edits": _Writer(copy_repository(base, bench.workdir / "watch-none"),
+                                            hand_edits=False, watch=False),
+    }
+    # Long turns: the watcher's settle (a debounce) after each turn stays a small part of the run.
+    long_turns = dataclasses.replace(bench, turn=max(bench.turn, bench.samples // 4))
+    try:
+        rows = long_turns.measure("hand edits", "10 files", writers)
+    finally:
+        for writer in writers.values():
+            writer.close()
+    watching, default, _bare = rows.values()
+    bench.compare(watching, default, OVERHEAD_TARGET)
+
+
+SCENARIOS = [hand_edit_latency, watcher_overhead]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from gitmem.bench import Bench, format_table
+
+    quick = "--quick" in (argv if argv is not None else sys.argv[1:])
+    with tempfile.TemporaryDirectory(prefix="gitmem-bench-watch-") as scratch:
+        bench = Bench(Path(scratch), quick=quick, samples=20 if quick else 200)
+        for scenario in SCENARIOS:
+            scenario(bench)
+    print(format_table(bench.rows, quick))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""Hand edits: what a person saves in the work tree becomes a commit of its own.
+
+People open their memory repository in an editor. gitmem commits what they save,
+authored by them (``user.name``/``user.email`` from git config; without those, the
+name ``$USER`` and the email ``$USER@<host name>``), committed by gitmem, with the
+trailer ``Gitmem-Op: hand-edit`` and a message listing the files:
+
+- on access: a read or write of a record first commits an edit of its files
+  (the engine calls :meth:`HandEdits.on_access`; a stat check per file keeps it
+  cheap), so a reader sees what the person saved and an API write lands on top
+  of it instead of over it;
+- from the watcher (:mod:`gitmem.watch`), once the edits settle.
+
+Only files under the layout folders count (``memory/``, ``sessions/``, ``threads/``),
+and not editor by-products (:func:`is_watched`). A JSONL chunk with a line that does
+not parse, or a ``.json`` metadata file that does not parse as an object, is
+refused: it stays out of HEAD, so readers keep the committed version; the log says
+which file, line and why, and :meth:`HandEdits.scan` (``gitmem status``) lists it
+until it is fixed, when it is committed like any edit. Markdown is always valid.
+
+    edits = HandEdits.of(engine)      # installs engine.on_access
+    edits.commit_pending()            # commit every edit waiting now
+    edits.scan().refused              # [Refusal(path, line, reason), ...]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import json
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping
+
+from gitmem import layout
+from gitmem.engine import GitEngine, Snapshot
+from gitmem.ids import UndecodableId, decode
+from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX
+from gitmem.stores.jsonl import parse_chunk
+from gitmem.stores.sessions import parse_meta
+
+log = logging.getLogger("gitmem.handedits")
+
+OP = "hand-edit"  # the Gitmem-Op trailer of hand-edit commits
+SETTLE = 0.05  # seconds a change must be old before it is committed (a save in progress)
+# Seconds a file must have been empty before a read or write commits that: an editor
+# saving in place truncates it first.
+EMPTY_SETTLE = 1.0
+# Editor by-products: vim swap files and its write test, backups, emacs lock and
+# autosave files, JetBrains safe-write files, generic temp files. Names starting with
+# a dot are skipped too (no layout file starts with one).
+BY_PRODUCTS = ("*.swp", "*.swx", "*~", "4913", "*.tmp", "#*#", "*___jb_tmp___", "*___jb_old___")
+
+
+def is_watched(path: str) -> bool:
+    """True for a repository path a hand edit may touch: under a layout folder, not a by-product."""
+    parts = path.split("/")
+    if parts[0] not in layout.TOP_FOLDERS or any(part.startswith(".") for part in parts):
+        return False
+    return not any(fnmatch.fnmatchcase(parts[-1], pattern) for pattern in BY_PRODUCTS)
+
+
+def check(path: str, data: bytes) -> tuple[int | None, str] | None:
+    """Why ``data`` may not be committed at ``path``, as ``(line or None, reason)``; None if it may."""
+    if path.endswith(JSONL_SUFFIX):
+        try:
+            parse_chunk(data)
+        except ValueError as exc:
+            return _bad_jsonl_line(data) or (None, str(exc))
+    elif path.endswith(".json"):
+        try:
+            parse_meta(data)
+        except json.JSONDecodeError as exc:
+            return exc.lineno, f"{exc.msg} (column {exc.colno})"
+        except UnicodeDecodeError as exc:
+            return _line_at(data, exc.start), "not UTF-8"
+        except ValueError as exc:
+            return None, str(exc)
+    return None
+
+
+def _bad_jsonl_line(data: bytes) -> tuple[int, str] | None:
+    """The first line (numbered as an editor numbers them) that is not one JSON value."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _line_at(data, exc.start), "not UTF-8"
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            try:
+                json.loads(line)
+            except json.JSONDecodeError as exc:
+                return number, f"{exc.msg} (column {exc.colno})"
+    return None
+
+
+def _line_at(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Refusal:
+    """A hand-edited file kept out of HEAD, and why."""
+
+    path: str
+    line: int | None
+    reason: str
+    blob_id: str = dataclasses.field(default="", compare=False, repr=False)  # of the refused content
+
+    def __str__(self) -> str:
+        where = f"{self.path} line {self.line}" if self.line else self.path
+        return f"{where}: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Edit:
+    """A hand edit waiting to be committed: ``change`` is "new", "edited" or "deleted"."""
+
+    path: str
+    change: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    """What the work tree holds that HEAD does not: edits to commit, and refused files."""
+
+    pending: list[Edit]
+    refused: list[Refusal]
+
+
+class HandEdits:
+    """Finds and commits the hand edits in one repository's work tree.
+
+    One instance per engine (:meth:`of`); thread-safe: commits happen under the
+    writers' lock, and a file is compared with HEAD again under it.
+    """
+
+    def __init__(self, engine: GitEngine, *, settle: float = SETTLE):
+        self.engine = engine
+        self.settle = settle
+        self._refused: dict[str, Refusal] = {}  # the last refusal per path, not to log it twice
+
+    @classmethod
+    def of(cls, engine: GitEngine) -> HandEdits:
+        """The hand-edit layer installed on ``engine``, installing one when there is none."""
+        installed = getattr(engine.on_access, "__self__", None)
+        return installed if isinstance(installed, cls) else cls(engine).install()
+
+    def install(self) -> HandEdits:
+        """Make the engine call :meth:`on_access` before each read of HEAD or write of a record."""
+        self.engine.on_access = self.on_access
+        return self
+
+    def on_access(self, scope: str) -> None:
+        """Commit the edits of record ``scope`` (a file or folder) before it is read or written.
+
+        A file emptied less than :data:`EMPTY_SETTLE` ago is left for the watcher: it is
+        more likely a save in progress than a person's choice (and a write meanwhile leaves
+        it alone anyway).
+        """
+        if is_watched(scope):
+            self._commit([scope], EMPTY_SETTLE)
+
+    def commit_pending(self, scopes: Iterable[str] | None = None) -> str | None:
+        """Commit the edits under ``scopes`` (files or folders; None: every layout folder).
+
+        One commit for all of them, by the user; refused files are left out. Returns the
+        commit id, or None when nothing was committed.
+        """
+        return self._commit(None if scopes is None else list(scopes), 0.0)
+
+    def _commit(self, scopes: list[str] | None, hold_empty: float) -> str | None:
+        def ready(head: Snapshot) -> list[str]:
+            dirty = self._dirty(self._files(scopes, head), head)
+            return [path for path in dirty if not self._emptied_within(path, head, hold_empty)]
+
+        if not ready(self.engine.snapshot()):
+            return None  # the common case, decided without the lock
+        with self.engine.lock:
+            head = self.engine.snapshot()
+            dirty = ready(head)
+            if dirty and self._wait_to_settle(dirty):
+                dirty = ready(head)
+            edits, refused = self._classify(dirty, head)
+            for refusal in refused:
+                previous = self._refused.get(refusal.path)
+                if previous is None or previous.blob_id != refusal.blob_id:
+                    log.warning("not committing hand edit of %s; readers keep the committed "
+                                "version until it is fixed", refusal)
+                self._refused[refusal.path] = refusal
+            if not edits:
+                return None
+            commit = self.engine.commit(edits, _message(edits, head), {"Gitmem-Op": OP},
+                                        author=self.engine.user_identity(), worktree=False)
+        log.info("committed hand edit of %s", ", ".join(sorted(edits)))
+        return commit
+
+    def scan(self) -> Scan:
+        """The hand edits waiting now, valid and refused, committing nothing."""
+        head = self.engine.snapshot()
+        files = self._files(None, head)
+        edits, refused = self._classify(files, head)
+        pending = [Edit(path, _change(path, data, head)) for path, data in sorted(edits.items())]
+        return Scan(pending, refused)
+
+    def _files(self, scopes: list[str] | None, head: Snapshot) -> list[str]:
+        """The files an edit under ``scopes`` may have touched: HEAD's and the work tree's."""
+        scopes = list(layout.TOP_FOLDERS) if scopes is None else scopes
+        # A whole layout folder: one git status on the index's stat data beats a walk.
+        tops = [scope for scope in scopes if "/" not in scope]
+        found = set(self.engine.worktree_suspects(tops)) if tops else set()
+        for scope in (s for s in scopes if "/" in s):
+            if head.blob_id(scope) is not None:  # a file: the common case, one stat
+                found.add(scope)
+                continue
+            if head.tree_id(scope) is not None:
+                found.update(head.files(scope))
+            else:
+                found.add(scope)
+            found.update(self.engine.worktree_files(scope))
+        return sorted(path for path in found if is_watched(path))
+
+    def _dirty(self, paths: list[str], head: Snapshot) -> list[str]:
+        """The paths whose work-tree file differs from HEAD, less those already refused as they are."""
+        dirty = []
+        for path in paths:
+            on_disk = self.engine.worktree_id(path)
+            if on_disk == head.blob_id(path):
+                continue
+            if on_disk is None and os.path.lexists(self.engine.worktree_path(path)):
+                continue  # a symlink, folder or device: never committed, never deleted
+            refused = self._refused.get(path)
+            if refused is not None and refused.blob_id == on_disk:
+                continue
+            dirty.append(path)
+        return dirty
+
+    def _classify(self, paths: list[str], head: Snapshot) -> tuple[dict[str, bytes | None], list[Refusal]]:
+        """Read ``paths`` from the work tree: ``({path: bytes, None when deleted}, refusals)``."""
+        edits: dict[str, bytes | None] = {}
+        refused = []
+        for path in paths:
+            head_id = head.blob_id(path)
+            found = self.engine.read_worktree(path)
+            if found is None:
+                if head_id is not None and not os.path.lexists(self.engine.worktree_path(path)):
+                    edits[path] = None
+                continue
+            data, blob_id = found
+            if blob_id == head_id:
+                continue
+            problem = check(path, data)
+            if problem is not None:
+                refused.append(Refusal(path, *problem, blob_id=blob_id))
+                continue
+            if head_id is None:
+                _warn_if_no_agent_reads(path)
+            edits[path] = data
+        return edits, refused
+
+    def _wait_to_settle(self, paths: list[str]) -> bool:
+        """Sleep until the newest change to ``paths`` is :attr:`settle` old; True if it slept.
+
+        An editor saving in place truncates then writes; one saving by rename may move
+        the file away first: a moment later, the save is complete.
+        """
+        newest = max(self._changed_at(path) for path in paths)
+        wait = min(newest + self.settle - time.time(), self.settle)
+        if wait <= 0:
+            return False
+        time.sleep(wait)
+        return True
+
+    def _emptied_within(self, path: str, head: Snapshot, seconds: float) -> bool:
+        """True when the file HEAD has at ``path`` was emptied less than ``seconds`` ago."""
+        if not seconds or head.blob_id(path) is None:
+            return False
+        try:
+            st = os.lstat(self.engine.worktree_path(path))
+        except OSError:
+            return False
+        return st.st_size == 0 and st.st_ctime > time.time() - seconds
+
+    def _changed_at(self, path: str) -> float:
+        target = self.engine.worktree_path(path)
+        for changed in (target, target.parent):  # a file that is gone changed its folder
+            try:
+                return os.lstat(changed).st_ctime
+            except OSError:
+                continue
+        return 0.0
+
+
+def _change(path: str, data: bytes | None, head: Snapshot) -> str:
+    if data is None:
+        return "deleted"
+    return "new" if head.blob_id(path) is None else "edited"
+
+
+def _message(edits: Mapping[str, bytes | None], head: Snapshot) -> str:
+    paths = sorted(edits)
+    subject = ", ".join(paths) if len(paths) <= 3 else f"{len(paths)} files"
+    body = "\n".join(f"{_change(path, edits[path], head)}: {path}" for path in paths)
+    return f"hand edit: {subject}\n\n{body}\n"
+
+
+def _warn_if_no_agent_reads(path: str) -> None:
+    """A new ``memory/agents/<name>.md`` is an agent's memory only if ``<name>`` is an encoded id."""
+    folder, _, name = path.rpartition("/")
+    if folder == layout.AGENT_MEMORY and name.endswith(".md"):
+        try:
+            decode(name[:-3])
+        except UndecodableId:
+            log.warning("%s is not the memory file of any agent: an agent id's file name is "
+                        "the id itself only for lower-case letters, digits, '.', '_' and '-' "
+                        "(see `gitmem memory read --agent ID`)", path)

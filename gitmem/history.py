@@ -1,0 +1,401 @@
+"""History of a record: its log with a summary of each change, how it was at a time,
+what changed between two times, and putting an old version back.
+
+Records are named as everywhere else (``user``, ``agent:<id>``,
+``session:<agentType>/<sessionId>``, ``thread:<threadId>``). A time (WHEN) is a
+revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (midnight, local
+time), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``, ``3 days ago``,
+``yesterday``, ``@1793534400``. A date stands for the newest commit made at or before
+it. Restoring writes the old content back as a new commit; nothing is ever reset.
+
+    with Gitmem.open() as mem:
+        for entry in log(mem, "user"):
+            print(entry.commit.summary, entry.summary)   # "memory: replace user memory" "+1 -0 lines"
+        show(mem, "user", "yesterday").value["content"]
+        restore(mem, "user", "yesterday")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from gitmem import layout
+from gitmem.engine import CommitInfo, EngineError, FileDiff, GitEngine, Snapshot
+
+if TYPE_CHECKING:
+    from gitmem.repository import Gitmem
+
+_AGO = re.compile(r"(\d+)\s*(second|minute|hour|day|week|month|year)s?\s+ago")
+_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
+                 "month": 30 * 86400, "year": 365 * 86400}
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ].+)?")
+_NOUNS = {"messages": "message", "events": "event"}
+
+
+class HistoryError(ValueError):
+    """A time or record that history cannot work with; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntry:
+    """One commit that touched a record, with what it changed there."""
+
+    commit: CommitInfo
+    summary: str  # "+2 messages, 1 changed", "+3 -1 lines", "created: 4 messages" ...
+    changes: dict[str, dict[str, int]]  # {"messages": {"added": 2, "removed": 0}, ...}
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.commit
+        return {"id": c.id, "author": c.author, "email": c.email, "time": c.time,
+                "date": format_date(c.time, c.offset), "message": c.message,
+                "trailers": c.trailers, "summary": self.summary, "changes": self.changes}
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """A record as it was at one commit (``commit`` None: before the first one)."""
+
+    record: str
+    commit: str | None
+    exists: bool
+    value: dict[str, Any]  # {"content"} for memory; {"messages", "agentSessionId", "meta"}
+    # for a session; {"events", "messages", "meta"} for a thread
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record": self.record, "commit": self.commit, "exists": self.exists, **self.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordDiff:
+    """What changed in a record between two commits (None: before the first commit)."""
+
+    record: str
+    since: str | None
+    until: str | None
+    files: list[FileDiff]
+
+    @property
+    def patch(self) -> str:
+        return "".join(f.patch for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record": self.record, "from": self.since, "to": self.until,
+                "files": [{"path": f.path, "status": f.status, "added": f.added,
+                           "removed": f.removed, "binary": f.binary} for f in self.files],
+                "patch": self.patch}
+
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """What a restore did: the commit it took the record from, and the one it made."""
+
+    record: str
+    source: str | None  # None: before the first commit (the record was deleted)
+    commit: str | None  # None: the record already was that way
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record": self.record, "from": self.source, "commit": self.commit}
+
+
+# -- times ------------------------------------------------------------------------
+
+
+def parse_time(text: str, *, now: float | None = None) -> float | None:
+    """Seconds since the epoch for a date or relative time, None when ``text`` is neither.
+
+    A date without a zone is local time; ``N months ago`` counts 30 days a month.
+    """
+    text = text.strip()
+    now = time.time() if now is None else now
+    lowered = text.lower()
+    if lowered == "now":
+        return now
+    if lowered == "yesterday":
+        return now - 86400
+    match = _AGO.fullmatch(lowered)
+    if match:
+        return now - int(match[1]) * _UNIT_SECONDS[match[2]]
+    if text.startswith("@") and text[1:].isdigit():
+        return float(text[1:])
+    if _ISO_DATE.fullmatch(text):
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise HistoryError(f"not a valid date: {text!r} ({exc})") from None
+        return moment.timestamp()  # a naive datetime is taken as local time
+    return None
+
+
+def resolve_when(engine: GitEngine, when: str) -> str | None:
+    """The commit that WHEN names: a revision, or the newest commit at or before a date
+    (None when the date is before the first commit)."""
+    moment = parse_time(when)
+    if moment is not None:
+        return engine.commit_at(moment)
+    try:
+        return str(engine.resolve(when))
+    except EngineError:
+        raise HistoryError(f"{when!r} is neither a revision nor a date (use e.g. HEAD~3, "
+                           "2026-11-01, 2026-11-01T14:00 or '3 days ago')") from None
+
+
+def format_date(seconds: int, offset_minutes: int) -> str:
+    """A commit time as ISO 8601 in the committer's zone."""
+    zone = timezone(timedelta(minutes=offset_minutes))
+    return datetime.fromtimestamp(seconds, zone).isoformat(timespec="seconds")
+
+
+# -- the operations ---------------------------------------------------------------
+
+
+def log(mem: Gitmem, record: str | None = None, *, limit: int | None = None) -> list[LogEntry]:
+    """The commits that touched ``record`` (None: every commit), newest first, each with
+    a one-line summary of what it changed there."""
+    parsed = layout.parse_record(record) if record else None
+    path = parsed.path if parsed else ""
+    entries = []
+    for commit in mem.engine.history(path or None, limit=limit):
+        parent = commit.parents[0] if commit.parents else None
+        files = mem.engine.diff(path, parent, commit.id)
+        summary, changes = summarise(parsed, files)
+        entries.append(LogEntry(commit, summary, changes))
+    return entries
+
+
+def show(mem: Gitmem, record: str, at: str) -> Shown:
+    """``record`` as it was at WHEN ``at``."""
+    parsed = layout.parse_record(record)
+    commit = resolve_when(mem.engine, at)
+    return _read(mem, parsed, _snapshot_at(mem.engine, commit), commit)
+
+
+def diff(mem: Gitmem, record: str, since: str | None = None,
+         until: str | None = None) -> RecordDiff:
+    """What changed in ``record`` from WHEN ``since`` (default: its beginning) to WHEN
+    ``until`` (default: now)."""
+    parsed = layout.parse_record(record)
+    old = resolve_when(mem.engine, since) if since else None
+    new = resolve_when(mem.engine, until) if until else mem.engine.head()
+    return RecordDiff(parsed.name, old, new, mem.engine.diff(parsed.path, old, new))
+
+
+def restore(mem: Gitmem, record: str, at: str) -> Restored:
+    """Write ``record`` back as it was at WHEN ``at``, as one new commit (none when the
+    record already is that way). A record that did not exist then is deleted, which
+    the history keeps as well."""
+    parsed = layout.parse_record(record)
+    commit = resolve_when(mem.engine, at)
+    old = _snapshot_at(mem.engine, commit)
+
+    def changes(snapshot):
+        before = _files(snapshot, parsed)
+        after = _files(old, parsed)
+        changed: dict[str, bytes | None] = {p: None for p in before if p not in after}
+        for path, blob_id in after.items():
+            if before.get(path) != blob_id:
+                changed[path] = old.read(path)
+        return changed
+
+    label = commit[:10] if commit else "before the first commit"
+    new = mem.engine.update(changes, f"restore: {parsed.name} as of {label}",
+                        {"Gitmem-Op": "restore", "Gitmem-Id": parsed.name,
+                         "Gitmem-Restored-From": commit or "none"}, scope=parsed.path)
+    return Restored(parsed.name, commit, new)
+
+
+def summarise(record: layout.Record | None, files: list[FileDiff]) -> tuple[str, dict[str, dict[str, int]]]:
+    """A one-line summary of ``files`` (a commit's changes to ``record``) and the counts
+    behind it, grouped by what the files hold."""
+    if record is None:
+        added = sum(f.added for f in files)
+        removed = sum(f.removed for f in files)
+        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+        return f"{count}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
+    changes: dict[str, dict[str, int]] = {}
+    for f in files:
+        group, unit = _group(record, f.path)
+        counts = changes.setdefault(group, {"added": 0, "removed": 0})
+        if unit == "files":
+            counts["added"] += f.status == "added"
+            counts["removed"] += f.status == "deleted"
+        elif unit == "lines":
+            counts["added"] += f.added
+            counts["removed"] += f.removed
+        else:  # a changed file of its own, like meta.json
+            counts["added"] += 1
+    words = []
+    for group, counts in changes.items():
+        words.append(_describe(group, counts["added"], counts["removed"]))
+    text = ", ".join(w for w in words if w) or "no change"
+    statuses = {f.status for f in files}
+    if statuses == {"added"}:
+        text = f"created: {text}"
+    elif statuses == {"deleted"}:
+        text = "deleted"
+    return text, changes
+
+
+# -- the CLI ----------------------------------------------------------------------
+
+
+def add_commands(commands, command) -> None:
+    """Add ``log``, ``show``, ``diff`` and ``restore`` to the CLI."""
+    records = ("user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>")
+    when = ("a revision (HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, "
+            "'3 days ago')")
+    sub = command(commands, "log", "commits that touched a record, newest first, with a "
+                  "summary of each change", cmd_log)
+    sub.add_argument("record", nargs="?", metavar="RECORD",
+                     help=f"{records} (default: every commit)")
+    sub.add_argument("-n", "--max-count", type=int, help="show at most N commits")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+    sub = command(commands, "show", "a record as it was at a time", cmd_show)
+    sub.add_argument("record", metavar="RECORD", help=records)
+    sub.add_argument("--at", required=True, metavar="WHEN", help=when)
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+    sub = command(commands, "diff", "what changed in a record between two times", cmd_diff)
+    sub.add_argument("record", metavar="RECORD", help=records)
+    sub.add_argument("--since", metavar="WHEN", help=f"from {when} (default: the beginning)")
+    sub.add_argument("--until", metavar="WHEN", help="to WHEN (default: now)")
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+    sub = command(commands, "restore", "write a record back as it was at a time, as a new "
+                  "commit", cmd_restore)
+    sub.add_argument("record", metavar="RECORD", help=records)
+    sub.add_argument("--at", required=True, metavar="WHEN", help=when)
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+
+def cmd_log(args) -> None:
+    from gitmem.cli import open_repo
+    with open_repo(args) as mem:
+        entries = log(mem, args.record, limit=args.max_count)
+    if args.json:
+        _print_json([e.to_json() for e in entries])
+        return
+    for e in entries:
+        c = e.commit
+        print(f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  [{e.summary}]"
+              f"  {c.summary}")
+
+
+def cmd_show(args) -> None:
+    from gitmem.cli import open_repo
+    with open_repo(args) as mem:
+        shown = show(mem, args.record, args.at)
+    if args.json:
+        _print_json(shown.to_json())
+        return
+    if not shown.exists:
+        at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
+        print(f"gitmem: {shown.record} did not exist at {at}", file=sys.stderr)
+    if "content" in shown.value:
+        sys.stdout.write(shown.value["content"])
+    else:
+        _print_json(shown.value)
+
+
+def cmd_diff(args) -> None:
+    from gitmem.cli import open_repo
+    with open_repo(args) as mem:
+        changes = diff(mem, args.record, args.since, args.until)
+    if args.json:
+        _print_json(changes.to_json())
+    else:
+        sys.stdout.write(changes.patch)
+
+
+def cmd_restore(args) -> None:
+    from gitmem.cli import open_repo
+    with open_repo(args) as mem:
+        done = restore(mem, args.record, args.at)
+    source = done.source[:10] if done.source else "before the first commit"
+    if args.json:
+        _print_json(done.to_json())
+    elif done.commit is None:
+        print(f"{done.record} already is as it was at {source}; nothing to commit")
+    else:
+        print(f"restored {done.record} as it was at {source}, in commit {done.commit[:10]}")
+
+
+# -- helpers ----------------------------------------------------------------------
+
+
+def _read(mem: Gitmem, record: layout.Record, snapshot, commit: str | None) -> Shown:
+    if record.kind in ("user", "agent"):
+        agent = record.ids[0] if record.kind == "agent" else None
+        value = {"content": mem.memory.read(agent, snapshot=snapshot)}
+        exists = snapshot.exists(record.path)
+    elif record.kind == "session":
+        messages, agent_session_id = mem.sessions.read(*record.ids, snapshot=snapshot)
+        value = {"messages": messages, "agentSessionId": agent_session_id,
+                 "meta": mem.sessions.meta(*record.ids, snapshot=snapshot)}
+        exists = snapshot.tree_id(record.path) is not None
+    else:
+        thread_id = record.ids[0]
+        value = {"events": mem.threads.read_events(thread_id, snapshot=snapshot),
+                 "messages": mem.threads.read_messages(thread_id, snapshot=snapshot),
+                 "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
+        exists = snapshot.tree_id(record.path) is not None
+    return Shown(record.name, commit, exists, value)
+
+
+def _snapshot_at(engine: GitEngine, commit: str | None) -> Snapshot:
+    """The snapshot of ``commit``; an empty one for None (before the first commit)."""
+    return engine.snapshot(commit) if commit else Snapshot(engine, None)
+
+
+def _files(snapshot, record: layout.Record) -> dict[str, str]:
+    """{path: blob id} of every file of ``record`` in ``snapshot``."""
+    if record.kind in ("user", "agent"):
+        blob_id = snapshot.blob_id(record.path)
+        return {record.path: blob_id} if blob_id else {}
+    return {path: snapshot.blob_id(path) for path in snapshot.files(record.path)}
+
+
+def _group(record: layout.Record, path: str) -> tuple[str, str]:
+    """What a changed file of ``record`` holds, and how its changes are counted."""
+    if record.kind in ("user", "agent"):
+        return "lines", "lines"
+    parts = path[len(record.path) + 1:].split("/")
+    if len(parts) == 2 and parts[1].endswith(".jsonl"):
+        return parts[0], "lines"
+    if len(parts) == 3 and parts[1] == "blobs":
+        return "images", "files"
+    if parts == [layout.META]:
+        return "metadata", "file"
+    return "other files", "files"
+
+
+def _describe(group: str, added: int, removed: int) -> str:
+    if group == "metadata":
+        return "metadata"
+    if group == "lines":
+        return f"+{added} -{removed} lines"
+    noun = _NOUNS.get(group, group[:-1] if group.endswith("s") else group)
+    changed = min(added, removed) if group in _NOUNS else 0
+    parts = []
+    if added - changed:
+        parts.append(f"+{added - changed} {_plural(noun, added - changed)}")
+    if removed - changed:
+        parts.append(f"-{removed - changed} {_plural(noun, removed - changed)}")
+    if changed:
+        parts.append(f"{changed} {_plural(noun, changed)} changed")
+    return ", ".join(parts)
+
+
+def _plural(noun: str, count: int) -> str:
+    return noun if count == 1 else noun + "s"
+
+
+def _print_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

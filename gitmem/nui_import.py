@@ -1,0 +1,428 @@
+"""Moving in from nui's built-in storage, and back: ``gitmem import nui``, ``gitmem export nui``.
+
+nui keeps (see ``shared/reference/nui-host-behaviour.md``):
+
+    $NUI_DATA_DIR/data.json          {"sessions": [{id, name, workingDir, agentType, createdAt, ...}],
+                                      "agentSessions": {"<sessionId>": "<agentSessionId>",
+                                                        "<sessionId>#<subAgentId>": "..."},
+                                      "sessionMessages": {"<sessionId>": [message, ...]}}
+    $NUI_DATA_DIR/memory/user.md
+    $NUI_DATA_DIR/memory/agents/<name>.md   name = the agent id with every run of
+                                            [^a-zA-Z0-9._-] replaced by "-" (lossy)
+
+A session is imported with its agent type, messages, agentSessionId and workingDir;
+its ``sessions`` entry is kept verbatim in the session metadata (``nuiSession``) and
+its sub-agent resume ids in ``subAgentSessions``. An agent memory file goes to the
+agent id, seen in data.json or in the repository, whose sanitised form is its name;
+without one the file name is the id, and the import says so.
+
+Each changed record is one commit; a record that already holds the same content is
+left alone, so a second import adds nothing, and an import of an export is a no-op.
+
+    plan = import_nui(mem, "~/.nui", dry_run=True)
+    for action in plan.changes:
+        print(action)                 # "add session claude-code/6f1c... (12 messages)"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gitmem.stores.memory import normalise
+
+if TYPE_CHECKING:
+    from gitmem.repository import Gitmem
+
+ENV_DATA_DIR = "NUI_DATA_DIR"
+DATA_FILE = "data.json"
+USER_MEMORY = "memory/user.md"
+AGENT_MEMORY = "memory/agents"
+SESSION_ENTRY = "nuiSession"
+SUB_AGENTS = "subAgentSessions"
+_UNSAFE_RUN = re.compile(r"[^a-zA-Z0-9._-]+")
+_PLURALS = {"session": "sessions", "user memory": "user memory", "agent memory": "agent memories"}
+
+Progress = Callable[[int, int], None]
+
+
+class NuiDataError(ValueError):
+    """A nui data folder that cannot be read; the message names the file and the problem."""
+
+
+def default_data_dir() -> Path:
+    """``$NUI_DATA_DIR``, else ``~/.nui``."""
+    return Path(os.environ.get(ENV_DATA_DIR) or Path.home() / ".nui").expanduser()
+
+
+def sanitise(agent_id: str) -> str:
+    """nui's file name for an agent's memory (without ``.md``)."""
+    return _UNSAFE_RUN.sub("-", agent_id)
+
+
+@dataclasses.dataclass
+class Action:
+    """One record an import adds or updates (or finds unchanged)."""
+
+    kind: str  # "session", "user memory" or "agent memory"
+    name: str  # how the CLI names the record
+    change: str  # "add", "update" or "unchanged"
+    detail: str = ""
+    apply: Callable[[], Any] = dataclasses.field(default=lambda: None, repr=False, compare=False)
+
+    def __str__(self) -> str:
+        name = f" {self.name}" if self.name else ""
+        detail = f" ({self.detail})" if self.detail else ""
+        return f"{self.change} {self.kind}{name}{detail}"
+
+
+@dataclasses.dataclass
+class ImportPlan:
+    """What an import does (or, in a dry run, would do), and what it wants the user to know."""
+
+    actions: list[Action] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def changes(self) -> list[Action]:
+        return [a for a in self.actions if a.change != "unchanged"]
+
+    def summary(self) -> str:
+        counts: dict[str, int] = {}
+        for action in self.changes:
+            counts[action.kind] = counts.get(action.kind, 0) + 1
+        parts = [f"{n} {kind if n == 1 else _PLURALS[kind]}" for kind, n in counts.items()]
+        unchanged = len(self.actions) - len(self.changes)
+        return f"{', '.join(parts) or 'nothing'} ({unchanged} unchanged)"
+
+
+# -- import -----------------------------------------------------------------------
+
+
+def import_nui(mem: Gitmem, data_dir: str | os.PathLike | None = None, *, dry_run: bool = False,
+               progress: Progress | None = None) -> ImportPlan:
+    """Import nui's sessions, user memory and agent memory from ``data_dir`` (default
+    :func:`default_data_dir`); with ``dry_run`` only work out what would change."""
+    plan = plan_import(mem, data_dir)
+    if not dry_run:
+        todo = plan.changes
+        for done, action in enumerate(todo, 1):
+            action.apply()
+            if progress is not None:
+                progress(done, len(todo))
+    return plan
+
+
+def plan_import(mem: Gitmem, data_dir: str | os.PathLike | None = None) -> ImportPlan:
+    """What :func:`import_nui` would do, without writing anything."""
+    folder = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    if not folder.is_dir():
+        raise NuiDataError(f"no nui data folder at {folder}")
+    data = _load_data(folder / DATA_FILE)
+    plan = ImportPlan()
+    snapshot = mem.engine.snapshot()
+    trailers = {"Gitmem-Op": "import.nui", "Gitmem-Source": str(folder)}
+    agent_types = _plan_sessions(mem, snapshot, data, plan, trailers)
+    _plan_memory(mem, snapshot, folder, agent_types, plan, trailers)
+    return plan
+
+
+def _load_data(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise NuiDataError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise NuiDataError(f"{path} does not hold a JSON object")
+    for key, kind in (("sessions", list), ("agentSessions", dict), ("sessionMessages", dict)):
+        if data.get(key) is not None and not isinstance(data[key], kind):
+            raise NuiDataError(f"{path}: {key!r} is not a JSON {kind.__name__}")
+    return data
+
+
+def _plan_sessions(mem: Gitmem, snapshot, data: Mapping[str, Any], plan: ImportPlan,
+                   trailers: dict[str, str]) -> set[str]:
+    """Add an action per session; returns the agent types data.json mentions."""
+    resume_ids = data.get("agentSessions") or {}
+    all_messages = data.get("sessionMessages") or {}
+    entries: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(data.get("sessions") or []):
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
+            plan.notes.append(f"sessions[{i}] has no string id; skipped")
+            continue
+        entries[entry["id"]] = entry
+    for session_id in all_messages:
+        if session_id not in entries:
+            plan.notes.append(f"session {session_id} has messages but no entry in 'sessions'; "
+                              "imported with agent type ''")
+    subs: dict[str, dict[str, str]] = {}
+    for key, value in resume_ids.items():
+        session_id, sep, sub = key.partition("#")
+        if sep:
+            subs.setdefault(session_id, {})[sub] = value
+    agent_types = set()
+    for session_id in list(entries) + [s for s in all_messages if s not in entries]:
+        entry = entries.get(session_id)
+        agent_type = entry.get("agentType") if entry else ""
+        if not isinstance(agent_type, str):
+            agent_type = ""
+        agent_types.add(agent_type)
+        messages = all_messages.get(session_id) or []
+        if not isinstance(messages, list):
+            plan.notes.append(f"session {session_id}: its messages are not a list; skipped")
+            continue
+        source = {
+            "messages": messages,
+            "agentSessionId": str(resume_ids.get(session_id) or ""),
+            "workingDir": str((entry or {}).get("workingDir") or ""),
+            "subs": subs.get(session_id, {}),
+            "entry": entry,
+        }
+        plan.actions.append(_session_action(mem, snapshot, agent_type, session_id, source, trailers))
+    return agent_types
+
+
+def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
+                    source: dict[str, Any], trailers: dict[str, str]) -> Action:
+    name = f"{agent_type}/{session_id}"
+    meta = mem.sessions.meta(agent_type, session_id, snapshot=snapshot)
+    count = f"{len(source['messages'])} message{'s' if len(source['messages']) != 1 else ''}"
+    if meta is None:
+        change = "add"
+    else:
+        stored, agent_session_id = mem.sessions.read(agent_type, session_id, snapshot=snapshot)
+        same = (stored == source["messages"] and agent_session_id == source["agentSessionId"]
+                and meta.get("workingDir", "") == source["workingDir"]
+                and (meta.get(SUB_AGENTS) or {}) == source["subs"]
+                and (source["entry"] is None
+                     or session_entry(agent_type, session_id, meta) == source["entry"]))
+        change = "unchanged" if same else "update"
+    extra: dict[str, Any] = {SUB_AGENTS: source["subs"]}
+    if source["entry"] is not None:
+        extra[SESSION_ENTRY] = source["entry"]
+
+    def apply() -> None:
+        mem.sessions.write(agent_type, session_id, source["messages"], source["agentSessionId"],
+                           source["workingDir"], extra_meta=extra, trailers=trailers)
+
+    return Action("session", name, change, count, apply)
+
+
+def _plan_memory(mem: Gitmem, snapshot, folder: Path, agent_types: set[str], plan: ImportPlan,
+                 trailers: dict[str, str]) -> None:
+    user_file = folder / USER_MEMORY
+    if user_file.is_file():
+        plan.actions.append(_memory_action(mem, snapshot, None, _read_text(user_file),
+                                           "user memory", "", trailers))
+    agents_dir = folder / AGENT_MEMORY
+    if not agents_dir.is_dir():
+        return
+    known = agent_types | set(mem.memory.agents(snapshot=snapshot)) | {
+        agent_type for agent_type, _ in mem.sessions.list(snapshot=snapshot)}
+    for file in sorted(agents_dir.glob("*.md")):
+        agent_id = _agent_id(file.stem, known, plan)
+        detail = f"from {file.name}" if agent_id != file.stem else ""
+        plan.actions.append(_memory_action(mem, snapshot, agent_id, _read_text(file),
+                                           "agent memory", detail, trailers))
+
+
+def _agent_id(name: str, known: set[str], plan: ImportPlan) -> str:
+    """The agent id whose sanitised form is ``name``; ``name`` itself when none or several."""
+    if name in known:
+        return name
+    matches = sorted(agent_id for agent_id in known if sanitise(agent_id) == name)
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        plan.notes.append(f"agent memory {name}.md could be any of {', '.join(matches)}; "
+                          f"imported as agent id {name!r}")
+    else:
+        plan.notes.append(f"agent memory {name}.md: no agent id seen in data.json or the "
+                          f"repository sanitises to {name!r}; imported as agent id {name!r}")
+    return name
+
+
+def _memory_action(mem: Gitmem, snapshot, agent_id: str | None, content: str, kind: str,
+                   detail: str, trailers: dict[str, str]) -> Action:
+    current = mem.memory.read(agent_id, snapshot=snapshot)
+    if normalise(content) == current:
+        change = "unchanged"
+    else:
+        change = "update" if current else "add"
+
+    def apply() -> None:
+        mem.memory.write(content, agent_id, "replace", trailers=trailers)
+
+    return Action(kind, agent_id or "", change, detail, apply)
+
+
+def _read_text(path: Path) -> str:
+    return path.read_bytes().decode("utf-8", "surrogateescape")
+
+
+def session_entry(agent_type: str, session_id: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The session's entry in data.json's ``sessions``: the imported one, updated with
+    the stored workingDir, else one made from the metadata."""
+    entry = dict(meta.get(SESSION_ENTRY) or {"id": session_id, "name": "",
+                                             "workingDir": meta.get("workingDir", ""),
+                                             "agentType": agent_type,
+                                             "createdAt": meta.get("createdAt", "")})
+    for key, value in (("id", session_id), ("workingDir", meta.get("workingDir", "")),
+                       ("agentType", agent_type)):
+        if key in entry or value:
+            entry[key] = value
+    return entry
+
+
+# -- export -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class ExportReport:
+    sessions: int = 0
+    agent_memories: int = 0
+    user_memory: bool = False
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
+               progress: Progress | None = None) -> ExportReport:
+    """Write every session and memory to ``out_dir`` in nui's formats.
+
+    An existing ``data.json`` keeps its other keys and the sessions gitmem does not
+    hold; other files already in ``out_dir`` are left alone.
+    """
+    out = Path(out_dir).expanduser()
+    report = ExportReport()
+    snapshot = mem.engine.snapshot()
+    data_path = out / DATA_FILE
+    data = _load_data(data_path)
+    sessions = mem.sessions.list(snapshot=snapshot)
+    exported: list[tuple[str, dict[str, Any]]] = []
+    resume_ids: dict[str, str] = {}
+    all_messages: dict[str, Any] = {}
+    for done, (agent_type, session_id) in enumerate(sessions, 1):
+        meta = mem.sessions.meta(agent_type, session_id, snapshot=snapshot) or {}
+        messages, agent_session_id = mem.sessions.read(agent_type, session_id, snapshot=snapshot)
+        entry = session_entry(agent_type, session_id, meta)
+        exported.append((str(entry.get("createdAt") or meta.get("createdAt") or ""), entry))
+        if agent_session_id:
+            resume_ids[session_id] = agent_session_id
+        for sub, value in (meta.get(SUB_AGENTS) or {}).items():
+            resume_ids[f"{session_id}#{sub}"] = value
+        all_messages[session_id] = messages
+        if progress is not None:
+            progress(done, len(sessions))
+    ids = {entry["id"] for _, entry in exported}
+    kept = [s for s in data.get("sessions") or [] if not (isinstance(s, dict) and s.get("id") in ids)]
+    if kept:
+        report.notes.append(f"kept {len(kept)} session(s) already in {data_path} that gitmem "
+                            "does not hold")
+    data["sessions"] = kept + [entry for _, entry in sorted(exported, key=lambda e: (e[0], e[1]["id"]))]
+    data["agentSessions"] = {**{k: v for k, v in (data.get("agentSessions") or {}).items()
+                                if k.partition("#")[0] not in ids}, **resume_ids}
+    data["sessionMessages"] = {**{k: v for k, v in (data.get("sessionMessages") or {}).items()
+                                  if k not in ids}, **all_messages}
+    report.sessions = len(exported)
+    _write(data_path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(
+        "utf-8", "surrogatepass"))
+
+    user = mem.memory.read(None, snapshot=snapshot)
+    if user:
+        _write(out / USER_MEMORY, user.encode("utf-8", "surrogateescape"))
+        report.user_memory = True
+    written: dict[str, str] = {}
+    for agent_id in sorted(mem.memory.agents(snapshot=snapshot)):
+        name = sanitise(agent_id)
+        if name in written:
+            report.notes.append(f"agent {agent_id!r} and {written[name]!r} share the nui file name "
+                                f"{name}.md; wrote {written[name]!r} only")
+            continue
+        written[name] = agent_id
+        content = mem.memory.read(agent_id, snapshot=snapshot)
+        _write(out / AGENT_MEMORY / f"{name}.md", content.encode("utf-8", "surrogateescape"))
+        report.agent_memories += 1
+    return report
+
+
+def _write(path: Path, data: bytes) -> None:
+    """Write a file atomically, private to the user as nui's own files are."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+# -- the CLI ----------------------------------------------------------------------
+
+
+def add_commands(commands, command) -> None:
+    """Add ``import nui`` and ``export nui`` to the CLI."""
+    importing = commands.add_parser("import", help="bring data in from another store")
+    sub = command(importing.add_subparsers(metavar="SOURCE", required=True), "nui",
+                  "import nui's built-in sessions, user memory and agent memory", cmd_import_nui)
+    sub.add_argument("--data-dir", metavar="DIR",
+                     help=f"nui's data folder (default: ${ENV_DATA_DIR}, else ~/.nui)")
+    sub.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
+    exporting = commands.add_parser("export", help="write data out in another store's format")
+    sub = command(exporting.add_subparsers(metavar="FORMAT", required=True), "nui",
+                  "write sessions and memory in nui's built-in formats to DIR", cmd_export_nui)
+    sub.add_argument("dir", metavar="DIR", help="where (data.json, memory/user.md, memory/agents/)")
+
+
+def cmd_import_nui(args) -> None:
+    from gitmem.cli import open_repo
+    with open_repo(args, create=True) as mem:
+        plan = import_nui(mem, args.data_dir, dry_run=args.dry_run, progress=progress_bar("import"))
+    verb = "would " if args.dry_run else ""
+    for action in plan.changes:
+        print(f"{verb}{action}")
+    for note in plan.notes:
+        print(f"note: {note}")
+    print(f"{'dry run: would import' if args.dry_run else 'imported'} {plan.summary()}")
+
+
+def cmd_export_nui(args) -> None:
+    from gitmem.cli import open_repo
+    with open_repo(args) as mem:
+        report = export_nui(mem, args.dir, progress=progress_bar("export"))
+    for note in report.notes:
+        print(f"note: {note}")
+    print(f"exported {report.sessions} sessions, {report.agent_memories} agent memories"
+          f"{' and user memory' if report.user_memory else ''} to {args.dir}")
+
+
+def progress_bar(label: str, stream=None) -> Progress | None:
+    """A progress callback drawing a bar on ``stream`` (stderr), or None when it is not a terminal."""
+    stream = stream or sys.stderr
+    if not stream.isatty():
+        return None
+    last = [0.0]
+
+    def draw(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done < total and now - last[0] < 0.1:
+            return
+        last[0] = now
+        filled = int(30 * done / total) if total else 30
+        stream.write(f"\r{label} [{'#' * filled}{' ' * (30 - filled)}] {done}/{total}")
+        if done >= total:
+            stream.write("\n")
+        stream.flush()
+
+    return draw

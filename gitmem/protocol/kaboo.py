@@ -1,0 +1,78 @@
+"""kaboo's ``threads.*`` methods: the ThreadStore contract on the JSON-RPC line loop.
+
+Params and results use the contract's names (``threadId``, ``agentId``, ``ownerId``);
+writes answer ``{"ok": true}`` once their commit exists, reads splice the stored JSON
+into the answer without decoding it. A missing or wrong param is -32602 naming it.
+
+    rpc.serve(thread_methods(mem.threads), sys.stdin.buffer, sys.stdout.buffer)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gitmem.protocol.rpc import InvalidParams, RawJSON, param
+from gitmem.stores.threads import UNSET, ThreadStore
+
+OK = {"ok": True}
+
+
+def thread_methods(store: ThreadStore) -> dict[str, Callable[[dict], Any]]:
+    """The method table: ``threads.appendEvents``, ``readEvents``, ``readState``,
+    ``saveMessages``, ``readMessages``, ``list`` and ``clear``."""
+
+    def append_events(params: dict) -> dict:
+        thread_id, agent_id = param(params, "threadId"), param(params, "agentId")
+        events = _objects(params, "events")
+        store.append_events(thread_id, agent_id, events, param(params, "ownerId", default=None))
+        return OK
+
+    def read_events(params: dict) -> dict:
+        return {"events": RawJSON(store.read_events_json(param(params, "threadId")))}
+
+    def read_state(params: dict) -> dict:
+        return {"state": RawJSON(store.read_state_json(param(params, "threadId")))}
+
+    def save_messages(params: dict) -> dict:
+        thread_id = param(params, "threadId")
+        store.save_messages(thread_id, _objects(params, "messages"))
+        return OK
+
+    def read_messages(params: dict) -> dict:
+        return {"messages": RawJSON(store.read_messages_json(param(params, "threadId")))}
+
+    def list_threads(params: dict) -> dict:
+        filter_ = param(params, "filter", dict, default={})
+        owner_id = UNSET
+        if "ownerId" in filter_:  # present and null: the threads that have no owner
+            owner_id = filter_["ownerId"]
+            if owner_id is not None and not isinstance(owner_id, str):
+                raise InvalidParams('param "filter.ownerId" must be a string or null',
+                                    {"param": "filter.ownerId"})
+        return {"threads": store.list_threads(owner_id)}
+
+    def clear(params: dict) -> dict:
+        # Only an absent threadId clears everything; a null one is refused, not taken for it.
+        store.clear(param(params, "threadId") if "threadId" in params else None)
+        return OK
+
+    return {
+        "threads.appendEvents": append_events,
+        "threads.readEvents": read_events,
+        "threads.readState": read_state,
+        "threads.saveMessages": save_messages,
+        "threads.readMessages": read_messages,
+        "threads.list": list_threads,
+        "threads.clear": clear,
+    }
+
+
+def _objects(params: dict, name: str) -> list[Any]:
+    """``params[name]``: an array of JSON objects."""
+    values = param(params, name, list)
+    for i, value in enumerate(values):
+        if not isinstance(value, dict):
+            raise InvalidParams(f'param "{name}" must hold objects; item {i} is not one',
+                                {"param": name, "index": i})
+    return values

@@ -1,0 +1,111 @@
+"""``gitmem status``: what is waiting to be committed, pushed or fixed.
+
+It shows the hand edits not yet committed; the hand-edited files refused and why
+(file, line, reason); the commits not yet pushed to the remote ``gitmem sync`` uses;
+the last sync, its error and the places a merge asks a person to tidy (from
+``.git/gitmem/sync-state.json``, written by :mod:`gitmem.sync`); and whether the
+index is in step with HEAD. It commits nothing. ``--json`` prints one object:
+
+    {"repository": ..., "head": ..., "pending": [{"path", "change"}],
+     "refused": [{"path", "line", "reason"}],
+     "unpushed": null | {"remote", "fetched", "ahead", "behind"},
+     "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
+     "index_in_step": true}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from gitmem import sync
+from gitmem.engine import GitEngine
+from gitmem.handedits import HandEdits
+
+
+def status(target) -> dict[str, Any]:
+    """The status of a :class:`~gitmem.repository.Gitmem` (or engine) as a JSON-ready dict."""
+    engine: GitEngine = getattr(target, "engine", target)
+    scan = HandEdits.of(engine).scan()
+    with engine.lock:  # the index is shared with the engine's background refresher
+        in_step = engine.index_in_step()
+    return {
+        "repository": str(engine.workdir),
+        "head": engine.head(),
+        "pending": [{"path": edit.path, "change": edit.change} for edit in scan.pending],
+        "refused": [{"path": r.path, "line": r.line, "reason": r.reason} for r in scan.refused],
+        "unpushed": unpushed(engine),
+        "sync": sync.read_state(engine),
+        "index_in_step": in_step,
+    }
+
+
+def unpushed(engine: GitEngine) -> dict[str, Any] | None:
+    """``{remote, fetched, ahead, behind}`` against the remote ``gitmem sync`` would use
+    (as last fetched); None when there is no remote or no single obvious one."""
+    try:
+        remote = sync.choose_remote(engine)
+    except sync.SyncError:
+        return None
+    head, tip = engine.head(), engine.remote_tip(remote)
+    ahead = len(engine.new_commits(head, [tip] if tip else [])) if head else 0
+    behind = len(engine.new_commits(tip, [head] if head else [])) if tip else 0
+    return {"remote": remote, "fetched": tip is not None, "ahead": ahead, "behind": behind}
+
+
+def describe(report: dict[str, Any]) -> list[str]:
+    """The status as lines for a person."""
+    lines = [f"repository  {report['repository']}"]
+    pending = report["pending"]
+    lines.append(f"hand edits  {len(pending)} not committed yet" if pending else
+                 "hand edits  none waiting")
+    lines += [f"              {edit['change']}: {edit['path']}" for edit in pending]
+    for refusal in report["refused"]:
+        where = f"{refusal['path']} line {refusal['line']}" if refusal["line"] else refusal["path"]
+        lines.append(f"refused     {where}: {refusal['reason']} (readers keep the committed "
+                     "version until it is fixed)")
+    lines.append(f"unpushed    {_describe_unpushed(report['unpushed'])}")
+    state = report["sync"]
+    last = state.get("last_sync") or "never"
+    lines.append(f"last sync   {last}" + (f" with {state['remote']}" if state.get("remote") else ""))
+    if state.get("last_error"):
+        lines.append(f"sync error  {state['last_error']} (at {state.get('last_attempt') or '?'})")
+    for spot in state.get("merge_spots") or []:
+        lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
+    lines.append("index       " + ("in step with HEAD" if report["index_in_step"] else
+                                   "not in step with HEAD yet (gitmem refreshes it within a "
+                                   "second of its last write)"))
+    return lines
+
+
+def _describe_unpushed(unpushed: dict[str, Any] | None) -> str:
+    if unpushed is None:
+        return "no remote"
+    remote, ahead = unpushed["remote"], unpushed["ahead"]
+    commits = f"{ahead} commit{'s' if ahead != 1 else ''}"
+    if not unpushed["fetched"]:
+        return f"{commits}; {remote} has no main yet (as last fetched)"
+    text = f"{commits} not on {remote}/main" if ahead else f"nothing: {remote}/main has every commit"
+    if unpushed["behind"]:
+        text += f"; {unpushed['behind']} on {remote}/main not here yet"
+    return text
+
+
+def add_command(commands, command) -> None:
+    """Add ``gitmem status`` to the CLI."""
+    parser = command(commands, "status", "hand edits waiting or refused, commits not pushed, "
+                     "last sync, index", cmd_status)
+    parser.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+
+def cmd_status(args) -> None:
+    from gitmem.cli import open_repo
+
+    with open_repo(args) as mem:
+        report = status(mem)
+    if args.json:
+        json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        print("\n".join(describe(report)))

@@ -1,0 +1,285 @@
+"""Images out of the logs: base64 data stored once per content hash, put back on read.
+
+A message can carry megabytes of base64 (nui's ``images[].data``, AG-UI's binary
+content, ``data:`` URLs). Kept inline, every chunk holding one is a megabyte blob
+that no diff or grep can use. Instead, each such string is decoded and stored as a
+file named by the SHA-256 of its bytes in the log's ``blobs/`` folder, and the JSON
+holds a short reference; a read puts the exact string back:
+
+    sessions/claude-code/<id>/messages/000000.jsonl
+        {"id":"m1","images":[{"id":"i1","mediaType":"image/png","data":"gitmem:blob:9f86d0....png"}]}
+    sessions/claude-code/<id>/messages/blobs/9f86d0....png     (the PNG itself)
+
+The folder belongs to one log (``<log>/blobs/``) so that a record stays
+self-contained: deleting, restoring or diffing a session takes its images along,
+and a replace that drops the last reference to an image drops its file. The same
+image in two logs is two names for one git object, so it costs nothing twice.
+
+What is taken out (at least :data:`MIN_CHARS` characters, and canonical base64, so
+that encoding the bytes again gives the very same string):
+
+- a string under the key ``data`` that is base64;
+- any string that is a ``data:<type>;base64,<payload>`` URL.
+
+References are ``gitmem:blob:<sha256><.ext>`` (``|<data-url header>,`` appended for a
+data URL). Any other string that starts with ``gitmem:`` is stored with a
+``gitmem:text:`` prefix, so no value a caller writes can be mistaken for a reference.
+
+    values, files = extract([message])        # files: {"9f86...png": b"\\x89PNG..."}
+    restore(values, read=files.get) == [message]
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import mimetypes
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gitmem.engine import Snapshot
+
+FOLDER = "blobs"
+MIN_CHARS = 1024
+NAMESPACE = "gitmem:"
+REF = "gitmem:blob:"
+TEXT = "gitmem:text:"
+MARK = '"' + NAMESPACE
+"""How a reference or an escaped string starts inside a JSON line: lines without it
+need no restoring."""
+
+MEDIA_TYPE_KEYS = ("mediaType", "mimeType", "media_type", "mime_type", "contentType", "content_type")
+_NAME = re.compile(r"[0-9a-f]{64}\.[a-z0-9]{1,10}")
+_EXT = re.compile(r"\.[a-z0-9]{1,10}")
+_CACHE_BYTES = 64 << 20
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # outside strings JSON has no quotes
+_QUOTED_REF = '"' + REF
+_QUOTED_TEXT = '"' + TEXT
+
+
+class MissingBlob(ValueError):
+    """A reference whose file is not in the log's blob folder."""
+
+
+def extract(value: Any) -> tuple[Any, dict[str, bytes]]:
+    """``value`` with base64 payloads replaced by references, and ``{file name: bytes}``.
+
+    Parts of ``value`` that change are copied; the rest is shared, never modified.
+    """
+    files: dict[str, bytes] = {}
+    return _extract(value, None, None, files), files
+
+
+def restore(value: Any, read: Callable[[str], bytes | None]) -> Any:
+    """``value`` with every reference replaced by its original string; ``read(name)``
+    gives a blob file's bytes (None when missing, which raises :class:`MissingBlob`)."""
+    if isinstance(value, str):
+        if value.startswith(REF):
+            return _resolve(value, read)
+        return value[len(TEXT):] if value.startswith(TEXT) else value
+    if isinstance(value, list):
+        return [restore(item, read) for item in value]
+    if isinstance(value, dict):
+        return {key: restore(item, read) for key, item in value.items()}
+    return value
+
+
+def restore_json(text: str, read: Callable[[str], bytes | None]) -> str:
+    """:func:`restore` on JSON text, without decoding it: each string that is a
+    reference becomes the JSON of the original string, the rest is left as it is, so
+    the result is the very text the original value encodes to."""
+    if MARK not in text:
+        return text
+
+    def put_back(match: re.Match) -> str:
+        string = match[0]
+        if string.startswith(_QUOTED_TEXT):
+            return '"' + string[len(_QUOTED_TEXT):]
+        if string.startswith(_QUOTED_REF):
+            # base64 and the data URL header need no escaping beyond what the header has
+            return '"' + _resolve(string[1:-1], read) + '"'
+        return string
+
+    return _JSON_STRING.sub(put_back, text)
+
+
+def references(value: Any) -> set[str]:
+    """The blob file names that ``value`` (as stored) refers to."""
+    found: set[str] = set()
+    _collect(value, found)
+    return found
+
+
+def is_blob_name(name: str) -> bool:
+    return _NAME.fullmatch(name) is not None
+
+
+def verify(name: str, data: bytes) -> bool:
+    """True when ``data`` is what the file name ``name`` promises (its SHA-256)."""
+    return hashlib.sha256(data).hexdigest() == name.split(".", 1)[0]
+
+
+class Blobs:
+    """The blob folder of one chunked log, as :class:`~gitmem.stores.jsonl.ChunkedJsonl` uses it."""
+
+    def __init__(self, folder: str):
+        self.folder = folder
+
+    def names(self, snapshot: Snapshot) -> list[str]:
+        return [name for name in snapshot.list(self.folder) if is_blob_name(name)]
+
+    def prepare(self, snapshot: Snapshot, values: Sequence[Any],
+                stored: Sequence[tuple[str, Any]] = (), *,
+                prune: bool = False) -> tuple[list[Any], dict[str, bytes | None]]:
+        """``values`` as they are stored, and the blob file changes that go with them.
+
+        ``stored`` holds the log's current ``(line, value)`` pairs: a value equal to the
+        one at its position, whose line holds no reference, is taken as it is without
+        being walked. With ``prune``, files no value refers to any more are removed
+        (a replace); without it (an append) files are only added.
+        """
+        out: list[Any] = []
+        files: dict[str, bytes] = {}
+        referenced: set[str] = set()
+        for i, value in enumerate(values):
+            if i < len(stored) and MARK not in stored[i][0] and value == stored[i][1]:
+                out.append(value)
+                continue
+            value = _extract(value, None, None, files)
+            if prune:
+                _collect(value, referenced)
+            out.append(value)
+        present = set(self.names(snapshot))
+        changes: dict[str, bytes | None] = {
+            f"{self.folder}/{name}": data for name, data in files.items() if name not in present}
+        if prune:
+            changes.update({f"{self.folder}/{name}": None for name in present - referenced})
+        return out, changes
+
+    def restore_lines(self, snapshot: Snapshot, lines: Sequence[str]) -> list[str]:
+        """The lines as they were written (lines without references are returned as they are)."""
+        return [self.restore_json(snapshot, line) for line in lines]
+
+    def restore_json(self, snapshot: Snapshot, text: str) -> str:
+        """JSON text with its references put back (see :func:`restore_json`)."""
+        if MARK not in text:
+            return text
+        return restore_json(text, lambda name: snapshot.read(f"{self.folder}/{name}"))
+
+    def delete(self, snapshot: Snapshot) -> dict[str, None]:
+        return {f"{self.folder}/{name}": None for name in snapshot.list(self.folder)}
+
+
+# -- the walk -----------------------------------------------------------------------
+
+
+def _extract(value: Any, key: str | None, media_type: str | None, files: dict[str, bytes]) -> Any:
+    if isinstance(value, str):
+        return _extract_string(value, key, media_type, files)
+    if isinstance(value, list):
+        new = [_extract(item, None, None, files) for item in value]
+        return new if any(a is not b for a, b in zip(new, value)) else value
+    if isinstance(value, dict):
+        sibling_type = next((value[k] for k in MEDIA_TYPE_KEYS if isinstance(value.get(k), str)), None)
+        new_dict = {k: _extract(v, k, sibling_type, files) for k, v in value.items()}
+        return new_dict if any(new_dict[k] is not v for k, v in value.items()) else value
+    return value
+
+
+def _extract_string(text: str, key: str | None, media_type: str | None,
+                    files: dict[str, bytes]) -> str:
+    if len(text) >= MIN_CHARS:
+        header, payload = "", text
+        if text.startswith("data:"):
+            head, comma, rest = text.partition(",")
+            if comma and head.endswith(";base64"):
+                header, payload = head + ",", rest
+                media_type = head[5:].split(";", 1)[0] or media_type
+        if header or key == "data":
+            found = _blob_of(payload, media_type)
+            if found is not None:
+                name, data = found
+                files[name] = data
+                return f"{REF}{name}|{header}" if header else f"{REF}{name}"
+    return TEXT + text if text.startswith(NAMESPACE) else text
+
+
+def _blob_of(payload: str, media_type: str | None) -> tuple[str, bytes] | None:
+    """``(file name, bytes)`` of canonical base64 ``payload``, else None (kept inline)."""
+    cached = _cache.get(payload, media_type)
+    if cached is not None:
+        return cached
+    try:
+        data = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if base64.b64encode(data) != payload.encode("ascii"):
+        return None  # would not come back as the same string
+    found = (hashlib.sha256(data).hexdigest() + _extension(media_type), data)
+    _cache.put(payload, media_type, found)
+    return found
+
+
+def _extension(media_type: str | None) -> str:
+    ext = None
+    if media_type:
+        ext = mimetypes.guess_extension(media_type.split(";", 1)[0].strip().lower(), strict=False)
+    return ext if ext and _EXT.fullmatch(ext) else ".bin"
+
+
+def _resolve(ref: str, read: Callable[[str], bytes | None]) -> str:
+    name, _, header = ref[len(REF):].partition("|")
+    data = read(name) if is_blob_name(name) else None
+    if data is None:
+        raise MissingBlob(f"blob {name!r} is missing from the log's {FOLDER}/ folder")
+    return header + base64.b64encode(data).decode("ascii")
+
+
+def _collect(value: Any, found: set[str]) -> None:
+    if isinstance(value, str):
+        if value.startswith(REF):
+            found.add(value[len(REF):].partition("|")[0])
+    elif isinstance(value, list):
+        for item in value:
+            _collect(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect(item, found)
+
+
+class _ExtractCache:
+    """Recently seen payloads and their blobs, so that nui's full-list rewrites do not
+    decode and hash the same images on every write (bounded by the bytes held)."""
+
+    def __init__(self, max_bytes: int):
+        self._max = max_bytes
+        self._size = 0
+        self._entries: OrderedDict[tuple[str, str | None], tuple[str, bytes]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, payload: str, media_type: str | None) -> tuple[str, bytes] | None:
+        with self._lock:
+            found = self._entries.get((payload, media_type))
+            if found is not None:
+                self._entries.move_to_end((payload, media_type))
+            return found
+
+    def put(self, payload: str, media_type: str | None, found: tuple[str, bytes]) -> None:
+        size = len(payload) + len(found[1])
+        if size > self._max // 4:
+            return
+        with self._lock:
+            if (payload, media_type) in self._entries:
+                return
+            self._entries[(payload, media_type)] = found
+            self._size += size
+            while self._size > self._max:
+                (old, _), (_, data) = self._entries.popitem(last=False)
+                self._size -= len(old) + len(data)
+
+
+_cache = _ExtractCache(_CACHE_BYTES)

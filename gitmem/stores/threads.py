@@ -1,0 +1,318 @@
+"""kaboo threads: each thread's AG-UI event log, its message list and a little metadata.
+
+The seven operations of kaboo's ``ThreadStore`` contract, one commit per write:
+events are stored verbatim in an append-only chunked log (an append never rewrites
+an earlier chunk), the messages as a chunked JSONL list, and ``meta.json`` holds
+``threadId``, ``agentId``, ``ownerId``, ``createdAt`` and ``updatedAt`` (epoch ms).
+Base64 images are kept once per content hash in each log's ``blobs/`` folder and put
+back on read (:mod:`gitmem.stores.blobs`).
+
+    threads = ThreadStore(engine)
+    threads.append_events("t1", "planner", [{"type": "STATE_SNAPSHOT", "snapshot": {"n": 1}}])
+    threads.read_state("t1")         # {"n": 1}
+    threads.list_threads()           # [{"id": "t1", "agentId": "planner", "ownerId": None, ...}]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gitmem import layout
+from gitmem.engine import GitEngine, Snapshot
+from gitmem.ids import UndecodableId, decode
+from gitmem.stores.blobs import MARK
+from gitmem.stores.jsonl import ChunkedJsonl, dumps
+from gitmem.stores.sessions import meta_bytes, parse_meta
+
+log = logging.getLogger("gitmem.threads")
+
+STATE_SNAPSHOT = "STATE_SNAPSHOT"
+_MARK = MARK.encode()
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""``list_threads(owner_id=UNSET)``: no owner filter (``None`` means "threads without owner")."""
+
+
+def last_state_json(data: bytes) -> str | None:
+    """The state kaboo's ``deriveState`` finds in one chunk, as JSON text; None when the
+    chunk holds no ``STATE_SNAPSHOT`` event.
+
+    Scans the lines from the end and parses only those that can hold the event type
+    (it appears literally, or behind a ``\\u`` escape). A snapshot that is not an
+    object or array (JavaScript's ``snapshot && typeof snapshot === "object"``) is
+    ``"null"``: a later such event hides an earlier good one, as in kaboo.
+    """
+    for line in reversed(data.decode("utf-8").split("\n")):
+        if STATE_SNAPSHOT not in line and "\\u" not in line:
+            continue
+        event = json.loads(line)
+        if isinstance(event, dict) and event.get("type") == STATE_SNAPSHOT:
+            snapshot = event.get("snapshot")
+            return dumps(snapshot) if isinstance(snapshot, (dict, list)) else "null"
+    return None
+
+
+def array_items(data: bytes) -> bytes:
+    """A JSONL chunk's lines joined by commas (blank lines left out), not decoded.
+
+    Committed chunks hold valid JSON lines (gitmem writes them, and the hand-edit check
+    commits no other), so a read joins them as they are instead of parsing each value.
+    """
+    return b",".join(item for line in data.split(b"\n") if (item := line.strip()))
+
+
+def _objects(name: str, values: Sequence[Any]) -> list[Any]:
+    values = list(values)
+    for i, value in enumerate(values):
+        if not isinstance(value, Mapping):
+            raise TypeError(f"{name}[{i}] must be a JSON object, not {type(value).__name__}")
+    return values
+
+
+class ThreadStore:
+    """kaboo's ThreadStore on the git engine (see the module doc for the layout).
+
+    ``save_messages`` on a thread that has no events yet saves the messages anyway
+    (as kaboo's Postgres store does, so an acknowledged write is never dropped); the
+    thread is listed from its first ``append_events`` on.
+    """
+
+    def __init__(self, engine: GitEngine):
+        self.engine = engine
+        self._clock_lock = threading.Lock()
+        self._last_stamp = 0
+        self._listing: tuple[str | None, list[dict[str, Any]]] = (None, [])
+
+    @staticmethod
+    def folder(thread_id: str) -> str:
+        return layout.thread_dir(thread_id)
+
+    def _events(self, thread_id: str) -> ChunkedJsonl:
+        return ChunkedJsonl(f"{self.folder(thread_id)}/events", blobs=True)
+
+    def _messages(self, thread_id: str) -> ChunkedJsonl:
+        return ChunkedJsonl(f"{self.folder(thread_id)}/messages", blobs=True)
+
+    def _snapshot(self, thread_id: str, snapshot: Snapshot | None) -> Snapshot:
+        return snapshot or self.engine.snapshot(scope=self.folder(thread_id))
+
+    def _stamp(self, meta: Mapping[str, Any] | None) -> int:
+        """Now in epoch ms, later than the thread's last ``updatedAt`` and this store's last stamp."""
+        with self._clock_lock:
+            stamp = max(time.time_ns() // 1_000_000, self._last_stamp + 1,
+                        int((meta or {}).get("updatedAt", 0)) + 1)
+            self._last_stamp = stamp
+            return stamp
+
+    # -- writing -----------------------------------------------------------------
+
+    def append_events(self, thread_id: str, agent_id: str, events: Sequence[Mapping[str, Any]],
+                      owner_id: str | None = None, *,
+                      trailers: Mapping[str, str] | None = None) -> str | None:
+        """Append ``events`` in order, creating the thread; returns the commit id.
+
+        Sets ``agentId``, sets ``ownerId`` only when ``owner_id`` is not None, bumps
+        ``updatedAt``. An empty list changes nothing and makes no commit.
+        """
+        events = _objects("events", events)
+        if not events:
+            return None
+        folder = self.folder(thread_id)
+        events_log = self._events(thread_id)
+
+        def changes(snapshot: Snapshot):
+            old = self.meta(thread_id, snapshot=snapshot)
+            stamp = self._stamp(old)
+            meta = {**(old or {}), "threadId": thread_id, "agentId": agent_id,
+                    "ownerId": owner_id if owner_id is not None else (old or {}).get("ownerId"),
+                    "createdAt": (old or {}).get("createdAt", stamp), "updatedAt": stamp}
+            changed: dict[str, bytes | None] = dict(events_log.append(snapshot, events))
+            changed[f"{folder}/{layout.META}"] = meta_bytes(meta)
+            return changed
+
+        count = f"{len(events)} event{'s' if len(events) != 1 else ''}"
+        return self.engine.update(changes, f"threads: append {count} to {_brief(thread_id)}",
+                                  _trailers("threads.append", thread_id, trailers), scope=folder)
+
+    def save_messages(self, thread_id: str, messages: Sequence[Mapping[str, Any]], *,
+                      trailers: Mapping[str, str] | None = None) -> str | None:
+        """Replace the thread's message list; returns the commit id (None: nothing changed).
+
+        Bumps ``updatedAt`` of a thread that exists. On a thread without events the
+        messages are saved all the same, and the thread is not listed until its first
+        :meth:`append_events`.
+        """
+        messages = _objects("messages", messages)
+        folder = self.folder(thread_id)
+        messages_log = self._messages(thread_id)
+
+        def changes(snapshot: Snapshot):
+            changed: dict[str, bytes | None] = dict(messages_log.replace(snapshot, messages))
+            old = self.meta(thread_id, snapshot=snapshot)
+            if changed and old is not None:
+                changed[f"{folder}/{layout.META}"] = meta_bytes({**old, "updatedAt": self._stamp(old)})
+            return changed
+
+        return self.engine.update(
+            changes, f"threads: save {len(messages)} messages of {_brief(thread_id)}",
+            _trailers("threads.messages", thread_id, trailers), scope=folder)
+
+    def clear(self, thread_id: str | None = None, *,
+              trailers: Mapping[str, str] | None = None) -> str | None:
+        """Delete one thread, or every thread when ``thread_id`` is None; returns the commit id."""
+        if thread_id is None:
+            folder, message = layout.THREADS, "threads: clear all threads"
+            all_trailers = {"Gitmem-Op": "threads.clear", **(trailers or {})}
+        else:
+            folder, message = self.folder(thread_id), f"threads: clear {_brief(thread_id)}"
+            all_trailers = _trailers("threads.clear", thread_id, trailers)
+        return self.engine.update(lambda snapshot: {path: None for path in snapshot.files(folder)},
+                                  message, all_trailers, scope=folder)
+
+    # -- reading -----------------------------------------------------------------
+
+    def read_events(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[Any]:
+        """The thread's events, verbatim and in order ([] for an unknown thread)."""
+        return json.loads(self.read_events_json(thread_id, snapshot=snapshot))
+
+    def read_events_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> bytes:
+        """Like :meth:`read_events`, as one JSON array in UTF-8, spliced from the stored lines."""
+        return self._read_json(self._events(thread_id), self._snapshot(thread_id, snapshot))
+
+    def read_messages(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[Any]:
+        """The thread's last saved message list ([] when none)."""
+        return json.loads(self.read_messages_json(thread_id, snapshot=snapshot))
+
+    def read_messages_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> bytes:
+        """Like :meth:`read_messages`, as one JSON array in UTF-8."""
+        return self._read_json(self._messages(thread_id), self._snapshot(thread_id, snapshot))
+
+    @staticmethod
+    def _read_json(chunked: ChunkedJsonl, snapshot: Snapshot) -> bytes:
+        items = [snapshot.read_parsed(path, array_items) for path in chunked.chunk_paths(snapshot)]
+        text = b"[" + b",".join(part for part in items if part) + b"]"
+        if _MARK in text:  # base64 images are kept in the log's blobs/: put them back
+            text = chunked.restore_json(snapshot, text.decode("utf-8")).encode("utf-8")
+        return text
+
+    def read_state(self, thread_id: str, *, snapshot: Snapshot | None = None) -> Any:
+        """kaboo's ``deriveState`` of the thread's events: the last ``STATE_SNAPSHOT``'s
+        snapshot when it is an object (an array counts, as in JavaScript), else None (a
+        fresh copy each call)."""
+        return json.loads(self.read_state_json(thread_id, snapshot=snapshot))
+
+    def read_state_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> str:
+        """Like :meth:`read_state`, as JSON text. Chunks are scanned from the last one
+        back, and what each holds is cached by blob id, so a warm call reads one chunk."""
+        snapshot = self._snapshot(thread_id, snapshot)
+        events = self._events(thread_id)
+        for path in reversed(events.chunk_paths(snapshot)):
+            found = snapshot.read_parsed(path, last_state_json)
+            if found is not None:
+                return events.restore_json(snapshot, found)
+        return "null"
+
+    def meta(self, thread_id: str, *, snapshot: Snapshot | None = None) -> dict[str, Any] | None:
+        """The thread's ``meta.json`` (None for a thread without events)."""
+        snapshot = self._snapshot(thread_id, snapshot)
+        meta = snapshot.read_parsed(f"{self.folder(thread_id)}/{layout.META}", parse_meta)
+        return dict(meta) if meta is not None else None
+
+    def list_threads(self, owner_id: str | None = UNSET, *,
+                     snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
+        """Every thread as ``{id, agentId, ownerId, createdAt, updatedAt}``, most recently
+        updated first (ties by id); with ``owner_id`` (None included) only that owner's."""
+        snapshot = snapshot or self.engine.snapshot()
+        threads = self._all_threads(snapshot)
+        return [dict(t) for t in threads if owner_id is UNSET or t["ownerId"] == owner_id]
+
+    def _all_threads(self, snapshot: Snapshot) -> list[dict[str, Any]]:
+        """The sorted listing, remembered for the tree id of ``threads/``."""
+        tree_id = snapshot.tree_id(layout.THREADS)
+        cached_id, cached = self._listing
+        if tree_id is not None and tree_id == cached_id:
+            return cached
+        threads = []
+        for name in snapshot.list(layout.THREADS):
+            path = f"{layout.THREADS}/{name}/{layout.META}"
+            try:
+                meta = snapshot.read_parsed(path, parse_meta)
+            except ValueError as exc:
+                log.warning("skipping %s: %s", path, exc)
+                continue
+            if meta is not None:
+                threads.append(_summary(name, meta))
+        threads.sort(key=lambda t: (-t["updatedAt"], t["id"]))
+        self._listing = (tree_id, threads)
+        return threads
+
+
+def _summary(name: str, meta: Mapping[str, Any]) -> dict[str, Any]:
+    thread_id = meta.get("threadId")
+    if not isinstance(thread_id, str):
+        try:
+            thread_id = decode(name)
+        except UndecodableId:
+            thread_id = name
+    updated = meta.get("updatedAt", 0)
+    return {"id": thread_id, "agentId": meta.get("agentId", ""), "ownerId": meta.get("ownerId"),
+            "createdAt": meta.get("createdAt", updated), "updatedAt": updated}
+
+
+def _brief(thread_id: str) -> str:
+    """The id for a commit summary: as it is when printable and short, else quoted and cut."""
+    if thread_id.isprintable() and 0 < len(thread_id) <= 80:
+        return thread_id
+    quoted = json.dumps(thread_id, ensure_ascii=False)
+    return quoted if len(quoted) <= 80 else quoted[:77] + "..."
+
+
+def _trailers(op: str, thread_id: str, extra: Mapping[str, str] | None) -> dict[str, str]:
+    return {"Gitmem-Op": op, **(extra or {}), "Gitmem-Id": f"thread:{thread_id}"}
+
+
+class AsyncThreadStore:
+    """The same store for asyncio code: each call runs in a worker thread.
+
+    The method names mirror kaboo's contract (``appendEvents`` -> ``append_events``).
+
+        threads = AsyncThreadStore(ThreadStore(engine))
+        await threads.append_events("t1", "planner", events)
+    """
+
+    def __init__(self, store: ThreadStore):
+        self.store = store
+
+    async def append_events(self, thread_id: str, agent_id: str, events: Sequence[Mapping[str, Any]],
+                            owner_id: str | None = None) -> None:
+        await asyncio.to_thread(self.store.append_events, thread_id, agent_id, events, owner_id)
+
+    async def read_events(self, thread_id: str) -> list[Any]:
+        return await asyncio.to_thread(self.store.read_events, thread_id)
+
+    async def read_state(self, thread_id: str) -> Any:
+        return await asyncio.to_thread(self.store.read_state, thread_id)
+
+    async def save_messages(self, thread_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
+        await asyncio.to_thread(self.store.save_messages, thread_id, messages)
+
+    async def read_messages(self, thread_id: str) -> list[Any]:
+        return await asyncio.to_thread(self.store.read_messages, thread_id)
+
+    async def list_threads(self, owner_id: str | None = UNSET) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.store.list_threads, owner_id)
+
+    async def clear(self, thread_id: str | None = None) -> None:
+        await asyncio.to_thread(self.store.clear, thread_id)

@@ -1,0 +1,347 @@
+"""``gitmem sync``: exchange commits with an ordinary git remote without losing a line.
+
+One sync: commit pending hand edits; fetch the remote's ``main``; fast-forward when
+only the remote moved; when both moved, merge by :mod:`gitmem.merge`'s rules into
+one merge commit; scan what is about to go out for secrets (:mod:`gitmem.secrets`);
+push, never forced. A push refused because someone pushed meanwhile starts over
+from the fetch, at most :data:`MAX_ATTEMPTS` times. The branch only ever moves by a
+commit on top, a fast-forward or a merge: local commits are never reset away.
+
+The outcome goes to ``.git/gitmem/sync-state.json`` for ``gitmem status``:
+``remote``, ``last_sync`` (ISO time of the last success), ``last_error`` (one line,
+or null), and ``merge_spots``: the places where a merge kept two versions side by
+side (``{path, line, commit, note, text}``); :func:`read_state` drops the ones a
+person has tidied since.
+
+    with Gitmem.open("~/gitmem") as mem:
+        result = sync(mem, "origin")
+        print(result.describe())
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+import threading
+from datetime import datetime, timezone
+from typing import Any
+
+from gitmem import secrets
+from gitmem.engine import GitEngine, scrub_credentials
+from gitmem.handedits import HandEdits
+from gitmem.merge import Spot, merge_changes
+from gitmem.repository import Gitmem
+
+log = logging.getLogger("gitmem.sync")
+
+STATE_FILE = "sync-state.json"  # inside .git/gitmem/
+MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote that keeps moving
+MAX_BACKOFF = 3600.0  # seconds between background attempts after repeated failures
+
+
+class SyncError(Exception):
+    """A sync could not finish; the message is one line saying why."""
+
+
+class SecretsRefused(SyncError):
+    """The commits about to be pushed add likely secrets; nothing was pushed."""
+
+    def __init__(self, remote: str, findings: list[secrets.Finding]):
+        self.findings = findings
+        count = f"{len(findings)} likely secret{'s' if len(findings) != 1 else ''}"
+        super().__init__(f"push to {remote} refused: new commits add {count} (allow with "
+                         f"--allow-secrets or in {secrets.ALLOW_FILE})")
+
+    def report(self) -> list[str]:
+        """One line per finding: file, line, kind and fingerprint, never the secret."""
+        return [str(finding) for finding in self.findings]
+
+
+@dataclasses.dataclass
+class SyncResult:
+    """What one sync did."""
+
+    remote: str
+    incoming: int = 0  # commits that came in from the remote
+    outgoing: int = 0  # commits pushed to the remote
+    how: str = "up to date"  # or "fast-forward", "merge"
+    merges: list[tuple[str, list[Spot]]] = dataclasses.field(default_factory=list)  # (commit, spots)
+    kept: list[str] = dataclasses.field(default_factory=list)  # hand-edited files not updated
+    attempts: int = 1
+
+    @property
+    def spots(self) -> list[Spot]:
+        """The places the merges ask a person to tidy."""
+        return [spot for _, spots in self.merges for spot in spots]
+
+    def describe(self) -> list[str]:
+        """Lines for a person: what came in, what went out, what to tidy."""
+        lines = []
+        if self.incoming:
+            lines.append(f"in: {_commits(self.incoming)} from {self.remote} ({self.how})")
+        if self.outgoing:
+            lines.append(f"out: {_commits(self.outgoing)} to {self.remote}")
+        if not lines:
+            lines.append(f"up to date with {self.remote}")
+        lines += [f"to tidy: {spot}" for spot in self.spots]
+        lines += [f"not updated (uncommitted hand edit): {path}" for path in self.kept]
+        return lines
+
+
+def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
+         interactive: bool = True, max_attempts: int = MAX_ATTEMPTS) -> SyncResult:
+    """Fetch, merge and push ``main`` with ``remote`` (default: see :func:`choose_remote`).
+
+    ``interactive=False`` (background syncs) forbids credential prompts. Raises
+    :class:`SyncError` (:class:`SecretsRefused` for a refused push) with a one-line
+    reason; success or failure is recorded in the sync state either way.
+    """
+    engine = mem.engine
+    name = remote
+    try:
+        name = choose_remote(engine, remote)
+        result = _sync(engine, name, allow_secrets, interactive, max_attempts)
+    except Exception as exc:
+        reason = scrub_credentials(str(exc).strip().split("\n")[0] or type(exc).__name__)
+        _save_state(engine, remote=name, last_error=reason, last_attempt=_now())
+        if isinstance(exc, SyncError):
+            raise
+        raise SyncError(reason) from exc
+    now = _now()
+    new_spots = [{"path": s.path, "line": s.line, "note": s.note, "text": s.text, "commit": commit}
+                 for commit, spots in result.merges for s in spots]
+    _save_state(engine, remote=name, last_sync=now, last_attempt=now, last_error=None,
+                incoming=result.incoming, outgoing=result.outgoing,
+                merge_spots=read_state(engine)["merge_spots"] + new_spots)
+    return result
+
+
+def choose_remote(engine: GitEngine, remote: str | None = None) -> str:
+    """``remote`` if given; else ``branch.main.remote`` from git config, ``origin``, or the
+    only remote there is."""
+    if remote:
+        return remote
+    names = engine.remotes()
+    configured = engine.config_get("branch.main.remote")
+    if configured in names:
+        return configured
+    if "origin" in names:
+        return "origin"
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise SyncError("no remote to sync with (add one with `gitmem remote add NAME URL`)")
+    raise SyncError(f"several remotes ({', '.join(names)}): name the one to sync with")
+
+
+def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool,
+          max_attempts: int) -> SyncResult:
+    result = SyncResult(remote)
+    for attempt in range(1, max_attempts + 1):
+        result.attempts = attempt
+        remote_tip = engine.fetch(remote, interactive=interactive)
+        with engine.lock:  # writers wait only for this local part, never for the network
+            # Pending hand edits first: they travel, and no file moves under one (a file
+            # saved after this is left alone by the engine).
+            HandEdits.of(engine).commit_pending()
+            local = _integrate(engine, remote, remote_tip, result)
+        if local is None or local == remote_tip:
+            return result
+        outgoing = engine.new_commits(local, [remote_tip] if remote_tip else [])
+        if not allow_secrets:
+            found = secrets.refused(engine, outgoing)
+            if found:
+                raise SecretsRefused(remote, found)
+        if engine.push(remote, local, interactive=interactive):
+            result.outgoing = len(outgoing)
+            return result
+        log.info("push to %s refused: it moved meanwhile (attempt %d)", remote, attempt)
+    raise SyncError(f"{remote} kept moving while we pushed; gave up after {max_attempts} "
+                    "attempts (run `gitmem sync` again)")
+
+
+def _integrate(engine: GitEngine, remote: str, remote_tip: str | None,
+               result: SyncResult) -> str | None:
+    """Bring the remote's commits into ``main`` (under the writers' lock); return the new tip."""
+    local = engine.head()
+    if remote_tip is None or remote_tip == local or (local and engine.is_ancestor(remote_tip, local)):
+        return local
+    result.incoming += len(engine.new_commits(remote_tip, [local] if local else []))
+    if local is None or engine.is_ancestor(local, remote_tip):
+        result.kept += engine.fast_forward(local, remote_tip)
+        result.how = "fast-forward"
+        return remote_tip
+    base = engine.merge_base(local, remote_tip)
+    merged = merge_changes(engine.changed_files(base, local),
+                           engine.changed_files(base, remote_tip), engine.read_blob)
+    commit, kept = engine.commit_merge(local, remote_tip, merged.changes,
+                                       _merge_message(remote, result.incoming, merged.spots),
+                                       {"Gitmem-Op": "sync.merge", "Gitmem-Remote": remote})
+    log.info("merged %s/main into %s as %s (%d spots to tidy)", remote, local[:10],
+             commit[:10], len(merged.spots))
+    result.how = "merge"
+    result.merges.append((commit, merged.spots))
+    result.kept += kept
+    return commit
+
+
+def _merge_message(remote: str, incoming: int, spots: list[Spot]) -> str:
+    message = f"sync: merge {remote}/main ({_commits(incoming)} in)\n"
+    if spots:
+        message += ("\nBoth sides changed the same lines at these places; both versions "
+                    "were kept\n(ours, a blank line, theirs). Tidy them in an editor:\n")
+        message += "".join(f"- {spot}\n" for spot in spots)
+    return message
+
+
+# -- state for `gitmem status` --------------------------------------------------------
+
+
+def read_state(engine: GitEngine) -> dict[str, Any]:
+    """The sync state, with ``merge_spots`` narrowed to the ones still in the files (their
+    line numbers brought up to date)."""
+    try:
+        state = json.loads((engine.private_dir / STATE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        state = {}
+    state = {"remote": None, "last_sync": None, "last_error": None, **state}
+    state["merge_spots"] = _open_spots(engine, state.get("merge_spots") or [])
+    return state
+
+
+def _open_spots(engine: GitEngine, spots: list[dict]) -> list[dict]:
+    snapshot = engine.snapshot()
+    still = []
+    for spot in spots:
+        data = snapshot.read(spot.get("path", "")) if spot.get("path") else None
+        text = spot.get("text") or ""
+        content = data.decode("utf-8", "surrogateescape") if data is not None else ""
+        at = content.find(text) if text else -1
+        if at >= 0:
+            still.append({**spot, "line": content.count("\n", 0, at) + 1})
+    return still
+
+
+def _save_state(engine: GitEngine, **updates: Any) -> None:
+    path = engine.private_dir / STATE_FILE
+    try:
+        state = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        state = {}
+    state.update(updates)
+    tmp = path.with_name(f"{STATE_FILE}.{os.getpid()}.{threading.get_ident()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        json.dump(state, out, indent=2)
+        out.write("\n")
+    os.replace(tmp, path)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _commits(count: int) -> str:
+    return f"{count} commit{'s' if count != 1 else ''}"
+
+
+# -- in the background (`gitmem serve --sync-interval SECONDS`) ------------------------
+
+
+class BackgroundSync:
+    """Syncs every ``interval`` seconds in a thread, starting at once.
+
+    Requests never wait on the network (only on the short local merge step). A failure
+    is logged and recorded in the sync state, and the next attempt waits twice as long
+    as the last, up to :data:`MAX_BACKOFF`; a success restores the interval.
+
+        syncer = BackgroundSync(mem, 300).start()
+        ...
+        syncer.stop()
+    """
+
+    def __init__(self, mem: Gitmem, interval: float, remote: str | None = None):
+        if interval <= 0:
+            raise ValueError("the sync interval must be a positive number of seconds")
+        self.mem = mem
+        self.interval = interval
+        self.remote = remote
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gitmem-sync", daemon=True)
+
+    def start(self) -> BackgroundSync:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop after the sync in progress, if any (waiting at most ``timeout`` seconds)."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        delay = 0.0
+        while not self._stopping.wait(delay):
+            try:
+                result = sync(self.mem, self.remote, interactive=False)
+            except Exception as exc:  # recorded by sync(); keep going, more slowly
+                delay = min(max(delay * 2, self.interval), max(MAX_BACKOFF, self.interval))
+                log.warning("background sync failed (next try in %g s): %s", delay, exc)
+                continue
+            for line in result.describe():
+                log.info("background sync: %s", line)
+            delay = self.interval
+
+
+# -- the CLI ------------------------------------------------------------------------
+
+
+def add_commands(commands, command) -> None:
+    """Add ``gitmem sync`` and ``gitmem remote add`` to the CLI."""
+    sync_ = command(commands, "sync", "fetch, merge and push with a git remote, losing "
+                    "nothing", cmd_sync)
+    sync_.add_argument("remote", nargs="?", metavar="REMOTE",
+                       help="the remote (default: branch.main.remote, origin, or the only one)")
+    sync_.add_argument("--allow-secrets", action="store_true",
+                       help="push even if the new commits seem to add secrets")
+    remote = commands.add_parser("remote", help="configure git remotes to sync with")
+    remote_commands = remote.add_subparsers(metavar="ACTION", required=True)
+    add = command(remote_commands, "add", "add a remote (as `git remote add`)", cmd_remote_add)
+    add.add_argument("name", metavar="NAME")
+    add.add_argument("url", metavar="URL")
+
+
+def add_serve_options(parser) -> None:
+    """Add ``--sync-interval`` and ``--sync-remote`` to ``gitmem serve``."""
+    parser.add_argument("--sync-interval", type=float, metavar="SECONDS",
+                        help="sync with the remote in the background this often")
+    parser.add_argument("--sync-remote", metavar="REMOTE",
+                        help="the remote for background syncs (default: as `gitmem sync`)")
+
+
+def start_from_args(mem: Gitmem, args) -> BackgroundSync | None:
+    """A started :class:`BackgroundSync` when ``--sync-interval`` was given, else None."""
+    interval = getattr(args, "sync_interval", None)
+    if not interval:
+        return None
+    return BackgroundSync(mem, interval, getattr(args, "sync_remote", None)).start()
+
+
+def cmd_sync(args) -> None:
+    with Gitmem.open(args.repo, create=False) as mem:
+        try:
+            result = sync(mem, args.remote, allow_secrets=args.allow_secrets)
+        except SecretsRefused as exc:
+            for line in exc.report():
+                print(f"gitmem: {line}", file=sys.stderr)
+            raise
+    for line in result.describe():
+        print(line)
+
+
+def cmd_remote_add(args) -> None:
+    with Gitmem.open(args.repo, create=False) as mem:
+        mem.engine.add_remote(args.name, args.url)

@@ -1,0 +1,186 @@
+"""The watcher: commits what a person saves in the work tree once the edits settle.
+
+A change under the layout folders is committed (by :mod:`gitmem.handedits`, as the
+user) when no further change has come for ``debounce`` seconds, and at the latest
+``max_delay`` seconds after the first one, even while edits go on. At start it
+commits the edits made while nothing was watching. gitmem's own writes come back as
+file events too, but their files equal HEAD, so they never make a commit.
+
+    watcher = Watcher(mem).start()    # a thread, as inside `gitmem serve`
+    ...
+    watcher.stop()                    # commits what is still pending
+
+``gitmem watch`` runs it in the foreground until Ctrl-C or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+
+from watchfiles._rust_notify import RustNotify  # watchfiles' documented low-level watcher
+
+from gitmem.engine import GitEngine
+from gitmem.handedits import HandEdits, is_watched
+
+log = logging.getLogger("gitmem.watch")
+
+DEBOUNCE = 1.0  # seconds without a change before the edits are committed
+MAX_DELAY = 10.0  # seconds after the first change when they are committed anyway
+_GROUP_MS = 100  # while events keep coming, they are handed over at least this often
+_STEP_MS = 20  # quiet time that ends a group of events
+_POLL_MS = 500  # between scans when the system cannot notify (too many folders to watch)
+
+
+class Watcher:
+    """Watches one repository's work tree and commits hand edits as they settle.
+
+    ``target`` is a :class:`~gitmem.repository.Gitmem` or a
+    :class:`~gitmem.engine.GitEngine`; the watcher shares its engine's hand-edit
+    layer (installing one if needed), so reads and writes see the same edits.
+    """
+
+    def __init__(self, target, *, debounce: float = DEBOUNCE, max_delay: float = MAX_DELAY):
+        self.engine: GitEngine = getattr(target, "engine", target)
+        self.hand_edits = HandEdits.of(self.engine)
+        self.debounce = debounce
+        self.max_delay = max_delay
+        self._prefix = str(self.engine.workdir) + os.sep
+        self._stopping = threading.Event()
+        self._watching = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failure: BaseException | None = None
+
+    def start(self) -> Watcher:
+        """Watch in a background thread; returns once watching has begun."""
+        self._thread = threading.Thread(target=self._run_in_thread, name="gitmem-watch", daemon=True)
+        self._thread.start()
+        self._watching.wait()
+        if self._failure is not None:
+            raise self._failure
+        return self
+
+    def stop(self) -> None:
+        """Stop watching, after committing the edits still pending."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def run(self) -> None:
+        """Watch until :meth:`stop` (or Ctrl-C in the main thread), then commit what is pending."""
+        with self._notifier() as notify:
+            self._commit(None)  # edits made while nothing was watching
+            self._watching.set()
+            pending: set[str] = set()
+            first = last = 0.0
+            while True:
+                timeout = 0  # wait for a change as long as it takes
+                if pending:
+                    due = min(last + self.debounce, first + self.max_delay)
+                    timeout = max(1, int((due - time.monotonic()) * 1000) + 1)
+                events = notify.watch(_GROUP_MS, _STEP_MS, timeout, self._stopping)
+                if events in ("stop", "signal"):
+                    break
+                now = time.monotonic()
+                changed = self._relevant(events) if isinstance(events, set) else set()
+                if changed:
+                    first = first if pending else now
+                    last = now
+                    pending |= changed
+                if pending and now >= min(last + self.debounce, first + self.max_delay):
+                    if self._commit(pending):
+                        pending = set()
+                    else:  # try again a debounce later
+                        first = last = now
+        if pending:
+            self._commit(pending)
+
+    def _run_in_thread(self) -> None:
+        try:
+            self.run()
+        except BaseException as exc:
+            self._failure = exc
+            log.exception("the watcher stopped")
+        finally:
+            self._watching.set()
+
+    def _notifier(self) -> RustNotify:
+        root = [str(self.engine.workdir)]
+        try:
+            return RustNotify(root, False, False, _POLL_MS, True, True)
+        except OSError as exc:  # e.g. the system's limit of watched folders
+            log.warning("cannot watch %s (%s); scanning it every %d ms instead",
+                        root[0], exc, _POLL_MS)
+            return RustNotify(root, False, True, _POLL_MS, True, True)
+
+    def _relevant(self, events: set[tuple[int, str]]) -> set[str]:
+        """The repository paths (files or folders) under the layout folders among ``events``."""
+        found = set()
+        for _change, path in events:
+            if path.startswith(self._prefix):
+                relative = path[len(self._prefix):].replace(os.sep, "/")
+                if is_watched(relative):
+                    found.add(relative)
+        return found
+
+    def _commit(self, scopes: set[str] | None) -> bool:
+        """Commit the edits under ``scopes`` (None: everywhere); False when it failed."""
+        try:
+            self.hand_edits.commit_pending(None if scopes is None else sorted(scopes))
+        except Exception:  # a lock held too long, a file system error: the watcher goes on
+            log.exception("could not commit hand edits; trying again later")
+            return False
+        return True
+
+
+# -- inside `gitmem serve` -----------------------------------------------------------
+
+
+def add_serve_options(parser) -> None:
+    """Add ``--no-watch`` to ``gitmem serve``."""
+    parser.add_argument("--no-watch", action="store_true",
+                        help="do not commit hand edits as they are saved (a read or write of "
+                             "a record still commits a saved edit of it first)")
+
+
+def start_from_args(mem, args) -> Watcher | None:
+    """A started :class:`Watcher` unless ``--no-watch`` was given (or it cannot start:
+    logged, and serving goes on)."""
+    if getattr(args, "no_watch", False):
+        return None
+    try:
+        return Watcher(mem).start()
+    except Exception:
+        log.exception("not watching for hand edits")
+        return None
+
+
+# -- `gitmem watch` ------------------------------------------------------------------
+
+
+def add_command(commands, command) -> None:
+    """Add ``gitmem watch`` to the CLI."""
+    watch = command(commands, "watch", "commit hand edits of the repository as they are saved "
+                    "(until Ctrl-C)", cmd_watch)
+    watch.add_argument("--debounce", type=float, default=DEBOUNCE, metavar="SECONDS",
+                       help=f"quiet time before edits are committed (default {DEBOUNCE:g})")
+    watch.add_argument("--max-delay", type=float, default=MAX_DELAY, metavar="SECONDS",
+                       help="commit at the latest this long after the first change "
+                            f"(default {MAX_DELAY:g})")
+
+
+def cmd_watch(args) -> int:
+    from gitmem.cli import open_repo
+
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+                        format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    with open_repo(args) as mem:
+        watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay)
+        signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
+        print(f"watching {mem.engine.workdir} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        watcher.run()
+    return 0

@@ -1,0 +1,149 @@
+"""The gitmem command, run as a real subprocess on real repositories."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from conftest import Git, run_gitmem
+
+
+@pytest.fixture
+def repo(repo_path):
+    run_gitmem("init", str(repo_path))
+    return repo_path
+
+
+def assert_one_line_error(done, *, code: int | None = None, says: str = "") -> None:
+    assert done.returncode != 0 if code is None else done.returncode == code
+    assert done.stdout == ""
+    assert done.stderr.startswith("gitmem") and done.stderr.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr and says in done.stderr
+
+
+def test_init_creates_the_repository_with_readme_and_attributes(repo_path):
+    done = run_gitmem("init", str(repo_path))
+    assert str(repo_path) in done.stdout
+    git = Git(repo_path)
+    assert sorted(git("ls-tree", "--name-only", "HEAD").split()) == [".gitattributes", "README.md"]
+    assert "memory/user.md" in (repo_path / "README.md").read_text()
+    assert git.log(fmt="%s") == ["init: gitmem repository"]
+    assert git.status() == ""
+    run_gitmem("init", str(repo_path))  # again: nothing to do, no new commit
+    assert git.count() == 1
+
+
+def test_init_takes_repo_or_environment(tmp_path):
+    run_gitmem("init", repo=tmp_path / "by-option")
+    run_gitmem("init", env={"GITMEM_REPO": str(tmp_path / "by-env")})
+    run_gitmem("init", env={"GITMEM_REPO": "", "XDG_DATA_HOME": str(tmp_path / "data")})
+    for path in ("by-option", "by-env", "data/gitmem"):
+        assert Git(tmp_path / path).count() == 1, path
+
+
+def test_memory_commands(repo, cli, git):
+    cli("memory", "write", "--user", input="likes tea\n")
+    assert cli("memory", "read", "--user").stdout == "likes tea\n"
+    cli("memory", "write", "--agent", "ext:corp/reviewer", "--append", input="first")
+    cli("memory", "write", "--agent", "ext:corp/reviewer", "--append", input="second\n")
+    assert cli("memory", "read", "--agent", "ext:corp/reviewer").stdout == "first\n\nsecond\n"
+    assert (repo / "memory/agents/ext%3acorp%2freviewer.md").is_file()
+    count = git.count()
+    cli("memory", "write", "--user", input="likes tea")  # identical: succeeds, no commit
+    assert git.count() == count
+    cli("memory", "delete", "--agent", "ext:corp/reviewer")
+    assert cli("memory", "read", "--agent", "ext:corp/reviewer").stdout == ""
+    cli("memory", "delete", "--agent", "ext:corp/reviewer")  # nothing there: succeeds, no commit
+    assert git.count() == count + 1
+    assert git.status() == ""
+
+
+def test_memory_uses_gitmem_repo_from_the_environment(repo):
+    run_gitmem("memory", "write", "--user", input="via env", env={"GITMEM_REPO": str(repo)})
+    assert run_gitmem("memory", "read", "--user", repo=repo).stdout == "via env\n"
+
+
+def test_session_commands(repo, cli, git):
+    body = {"messages": [{"id": "m1", "role": "user", "content": "hi ✓", "extra": {"z": 1, "a": 2}}],
+            "agentSessionId": "resume-1", "workingDir": "/home/me"}
+    cli("session", "write", "claude-code", "s1", input=json.dumps(body))
+    cli("session", "write", "ext:corp/x", "s/2", input='{"messages": null}')
+    read = json.loads(cli("session", "read", "claude-code", "s1").stdout)
+    assert read == {"messages": body["messages"], "agentSessionId": "resume-1"}
+    assert list(read["messages"][0]["extra"]) == ["z", "a"]
+    assert json.loads(cli("session", "read", "ext:corp/x", "s/2").stdout) == {
+        "messages": [], "agentSessionId": ""}
+    assert sorted(cli("session", "list").stdout.splitlines()) == ["claude-code\ts1", "ext:corp/x\ts/2"]
+    cli("session", "delete", "claude-code", "s1")
+    assert json.loads(cli("session", "read", "claude-code", "s1").stdout) == {
+        "messages": [], "agentSessionId": ""}
+    assert cli("session", "list").stdout == "ext:corp/x\ts/2\n"
+    assert git.status() == ""
+
+
+def test_log_of_a_record_newest_first(repo, cli, git):
+    cli("memory", "write", "--agent", "a/b", input="one")
+    cli("memory", "write", "--user", input="user")
+    cli("memory", "write", "--agent", "a/b", "--append", input="two")
+    cli("session", "write", "claude-code", "s1", input='{"messages": []}')
+    lines = cli("log", "agent:a/b").stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].endswith("memory: append to agent a/b")
+    assert lines[1].endswith("memory: replace agent a/b")
+    assert lines[0].split()[0] == git.log("memory/agents/a%2fb.md")[0][:10]
+    assert len(cli("log").stdout.splitlines()) == git.count() == 5
+    assert len(cli("log", "-n", "2").stdout.splitlines()) == 2
+    assert "session: write claude-code/s1" in cli("log", "session:claude-code/s1").stdout
+    assert cli("log", "thread:none-yet").stdout == ""
+    entries = json.loads(cli("log", "user", "--json").stdout)
+    assert [e["id"] for e in entries] == git.log("memory/user.md")
+    host = socket.gethostname()
+    assert entries[0]["email"] == f"gitmem@{host}"
+    assert entries[0]["trailers"] == {"Gitmem-Op": "memory.replace", "Gitmem-Id": "user"}
+
+
+@pytest.mark.parametrize("args, stdin, says", [
+    (("log", "nonsense"), None, "not a record name"),
+    (("log", "session:no-slash"), None, "not a record name"),
+    (("session", "write", "t", "s"), "not json", "not JSON"),
+    (("session", "write", "t", "s"), '{"messages": 5}', "JSON object"),
+    (("session", "write", "t", "s"), "[]", "JSON object"),
+])
+def test_bad_input_is_one_line_on_stderr(repo, cli, git, args, stdin, says):
+    count = git.count()
+    assert_one_line_error(cli(*args, input=stdin, check=False), code=1, says=says)
+    assert git.count() == count
+
+
+@pytest.mark.parametrize("args", [("memory", "read"), ("memory", "read", "--user", "--agent", "x"),
+                                  ("memory", "frobnicate"), ("nonsense",), ("log", "-n", "x")])
+def test_usage_errors_are_one_line_too(repo, cli, args):
+    assert_one_line_error(cli(*args, check=False), code=2)
+
+
+def test_a_missing_repository_is_an_error_not_a_new_repository(tmp_path):
+    missing = tmp_path / "missing"
+    done = run_gitmem("memory", "read", "--user", repo=missing, check=False)
+    assert_one_line_error(done, code=1, says="gitmem init")
+    assert not missing.exists()
+
+
+def test_bench_quick_prints_one_table_and_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    done = run_gitmem("bench", "--quick", "--json", str(out))
+    table = done.stdout.splitlines()
+    assert table[0].startswith("gitmem bench --quick")
+    rows = json.loads(out.read_text())["rows"]
+    assert len(table) == 2 + len(rows)
+    measured = {(r["scenario"], r["repo"], r["what"]) for r in rows if r["ratio"] is None}
+    for repo in ("10 files", "1,000 files"):
+        for what in ("store: MemoryStore.write", "floor: pygit2 commit", "git CLI: commit -a"):
+            assert ("memory write", repo, what) in measured
+    targets = [(r["what"], r["target"]) for r in rows if r["ratio"] is not None]
+    assert targets.count(("store: MemoryStore.write / floor: pygit2 commit", 1.3)) == 2
+    assert targets.count(("store: MemoryStore.write / git CLI: commit -a", 0.4)) == 2
+    assert ("store: +1 message to 5,000 / store: +1 message to 10", 1.5) in targets
+    assert all(r["median_ms"] > 0 and r["p95_ms"] >= r["median_ms"] and r["n"] >= 4
+               for r in rows if r["ratio"] is None)

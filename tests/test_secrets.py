@@ -1,0 +1,90 @@
+"""The push-time secret scan: what it finds, what it ignores, that it reads only what new
+commits add, that reports never hold the secret, and the allow-list file."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitmem.secrets import ALLOW_FILE, allowed, fingerprint, load_allow_list, refused, scan, scan_line
+
+OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
+               "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+               "QyNTUxOQAAACDx8e3ExampleExampleExampleExampleExampleExampleAAAAA\n"
+               "-----END OPENSSH PRIVATE KEY-----\n")
+GITHUB_TOKEN = "ghp_" + "Zq8fK2mX9pL4vN7rT1wY6bH3jD5sG0cE8aU2"
+
+
+@pytest.mark.parametrize("line, kind", [
+    ("-----BEGIN OPENSSH PRIVATE KEY-----", "private key block"),
+    ('{"content":"here: -----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIB"}', "private key block"),
+    ("-----BEGIN PRIVATE KEY-----", "private key block"),
+    ("aws key AKIAIOSFODNN7EXAMPLE in the notes", "AWS access key id"),
+    (f"export GH={GITHUB_TOKEN}", "GitHub token"),
+    ("OPENAI_API_KEY=sk-proj-4f8Ab29xQz7LmN3pR5tV8wY1", "API key (sk-...)"),
+    ('{"api_key": "9f8a7c6e5d4b3a2f1e0d9c8b"}', "high-entropy value assigned to a secret-like name"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+     "high-entropy value assigned to a secret-like name"),
+    ("db password: Zx9kQ2mP7wL4rT8v", "high-entropy value assigned to a secret-like name"),
+])
+def test_each_kind_is_found(line, kind):
+    assert kind in scan_line(line.encode())
+
+
+@pytest.mark.parametrize("line", [
+    "The user prefers short answers and likes tea.",
+    "password: hunter2",
+    "the token was refreshed at 2024-01-01T00:00:00",
+    "secret_sauce = tomatoes_and_basil_2024",
+    "we use sk-learn-and-scikit-learn-daily",
+    '{"type":"TEXT_MESSAGE_CONTENT","messageId":"m1","delta":"Reset your password from the settings page"}',
+    "-----BEGIN PUBLIC KEY-----",
+    "api_key = ${OPENAI_API_KEY}",
+])
+def test_ordinary_text_is_not_a_finding(line):
+    assert scan_line(line.encode()) == []
+
+
+def test_findings_name_file_line_and_kind_never_the_secret(mem):
+    commit = mem.memory.write(f"notes\n\n{OPENSSH_KEY}\ntoken: {GITHUB_TOKEN}\n", agent_id="ops")
+    findings = scan(mem.engine, [commit])
+    assert {(f.path, f.line, f.kind) for f in findings} == {
+        ("memory/agents/ops.md", 3, "private key block"),
+        ("memory/agents/ops.md", 8, "GitHub token"),
+    }
+    report = "\n".join(str(f) for f in findings)
+    assert GITHUB_TOKEN not in report and "b3BlbnNzaC1rZXk" not in report
+    assert "memory/agents/ops.md:3: private key block" in report
+
+
+def test_only_lines_the_commits_add_are_scanned(mem):
+    first = mem.memory.write(f"key:\n{OPENSSH_KEY}")
+    later = mem.memory.write("an ordinary note", mode="append")
+    assert [f.line for f in scan(mem.engine, [first])] == [2]
+    assert scan(mem.engine, [later]) == []
+
+
+def test_a_secret_added_then_removed_is_still_found(mem):
+    added = mem.memory.write(f"oops {GITHUB_TOKEN}")
+    removed = mem.memory.write("clean again")
+    assert [f.kind for f in scan(mem.engine, [added, removed])] == ["GitHub token"]
+
+
+def test_jsonl_lines_are_scanned_too(mem):
+    commit = mem.sessions.write("nui", "s1", [{"role": "user", "content": OPENSSH_KEY}])
+    [finding] = scan(mem.engine, [commit])
+    assert finding.path == "sessions/nui/s1/messages/000000.jsonl" and finding.line == 1
+
+
+def test_allow_list_by_fingerprint_or_path_glob(mem):
+    commit = mem.memory.write(f"token: {GITHUB_TOKEN}", agent_id="ops")
+    assert len(refused(mem.engine, [commit])) == 1
+    [finding] = scan(mem.engine, [commit])
+    assert finding.fingerprint == fingerprint("memory/agents/ops.md", f"token: {GITHUB_TOKEN}".encode())
+    allow_file = mem.engine.worktree_path(ALLOW_FILE)
+    allow_file.write_text(f"# test token from the docs\n{finding.fingerprint}  # ops notes\n")
+    assert load_allow_list(mem.engine) == [finding.fingerprint]
+    assert refused(mem.engine, [commit]) == []
+    allow_file.write_text("path:memory/agents/*.md\n")
+    assert refused(mem.engine, [commit]) == []
+    allow_file.write_text("path:memory/user.md\n0000000000000000\n")
+    assert not allowed(finding, load_allow_list(mem.engine))

@@ -1,0 +1,164 @@
+"""nui chat sessions through the Python API: verbatim round trips, chunked storage, metadata."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gitmem.ids import encode
+
+AGENT = "claude-code"
+SESSION = "6f1c2a9e-0b7d-4c1e-9a57-3f2d1e0c9b8a"
+FOLDER = f"sessions/{AGENT}/{SESSION}"
+
+
+def message(i: int, **extra) -> dict:
+    return {"id": f"m{i}", "role": "user" if i % 2 == 0 else "assistant",
+            "content": f"message {i}", "createdAt": "2025-01-01T00:00:00.000Z", **extra}
+
+
+def test_read_of_nothing(mem):
+    assert mem.sessions.read(AGENT, SESSION) == ([], "")
+    assert mem.sessions.read_json(AGENT, SESSION) == ("[]", "")
+    assert mem.sessions.meta(AGENT, SESSION) is None
+    assert mem.sessions.list() == []
+
+
+def test_write_and_read_verbatim(mem):
+    messages = [
+        {"zeta": 1, "id": "m1", "role": "user", "content": "héllo ✓ \u2028", "unknownField": [1, 2.5, None]},
+        {"role": "assistant", "id": "m2", "content": "", "parts": [
+            {"type": "tool", "toolArgs": {"b": 1, "a": {"nested": True}}, "toolResult": "ok"}],
+         "images": [{"id": "i", "mediaType": "image/png", "data": "iVBORw0KGgo="}]},
+        "not even an object", 42, None,
+    ]
+    assert mem.sessions.write(AGENT, SESSION, messages, "resume-1", "/home/me/project") is not None
+    read, agent_session_id = mem.sessions.read(AGENT, SESSION)
+    assert read == messages and agent_session_id == "resume-1"
+    assert [list(m) for m in read[:2]] == [list(m) for m in messages[:2]]  # key order kept
+    text, _ = mem.sessions.read_json(AGENT, SESSION)
+    assert json.loads(text) == messages
+
+
+def test_none_messages_mean_an_empty_session(mem, git):
+    mem.sessions.write(AGENT, SESSION, None, "resume", "/w")
+    assert mem.sessions.read(AGENT, SESSION) == ([], "resume")
+    assert git("ls-tree", "-r", "--name-only", "HEAD", "sessions").splitlines() == [f"{FOLDER}/meta.json"]
+
+
+def test_metadata_file(mem, git):
+    mem.sessions.write(AGENT, SESSION, [message(0)], "resume-1", "/home/me/a")
+    meta = json.loads(git.show(f"HEAD:{FOLDER}/meta.json"))
+    assert meta["agentType"] == AGENT and meta["sessionId"] == SESSION
+    assert meta["agentSessionId"] == "resume-1" and meta["workingDir"] == "/home/me/a"
+    assert meta["createdAt"] == meta["updatedAt"] and meta["createdAt"].endswith("Z")
+    mem.sessions.write(AGENT, SESSION, [message(0)], "resume-2", "/home/me/b")
+    again = mem.sessions.meta(AGENT, SESSION)
+    assert again["createdAt"] == meta["createdAt"]
+    assert again["updatedAt"] >= meta["updatedAt"]
+    assert (again["agentSessionId"], again["workingDir"]) == ("resume-2", "/home/me/b")
+    assert mem.sessions.read(AGENT, SESSION) == ([message(0)], "resume-2")
+
+
+def test_an_identical_write_makes_no_commit(mem, git):
+    mem.sessions.write(AGENT, SESSION, [message(0), message(1)], "r", "/w")
+    count = git.count()
+    assert mem.sessions.write(AGENT, SESSION, [message(0), message(1)], "r", "/w") is None
+    assert git.count() == count
+
+
+def test_delete(mem, git):
+    mem.sessions.write(AGENT, SESSION, [message(i) for i in range(3)], "r", "/w")
+    mem.sessions.write(AGENT, "other", [message(0)])
+    assert mem.sessions.delete(AGENT, SESSION) is not None
+    assert mem.sessions.read(AGENT, SESSION) == ([], "")
+    assert git("ls-tree", "-r", "--name-only", "HEAD", "sessions").splitlines() == [
+        f"sessions/{AGENT}/other/meta.json", f"sessions/{AGENT}/other/messages/000000.jsonl"][::-1]
+    assert not (mem.engine.workdir / FOLDER).exists()
+    count = git.count()
+    assert mem.sessions.delete(AGENT, SESSION) is None
+    assert mem.sessions.delete("never", "written") is None
+    assert git.count() == count
+
+
+def test_list_and_odd_ids(mem, git, tmp_path):
+    odd = ("ext:corp/reviewer", "../../etc/passwd")
+    mem.sessions.write(AGENT, SESSION, [message(0)])
+    mem.sessions.write(*odd, [message(1)], "resume")
+    assert sorted(mem.sessions.list()) == sorted([(AGENT, SESSION), odd])
+    assert mem.sessions.read(*odd) == ([message(1)], "resume")
+    folder = f"sessions/{encode(odd[0])}/{encode(odd[1])}"
+    assert (mem.engine.workdir / folder / "meta.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["repo"]
+
+
+def test_commit_message_and_trailers(mem, git):
+    mem.sessions.write(AGENT, SESSION, [message(0), message(1)], trailers={"Gitmem-Handler": "h1"})
+    assert git.log(fmt="%s")[0] == f"session: write {AGENT}/{SESSION} (2 messages)"
+    assert git("log", "-1", "--format=%(trailers:only,unfold)").strip().splitlines() == [
+        "Gitmem-Op: session.write", "Gitmem-Handler: h1", f"Gitmem-Id: session:{AGENT}/{SESSION}"]
+    mem.sessions.delete(AGENT, SESSION)
+    assert git("log", "-1", "--format=%(trailers:key=Gitmem-Op,valueonly)").strip() == "session.delete"
+
+
+def test_extending_a_5000_message_session_touches_one_chunk(mem, git):
+    messages = [message(i) for i in range(5000)]
+    mem.sessions.write(AGENT, SESSION, messages, "r", "/w")
+    chunks = git("ls-tree", "--name-only", "HEAD", f"{FOLDER}/messages/").splitlines()
+    assert len(chunks) > 1
+    for extra in (5000, 5001):
+        messages.append(message(extra))
+        mem.sessions.write(AGENT, SESSION, messages, "r", "/w")
+        changed = git.changed()
+        assert len(changed) == 2 and f"{FOLDER}/meta.json" in changed
+        touched = changed[0]  # the last chunk, or a new one when it was full
+        assert touched.startswith(f"{FOLDER}/messages/") and touched >= chunks[-1]
+        assert mem.sessions.read(AGENT, SESSION)[0] == messages
+
+    messages[10] = message(10, content="edited")
+    mem.sessions.write(AGENT, SESSION, messages, "r", "/w")
+    assert sorted(git.changed()) == [chunks[0], f"{FOLDER}/meta.json"]
+    assert mem.sessions.read(AGENT, SESSION)[0] == messages
+
+
+def test_shrinking_a_session_drops_its_tail_chunks(mem, git):
+    mem.sessions.write(AGENT, SESSION, [message(i) for i in range(2500)])
+    mem.sessions.write(AGENT, SESSION, [message(i) for i in range(10)])
+    assert git("ls-tree", "--name-only", "HEAD", f"{FOLDER}/messages/").splitlines() == [
+        f"{FOLDER}/messages/000000.jsonl"]
+    assert mem.sessions.read(AGENT, SESSION)[0] == [message(i) for i in range(10)]
+    mem.sessions.write(AGENT, SESSION, [])
+    assert mem.sessions.read(AGENT, SESSION)[0] == []
+
+
+def test_the_files_are_plain_jsonl(mem, git):
+    mem.sessions.write(AGENT, SESSION, [message(0), {"text": "line\nbreak ✓"}])
+    lines = (mem.engine.workdir / FOLDER / "messages/000000.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(line) for line in lines] == [message(0), {"text": "line\nbreak ✓"}]
+
+
+@pytest.mark.xfail(strict=True, reason="replace compares values with ==, so 1 == True == 1.0 and "
+                   "dicts equal in another key order count as unchanged (reported to the lead)")
+def test_a_change_of_type_or_key_order_is_stored(mem):
+    mem.sessions.write(AGENT, SESSION, [{"flag": 1, "id": "m1"}])
+    mem.sessions.write(AGENT, SESSION, [{"id": "m1", "flag": True}])
+    read = mem.sessions.read(AGENT, SESSION)[0]
+    assert read == [{"id": "m1", "flag": True}]
+    assert list(read[0]) == ["id", "flag"] and read[0]["flag"] is True
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(codec="utf-8") | st.characters(categories=["Cs"])),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=10)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(json_values, max_size=6))
+def test_any_json_round_trips(mem, messages):
+    mem.sessions.write(AGENT, "prop", messages, "r")
+    assert mem.sessions.read(AGENT, "prop") == (messages, "r")

@@ -1,0 +1,227 @@
+"""The watcher: edits saved on disk are committed once they settle, with nothing reading.
+
+Short debounce settings keep these tests fast; one test runs the defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import SUBPROCESS_ENV
+from gitmem.engine import GitEngine
+from gitmem.watch import DEBOUNCE, MAX_DELAY, Watcher
+from test_handedits import PERSON, SAVES, hand_commits, person, temp_then_rename  # noqa: F401
+
+FAST = {"debounce": 0.2, "max_delay": 2.0}
+
+
+def wait_for(predicate, timeout: float = 10.0, step: float = 0.02):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.fixture
+def head_of(repo_path):
+    """Reads HEAD through an engine of its own, without the hand-edit layer (no commits)."""
+    engine = GitEngine.open(repo_path, create=False)
+    yield engine.head
+    engine.close()
+
+
+@pytest.fixture
+def watching(mem, person):
+    watcher = Watcher(mem, **FAST).start()
+    yield watcher
+    watcher.stop()
+
+
+@pytest.mark.parametrize("save", SAVES.values(), ids=SAVES.keys())
+def test_an_editor_save_is_committed_once_with_nothing_reading(mem, watching, head_of, git, save):
+    mem.memory.write("likes tea", "reviewer")
+    before, head = git.count(), head_of()
+    save(mem.engine.worktree_path("memory/agents/reviewer.md"), "likes coffee\n")
+
+    wait_for(lambda: head_of() != head)
+    time.sleep(3 * FAST["debounce"])
+    assert git.count() == before + 1
+    (edit,) = hand_commits(mem)
+    assert (edit.author, edit.email) == PERSON
+    assert git.changed() == ["memory/agents/reviewer.md"]
+    assert git.show("HEAD:memory/agents/reviewer.md") == "likes coffee\n"
+
+
+def test_edits_are_committed_once_they_settle_with_the_default_debounce(mem, person, head_of, git):
+    mem.memory.write("old")
+    watcher = Watcher(mem).start()
+    assert (watcher.debounce, watcher.max_delay) == (DEBOUNCE, MAX_DELAY) == (1.0, 10.0)
+    try:
+        head = head_of()
+        path = mem.engine.worktree_path("memory/user.md")
+        for i in range(4):  # 0.6 s of saving: under the debounce, so no commit meanwhile
+            temp_then_rename(path, f"draft {i}\n")
+            time.sleep(0.2)
+            assert head_of() == head
+        wait_for(lambda: head_of() != head)
+        time.sleep(1.2)
+    finally:
+        watcher.stop()
+    (edit,) = hand_commits(mem)
+    assert git.show("HEAD:memory/user.md") == "draft 3\n"
+
+
+def test_edits_that_go_on_are_committed_by_the_max_delay(mem, person):
+    mem.memory.write("old")
+    watcher = Watcher(mem, debounce=0.5, max_delay=0.8).start()
+    try:
+        path = mem.engine.worktree_path("memory/user.md")
+        for i in range(20):  # a save every 0.1 s for 2 s: never quiet for 0.5 s
+            temp_then_rename(path, f"draft {i}\n")
+            time.sleep(0.1)
+        during = len(hand_commits(mem))
+    finally:
+        watcher.stop()
+    assert during >= 2
+    assert mem.engine.snapshot().read("memory/user.md") == b"draft 19\n"  # stop() commits the rest
+
+
+def test_a_deleted_agent_memory_is_committed_as_a_deletion(mem, watching, head_of, git):
+    mem.memory.write("remember the build steps", "reviewer")
+    head = head_of()
+    mem.engine.worktree_path("memory/agents/reviewer.md").unlink()
+    wait_for(lambda: head_of() != head)
+    assert git("show", "--name-status", "--format=", "HEAD").split() == ["D", "memory/agents/reviewer.md"]
+    assert mem.memory.read("reviewer") == ""
+
+
+def test_a_moved_session_folder_is_committed(mem, watching, head_of, git):
+    mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
+    head = head_of()
+    os.rename(mem.engine.worktree_path("sessions/claude-code/s1"),
+              mem.engine.worktree_path("sessions/claude-code/s2"))
+    wait_for(lambda: head_of() != head)
+    time.sleep(3 * FAST["debounce"])
+    assert sorted(git.changed()) == ["sessions/claude-code/s1/messages/000000.jsonl",
+                                     "sessions/claude-code/s1/meta.json",
+                                     "sessions/claude-code/s2/messages/000000.jsonl",
+                                     "sessions/claude-code/s2/meta.json"]
+
+
+def test_no_echo_100_api_writes_make_100_commits(mem, watching, git):
+    before = git.count()
+    for i in range(100):
+        if i % 2:
+            mem.memory.write(f"note {i}", "reviewer", mode="append")
+        else:
+            mem.sessions.write("claude-code", "s1", [{"role": "user", "content": str(n)} for n in range(i)])
+    time.sleep(5 * FAST["debounce"])  # every event the writes caused has been handled
+    assert git.count() == before + 100
+    assert hand_commits(mem) == []
+
+
+def test_edits_made_while_nothing_ran_are_committed_at_start(mem, person, git):
+    mem.memory.write("old")
+    mem.engine.worktree_path("memory/user.md").write_text("edited offline\n")
+    mem.engine.worktree_path("threads/t1").mkdir(parents=True)
+    mem.engine.worktree_path("threads/t1/notes.jsonl").write_text("{broken\n")
+    watcher = Watcher(mem, **FAST).start()  # returns once the first scan is done
+    watcher.stop()
+    (edit,) = hand_commits(mem)
+    assert edit.summary == "hand edit: memory/user.md"
+
+
+def test_a_broken_edit_waits_until_it_is_fixed(mem, watching, head_of, git):
+    mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
+    chunk = mem.engine.worktree_path("sessions/claude-code/s1/messages/000000.jsonl")
+    before, head = git.count(), head_of()
+    chunk.write_text('{"role": "user", "content": "hi"\n')
+    time.sleep(4 * FAST["debounce"])
+    assert git.count() == before
+    chunk.write_text('{"role": "user", "content": "hi there"}\n')
+    wait_for(lambda: head_of() != head)
+    assert mem.sessions.read("claude-code", "s1")[0] == [{"role": "user", "content": "hi there"}]
+
+
+# -- the commands -------------------------------------------------------------------
+
+
+def gitmem_process(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "gitmem", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=SUBPROCESS_ENV)
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "term"])
+def test_gitmem_watch_commits_and_exits_cleanly(mem, person, repo_path, head_of, stop_signal):
+    mem.memory.write("old")
+    mem.close()
+    watch = gitmem_process("watch", "--repo", str(repo_path), "--debounce", "0.2")
+    try:
+        assert b"watching" in watch.stderr.readline()
+        head = head_of()
+        temp_then_rename(repo_path / "memory/user.md", "edited\n")
+        wait_for(lambda: head_of() != head)
+        watch.send_signal(stop_signal)
+        assert watch.wait(timeout=10) == 0
+    finally:
+        watch.kill()
+    assert b"committed hand edit of memory/user.md" in watch.stderr.read()
+
+
+def test_a_read_through_gitmem_serve_returns_the_saved_edit(mem, person, repo_path):
+    mem.close()
+    serve = gitmem_process("serve", "--repo", str(repo_path))
+    ids = iter(range(1, 1000))
+
+    def call(method: str, **params):
+        serve.stdin.write(json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method,
+                                      "params": {"handlerId": "h", **params}}).encode() + b"\n")
+        serve.stdin.flush()
+        return json.loads(serve.stdout.readline())["result"]
+
+    try:
+        call("storage.userMemory.write", content="likes tea", writeMode="replace")
+        for name, save in SAVES.items():
+            save(repo_path / "memory/user.md", f"saved by {name}\n")
+            assert call("storage.userMemory.read") == {"content": f"saved by {name}\n"}
+        call("storage.userMemory.write", content="from nui", writeMode="append")
+        assert call("storage.userMemory.read") == {"content": f"saved by vim_style\n\nfrom nui\n"}
+    finally:
+        serve.stdin.close()
+        assert serve.wait(timeout=10) == 0
+    with GitEngine.open(repo_path, create=False) as engine:
+        ops = [commit.trailers["Gitmem-Op"] for commit in engine.history()]
+    assert ops[:6] == ["memory.append"] + ["hand-edit"] * 4 + ["memory.replace"]
+
+
+def test_gitmem_serve_commits_a_save_with_nothing_reading(mem, person, repo_path, head_of):
+    help_text = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--help"],
+                               capture_output=True, text=True, env=SUBPROCESS_ENV).stdout
+    if "--no-watch" not in help_text:
+        pytest.skip("gitmem serve does not run the watcher yet")
+    mem.memory.write("old")
+    mem.close()
+    serve = gitmem_process("serve", "--repo", str(repo_path))
+    try:
+        serve.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"storage.info","params":{}}\n')
+        serve.stdin.flush()
+        assert json.loads(serve.stdout.readline())["id"] == 1  # serving, so watching
+        head = head_of()
+        temp_then_rename(repo_path / "memory/user.md", "saved with serve running\n")
+        wait_for(lambda: head_of() != head)
+    finally:
+        serve.stdin.close()
+        assert serve.wait(timeout=10) == 0
+    with GitEngine.open(repo_path, create=False) as engine:
+        (edit,) = [c for c in engine.history() if c.trailers.get("Gitmem-Op") == "hand-edit"]
+        assert engine.snapshot(edit.id).read("memory/user.md") == b"saved with serve running\n"
