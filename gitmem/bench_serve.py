@@ -50,9 +50,12 @@ class ServeProcess:
         request = {"id": self.next_id, "jsonrpc": "2.0", "method": method, "params": params or {}}
         self.process.stdin.write(json.dumps(request, sort_keys=True, separators=(",", ":")).encode() + b"\n")
         self.process.stdin.flush()
-        answer = json.loads(self.process.stdout.readline() or "null")
-        if not answer or "error" in answer:
-            raise RuntimeError(f"{method}: {answer and answer['error']['message'] or 'no answer'}")
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{method}: the server exited without answering")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise RuntimeError(f"{method}: {answer['error']['message']}")
         return answer["result"]
 
     def close(self) -> None:
@@ -111,14 +114,14 @@ def serve_writes(bench) -> None:
             "agentSessionId": "resume", "agentType": "claude-code", "handlerId": "bench",
             "messages": session_messages(messages, i), "sessionId": "bench", "workingDir": "/home/me"}
 
-    for scenario, label, store_what, make_store, request in (
-            ("serve memory", "memory", "MemoryStore.write", StoreWrite, memory_request),
-            ("serve session", "session", "SessionStore.write",
-             lambda path: StoreSessionWrite(path, messages), session_request)):
+    for label, store_what, make_store, request in (
+            ("memory", "MemoryStore.write", StoreWrite, memory_request),
+            ("session", "SessionStore.write", lambda path: StoreSessionWrite(path, messages),
+             session_request)):
         store = make_store(copy_repository(base, bench.workdir / f"serve-store-{label}"))
         served = ServeWrite(copy_repository(base, bench.workdir / f"serve-serve-{label}"), request)
         try:
-            rows = bench.measure(scenario, "10 files", {
+            rows = bench.measure(f"serve {label}", "10 files", {
                 f"store: {store_what}": store,
                 "serve: round trip": served,
             })

@@ -1093,9 +1093,18 @@ class GitEngine:
         status = "added" if old_id is None else "deleted" if new_id is None else "modified"
         return FileDiff(path, status, added, removed, patch.delta.is_binary, patch.text or "")
 
-    def loose_objects(self) -> int:
-        """How many loose objects the object database holds (files counted, none read)."""
-        return len(self._loose_object_files())
+    def loose_objects(self, *, sample: int = 256) -> int:
+        """How many loose objects the object database holds (files counted, none read);
+        with ``sample`` below 256, an estimate from that many of the 256 ``objects/xx``
+        folders, as ``git gc --auto`` makes one (much cheaper in a big pile)."""
+        objects = self.gitdir / "objects"
+        count = 0
+        for n in range(0, 256, 256 // sample):
+            try:
+                count += sum(1 for name in os.listdir(objects / f"{n:02x}") if len(name) == 38)
+            except FileNotFoundError:
+                pass
+        return count * (256 // sample)
 
     def pack_files(self) -> list[Path]:
         """The ``.pack`` files of the object database."""
@@ -1106,7 +1115,7 @@ class GitEngine:
         copies; returns how many were packed. Needs no git CLI; a corrupt loose object is
         left where it is (``check_objects`` reports it)."""
         loose = self._loose_object_files()
-        builder = self._pack_builder()
+        _, builder = _pack_builder(self.gitdir)
         packed = []
         for oid, file in loose.items():
             try:
@@ -1126,8 +1135,8 @@ class GitEngine:
         replaces (packs with a ``.keep`` file stay); returns how many objects it holds."""
         old_packs = [p for p in self.pack_files() if not p.with_suffix(".keep").exists()]
         loose = self._loose_object_files()
-        builder = self._pack_builder()
-        for oid in self._repo.odb:
+        repo, builder = _pack_builder(self.gitdir)
+        for oid in repo.odb:
             builder.add(oid)
         builder.write()
         new_packs = set(self.pack_files()) - set(old_packs)
@@ -1177,16 +1186,13 @@ class GitEngine:
                     problems.setdefault(str(entry.id), f"missing blob ({entry.name})")
 
     def set_config_default(self, key: str, value: str) -> bool:
-        """Set ``key`` in the repository's config unless some config already sets it."""
-        if self.config_get(key) is not None:
+        """Set ``key`` in the repository's own config file unless that file sets it already.
+        Safe from any thread (it does not touch the writers' repository object)."""
+        config = pygit2.Config(str(self.gitdir / "config"))
+        if _config_get(config, key) is not None:
             return False
-        self._repo.config[key] = value
+        config[key] = value
         return True
-
-    def _pack_builder(self) -> pygit2.PackBuilder:
-        builder = pygit2.PackBuilder(self._repo)
-        builder.set_threads(1)  # and pack.windowMemory from the config bounds its memory
-        return builder
 
     def _loose_object_files(self) -> dict[str, Path]:
         found = {}
@@ -1385,6 +1391,15 @@ class FileDiff:
     removed: int
     binary: bool
     patch: str  # unified diff, with the full repository path in its headers
+
+
+def _pack_builder(gitdir: Path) -> tuple[pygit2.Repository, pygit2.PackBuilder]:
+    """A pack builder on a repository object of its own: packing runs on a background
+    thread, and libgit2 repository objects are not to be shared between threads."""
+    repo = pygit2.Repository(str(gitdir))
+    builder = pygit2.PackBuilder(repo)
+    builder.set_threads(1)  # and pack.windowMemory from the config bounds its memory
+    return repo, builder
 
 
 def _object_at(repo: pygit2.Repository, tree: pygit2.Tree, path: str):

@@ -3,8 +3,9 @@
 Every commit adds a handful of loose objects (one file each). :class:`Maintenance`
 packs them in the background once there are :data:`LOOSE_THRESHOLD` of them: a
 write only bumps a counter; a background thread counts the loose objects (every
-:data:`CHECK_EVERY` writes, or when writes pause) and packs. It never takes the
-writers' lock, so a request never waits for it.
+:data:`CHECK_EVERY` writes an estimate from a few folders, as ``git gc --auto`` does;
+all of them when writes pause) and packs. It never takes the writers' lock, so a
+request never waits for it.
 
 Packing uses ``git repack -d -l --geometric=2`` when git 2.33 or later is installed
 (new objects go into a small pack; small packs are merged into bigger ones as they
@@ -13,6 +14,8 @@ the engine otherwise. Memory is bounded either way: ``pack.windowMemory``,
 ``pack.threads`` and ``pack.deltaCacheSize`` from :data:`PACK_LIMITS` are written
 into the repository's config unless set already, so a plain ``git gc`` by hand is
 bounded too (another project's unbounded repack of a 1.2 GB pack was OOM-killed).
+git's prune step removes emptied ``objects/xx`` folders, which can race a write's
+object creation; the engine writes the objects again when that happens.
 
     maintenance = Maintenance(engine)
     engine.commit(...); maintenance.maybe_start()     # after each write: a counter bump
@@ -25,6 +28,7 @@ bounded too (another project's unbounded repack of a 1.2 GB pack was OOM-killed)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -51,11 +55,18 @@ LOOSE_THRESHOLD = 2000
 """Loose objects that start a background pack (git's own ``gc.auto`` is 6700)."""
 CHECK_EVERY = 64
 """Writes between two counts of the loose objects."""
+SAMPLE_FOLDERS = 16
+"""Of the 256 ``objects/xx`` folders, how many are counted to estimate the loose objects."""
 IDLE_CHECK = 2.0
 """Seconds after the last write at which the loose objects are counted anyway."""
 PACK_LIMIT = 16
 """Without the git CLI: more packs than this are merged into one."""
-PACK_LIMITS = {"pack.windowMemory": "64m", "pack.threads": "1", "pack.deltaCacheSize": "32m"}
+PACK_LIMITS = {"pack.windowMemory": "64m", "pack.threads": "1", "pack.deltaCacheSize": "32m",
+               "pack.window": "50"}
+"""Bounded memory, and a delta window wide enough to pair each chunk with its own
+earlier versions: every session's first chunk is named ``000000.jsonl``, and git looks
+for delta bases among objects of similar name (with git's default of 10, packs come out
+about 1.6 times as big)."""
 GIT_GEOMETRIC = (2, 33)  # the first git with ``repack --geometric``
 GIT_TIMEOUT = 3600.0
 PRUNE_AGE = "2.weeks.ago"  # unreachable objects younger than this are kept (a writer may need them)
@@ -74,6 +85,7 @@ class PackReport:
     seconds: float
 
 
+@functools.lru_cache(maxsize=1)
 def git_version() -> tuple[int, ...] | None:
     """The installed git's version, None when there is no git CLI."""
     if shutil.which("git") is None:
@@ -185,13 +197,15 @@ class Maintenance:
                 self._cond.wait(left if left is not None else 0.1)
         return True
 
-    def close(self) -> None:
-        """Stop the thread once a running pack has finished."""
+    def close(self, timeout: float | None = None) -> None:
+        """Stop the thread once a running pack has finished (or after ``timeout``
+        seconds: a git repack left running finishes on its own, and a killed one
+        leaves the repository as it was)."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(timeout)
 
     def _run(self) -> None:
         while True:
@@ -208,10 +222,12 @@ class Maintenance:
                         self._cond.wait()
                 if self._stopping:
                     return
+                # while writes go on an estimate will do; once they pause, count them all
+                sample = SAMPLE_FOLDERS if self._writes >= self.check_every else 256
                 self._writes = 0
                 self._busy = True
             try:
-                if self.engine.loose_objects() >= self.threshold:
+                if self.engine.loose_objects(sample=sample) >= self.threshold:
                     report = pack(self.engine, use_git=self.use_git)
                     self.reports.append(report)
                     log.info("packed: %s", report)

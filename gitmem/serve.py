@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import sync
+from gitmem import sync, watch
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
@@ -53,6 +53,7 @@ def add_command(commands, command) -> None:
                        help="longest answer line to write; longer ones become error -32000 "
                             "(default: nui's reader limit, 4 MiB; 0: no limit, for the kaboo "
                             "adapter, which reads lines of any length)")
+    watch.add_serve_options(serve)
     sync.add_serve_options(serve)
 
 
@@ -73,6 +74,7 @@ def cmd_serve(args) -> int:
         raise
     log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
              handlers_file or "any")
+    watcher = watch.start_from_args(mem, args)
     syncer = sync.start_from_args(mem, args)
     try:
         serve(mem, handlers, sys.stdin.buffer, protocol_out,
@@ -80,6 +82,8 @@ def cmd_serve(args) -> int:
     finally:
         if syncer is not None:
             syncer.stop()
+        if watcher is not None:
+            watcher.stop()
         mem.close()
         log.info("stopped")
     return 0

@@ -89,9 +89,9 @@ class Ledger:
     def check_and_settle(self, head: Head) -> None:
         """Assert HEAD holds what was answered, then take its state as the new baseline."""
         kind, value = self.in_flight or (None, None)
-        blocks = [b for b in head.text(layout.agent_memory_path(AGENT)).split("\n\n") if b.strip()]
-        blocks = [b.strip() for b in blocks]
-        assert blocks in (self.memory, self.memory + [value] if kind == "memory" else None), \
+        blocks = [b.strip() for b in head.text(layout.agent_memory_path(AGENT)).split("\n\n") if b.strip()]
+        allowed = [self.memory] + ([self.memory + [value]] if kind == "memory" else [])
+        assert blocks in allowed, \
             f"agent memory: {blocks[-3:]} after answered {self.memory[-3:]} (in flight {value})"
         self.memory = blocks
 
@@ -118,7 +118,6 @@ class Head:
     """The files of HEAD as plain git reads them; every JSONL line is checked whole."""
 
     def __init__(self, repo: Path):
-        self.repo = repo
         paths = Git(repo)("ls-tree", "-r", "--name-only", "HEAD").splitlines()
         self.files = dict(zip(paths, _cat_files(repo, [f"HEAD:{p}" for p in paths])))
         for path, data in self.files.items():
@@ -181,8 +180,8 @@ class Writer:
                     "sessionId": session, "agentType": "claude-code", "agentSessionId": "",
                     "workingDir": "/work", "messages": messages(*value)}
             else:
-                start = (self.ledger.events or [-1])[-1] + 1
-                value = list(range(start, start + self.rng.randint(1, 3)))
+                first = (self.ledger.events or [-1])[-1] + 1
+                value = list(range(first, first + self.rng.randint(1, 3)))
                 method, params = "threads.appendEvents", {
                     "threadId": THREAD, "agentId": "crash", "events": [
                         {"type": "CUSTOM", "seq": n, "value": token} for n in value]}
@@ -211,74 +210,88 @@ def leave_leftovers(repo: Path, dead_pid: int) -> None:
     (git_dir / "gitmem" / "tmp" / f"{dead_pid}-1-1").write_bytes(b"half a fi")
 
 
-def test_sigkill_at_random_moments_loses_no_answered_write(tmp_path):
-    rng = random.Random(SEED)
-    replay = f"(replay with GITMEM_TEST_SEED={SEED})"
-    print(f"crash suite: seed {SEED}, {TRIALS} trials")
-    repo = tmp_path / "repo"
-    run_gitmem("init", str(repo))
-    git = Git(repo)
-    ledger = Ledger()
-    threads = None
-    writes = kills_in_startup = leftovers = 0
-    for trial in range(TRIALS):
-        durability = "fsync" if rng.random() < 0.25 else "fast"
-        host = start(repo, tmp_path, "--durability", durability)
+class Trials:
+    """The trials on one repository, and what they count."""
+
+    def __init__(self, tmp_path: Path, rng: random.Random):
+        self.tmp_path, self.rng = tmp_path, rng
+        self.repo = tmp_path / "repo"
+        run_gitmem("init", str(self.repo))
+        self.ledger = Ledger()
+        self.threads: bool | None = None  # whether serve answers threads.*
+        self.writes = self.startup_kills = self.leftovers = 0
+
+    def run(self, trial: int) -> None:
+        """Start the server, check what the last kill left, write until the next kill."""
+        durability = "fsync" if self.rng.random() < 0.25 else "fast"
+        host = start(self.repo, self.tmp_path, "--durability", durability)
         killer = None
         try:
-            if trial and rng.random() < 0.1:  # die during startup and recovery
-                time.sleep(rng.uniform(0, 0.25))
+            if trial and self.rng.random() < 0.1:  # die during startup and recovery
+                time.sleep(self.rng.uniform(0, 0.25))
                 host.process.kill()
                 host.process.wait()
-                kills_in_startup += 1
-                continue
-            assert call(host, "storage.info", {})["result"]["name"] == "gitmem", replay
-            assert git.status(optional_locks=False) == "", \
-                f"trial {trial}: work tree or index out of step after the restart {replay}"
-            try:
-                ledger.check_and_settle(Head(repo))
-            except AssertionError as error:
-                raise AssertionError(f"trial {trial}: {error} {replay}") from None
-            if threads is None:
+                self.startup_kills += 1
+                return
+            assert call(host, "storage.info", {})["result"]["name"] == "gitmem"
+            assert Git(self.repo).status(optional_locks=False) == "", \
+                "work tree or index out of step after the restart"
+            self.ledger.check_and_settle(Head(self.repo))
+            if self.threads is None:
                 answer = call(host, "threads.readEvents", {"threadId": THREAD})
-                threads = answer.get("error", {}).get("code") != -32601
-            killer = threading.Timer(rng.uniform(0.01, 0.6), host.process.kill)
+                self.threads = answer.get("error", {}).get("code") != -32601
+            killer = threading.Timer(self.rng.uniform(0.01, 0.6), host.process.kill)
             killer.start()
-            writer = Writer(host, ledger, rng, trial, threads)
+            writer = Writer(host, self.ledger, self.rng, trial, self.threads)
             try:
                 writer.run()
             except Killed:
                 pass
-            except AssertionError as error:
-                raise AssertionError(f"trial {trial}: {error} {replay}") from None
-            writes += writer.count
-            dead_pid = host.process.pid
+            self.writes += writer.count
             host.process.wait()
             # Leftovers only come from a kill inside the writers' lock, which the dead
             # holder's pid left in the lock file tells.
-            if (repo / ".git" / "gitmem" / "lock").stat().st_size and rng.random() < 0.5:
-                leave_leftovers(repo, dead_pid)
-                leftovers += 1
+            if (self.repo / ".git" / "gitmem" / "lock").stat().st_size and self.rng.random() < 0.5:
+                leave_leftovers(self.repo, host.process.pid)
+                self.leftovers += 1
         finally:
             if killer is not None:
                 killer.cancel()
             host.close()
 
-    host = start(repo, tmp_path)
-    try:
-        assert call(host, "storage.info", {})["result"]["name"] == "gitmem"
-        ledger.check_and_settle(Head(repo))
-        assert call(host, "storage.shutdown", {})["result"] == {"ok": True}
-        assert host.wait() == 0, host.stderr()
-        assert host.problems == []
-    finally:
-        host.close()
+    def finish(self) -> None:
+        """A last start, check and clean shutdown."""
+        host = start(self.repo, self.tmp_path)
+        try:
+            assert call(host, "storage.info", {})["result"]["name"] == "gitmem"
+            self.ledger.check_and_settle(Head(self.repo))
+            assert call(host, "storage.shutdown", {})["result"] == {"ok": True}
+            assert host.wait() == 0, host.stderr()
+            assert host.problems == []
+        finally:
+            host.close()
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_loses_no_answered_write(tmp_path):
+    replay = f"(replay with GITMEM_TEST_SEED={SEED})"
+    print(f"crash suite: seed {SEED}, {TRIALS} trials")
+    trials = Trials(tmp_path, random.Random(SEED))
+    for trial in range(TRIALS):
+        try:
+            trials.run(trial)
+        except AssertionError as error:
+            raise AssertionError(f"trial {trial}: {error} {replay}") from None
+    trials.finish()
+    print(f"{trials.writes} answered writes, {trials.startup_kills} kills during startup, "
+          f"{trials.leftovers} times with leftovers, threads.* {'on' if trials.threads else 'absent'}")
+    repo, git = trials.repo, Git(trials.repo)
     assert git.status() == "", replay
     assert not list((repo / ".git" / "gitmem" / "tmp").iterdir()), "temp files left behind"
+    assert not list((repo / ".git").rglob("*.lock")), "git lock files left behind"
     git.fsck()
-    print(f"{writes} answered writes, {kills_in_startup} kills during startup, "
-          f"{leftovers} times with leftovers, threads.* {'on' if threads else 'absent'}")
-    assert writes > TRIALS  # the kills did not all land before the first write
+    run_gitmem("fsck", repo=repo)  # every JSONL line and metadata file parses
+    assert trials.writes > TRIALS  # the kills did not all land before the first write
 
 
 # -- the moments a random kill rarely hits, made to happen ---------------------------

@@ -185,7 +185,7 @@ def test_configured_identity_and_explicit_author(repo_path, mem, git):
     with GitEngine.open(repo_path) as engine:
         engine.commit({"f": b"1"}, "as configured")
         engine.commit({"f": b"2"}, "by a person", author=Identity("Ada", "ada@example.org"))
-    assert git.log(fmt="%an|%ae|%cn|%ce") [:2] == [
+    assert git.log(fmt="%an|%ae|%cn|%ce")[:2] == [
         "Ada|ada@example.org|Memory Bot|bot@example.org",
         "Memory Bot|bot@example.org|Memory Bot|bot@example.org",
     ]
