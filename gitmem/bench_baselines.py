@@ -85,6 +85,11 @@ class SqliteStore:
                            [(session, seq, json.dumps(message, ensure_ascii=False))
                             for seq, message in enumerate(messages[held:], held)])
 
+    def truncate_session(self, session: str, keep: int) -> None:
+        """Keep the first ``keep`` messages of the session."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM messages WHERE session = ? AND seq >= ?", (session, keep))
+
     def read_session(self, session: str) -> list[Any]:
         return self._read_array("SELECT message FROM messages WHERE session = ? ORDER BY seq", session)
 
@@ -195,7 +200,8 @@ def make_nui_data(folder: Path, *, sessions: int = 6, messages: int = 8, image_e
         if n % 3 == 0:
             data["agentSessions"][f"{session_id}#explorer"] = f"sub-resume-{n}"
         data["sessionMessages"][session_id] = [
-            nui_message(rng, n, i, image_bytes if image_every and n % image_every == 0 and i == 2 else 0)
+            nui_message(n, i, rng.randbytes(image_bytes)
+                        if image_every and n % image_every == 0 and i == 2 else b"")
             for i in range(messages)]
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "data.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
@@ -207,17 +213,17 @@ def make_nui_data(folder: Path, *, sessions: int = 6, messages: int = 8, image_e
     return data
 
 
-def nui_message(rng: random.Random, session: int, i: int, image_bytes: int = 0) -> dict[str, Any]:
-    """Message ``i`` of a session: a user turn (with an image of ``image_bytes`` when not 0),
-    or an assistant turn with a text part and a tool part."""
+def nui_message(session: int, i: int, image: bytes = b"") -> dict[str, Any]:
+    """Message ``i`` of session number ``session`` as nui stores it: a user turn (with
+    ``image`` attached when given) or an assistant turn with a text part and a tool part."""
     stamp = f"2026-10-{1 + session % 28:02d}T10:{i % 60:02d}:00.000Z"
     if i % 2 == 0:
         message: dict[str, Any] = {"id": f"u{session}-{i}", "role": "user",
                                    "content": f"please look at step {i} of task {session}",
                                    "createdAt": stamp}
-        if image_bytes:
+        if image:
             message["images"] = [{"id": f"img{session}-{i}", "mediaType": "image/png",
-                                  "data": base64.b64encode(rng.randbytes(image_bytes)).decode()}]
+                                  "data": base64.b64encode(image).decode()}]
         return message
     return {"id": f"a{session}-{i}", "role": "assistant", "content": f"Done with step {i}. " * 8,
             "createdAt": stamp,

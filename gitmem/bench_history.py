@@ -1,35 +1,31 @@
-"""Measurements for issue 7 (history, import, a repository that stays small), for ``gitmem bench``.
+"""``gitmem bench`` scenarios for issue 7 (history, import, a repository that stays small).
 
-``suite(root)`` returns one dict per measurement, ``{name, value, unit}`` plus, where
-there is one, ``{baseline, baseline_value}`` measured in the same run:
+Single figures, each beside its baseline measured in the same run:
 
 - repository size after N mixed writes with background maintenance, against the
   size of the final content and against ``git gc --aggressive`` of the same history;
 - write latency while background packing runs, against the same writes without it
   (packing must never hold a request up by more than a few milliseconds);
-- ``.git`` growth of a session holding 20 images of 1 MB written 100 times, images
+- ``.git`` growth of a session holding 20 images of 1 MB written 50 times, images
   stored as blobs against images inline;
 - import throughput (sessions per second) on a generated nui data folder of 1,000
   sessions, and the second (no-op) import.
 
-    python -m gitmem.bench_history --quick
+    gitmem bench --only history
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
-import json
 import random
 import shutil
-import statistics
 import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from gitmem.bench import Row
+from gitmem.bench_baselines import make_nui_data, nui_message
 from gitmem.maintenance import LOOSE_THRESHOLD, Maintenance
 from gitmem.nui_import import import_nui
 from gitmem.repository import Gitmem
@@ -37,64 +33,7 @@ from gitmem.stores.jsonl import ChunkedJsonl
 from gitmem.stores.sessions import SessionStore
 
 MB = 1_000_000
-
-
-# -- a realistic nui data folder ------------------------------------------------------
-
-
-def make_nui_data(folder: Path, *, sessions: int = 6, messages: int = 8, image_every: int = 3,
-                  image_bytes: int = 30_000, seed: int = 0) -> dict[str, Any]:
-    """Write a nui data folder as nui's built-in storage keeps it; returns its data.json.
-
-    Sessions of ``claude-code``, ``codex`` and ``ext:corp/reviewer`` alternate; assistant
-    turns carry text and tool parts; every ``image_every``-th session has a user turn
-    with an image; every third one has a sub-agent resume id. User memory and agent
-    memory of ``claude-code`` and ``ext:corp/reviewer`` (as ``ext-corp-reviewer.md``).
-    """
-    rng = random.Random(seed)
-    agent_types = ["claude-code", "codex", "ext:corp/reviewer"]
-    data: dict[str, Any] = {"sessions": [], "agentSessions": {}, "sessionMessages": {}}
-    for n in range(sessions):
-        session_id = f"{rng.getrandbits(32):08x}-{n:04d}-4c1e-9a57-3f2d1e0c9b8a"
-        agent_type = agent_types[n % len(agent_types)]
-        data["sessions"].append({"id": session_id, "name": f"session {n}",
-                                 "workingDir": f"/home/me/project{n % 4}", "agentType": agent_type,
-                                 "createdAt": f"2026-10-{1 + n % 28:02d}T09:{n % 60:02d}:00Z",
-                                 "pinned": n % 5 == 0})
-        data["agentSessions"][session_id] = f"resume-{n}"
-        if n % 3 == 0:
-            data["agentSessions"][f"{session_id}#explorer"] = f"sub-resume-{n}"
-        data["sessionMessages"][session_id] = [
-            _message(rng, n, i, image_bytes if image_every and n % image_every == 0 and i == 2 else 0)
-            for i in range(messages)]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "data.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    agents = folder / "memory" / "agents"
-    agents.mkdir(parents=True, exist_ok=True)
-    (folder / "memory" / "user.md").write_text("Prefers short answers.\n\nWorks in Go and Python.\n")
-    (agents / "claude-code.md").write_text("Run the tests with `make test`.\n")
-    (agents / "ext-corp-reviewer.md").write_text("Review for naming first, then tests.\n")
-    return data
-
-
-def _message(rng: random.Random, session: int, i: int, image_bytes: int) -> dict[str, Any]:
-    stamp = f"2026-10-{1 + session % 28:02d}T10:{i % 60:02d}:00.000Z"
-    if i % 2 == 0:
-        message: dict[str, Any] = {"id": f"u{session}-{i}", "role": "user",
-                                   "content": f"please look at step {i} of task {session}",
-                                   "createdAt": stamp}
-        if image_bytes:
-            message["images"] = [{"id": f"img{session}-{i}", "mediaType": "image/png",
-                                  "data": base64.b64encode(rng.randbytes(image_bytes)).decode()}]
-        return message
-    return {"id": f"a{session}-{i}", "role": "assistant", "content": f"Done with step {i}. " * 8,
-            "createdAt": stamp,
-            "parts": [{"type": "text", "id": f"p{session}-{i}a", "content": "Let me check."},
-                      {"type": "tool", "id": f"p{session}-{i}b", "content": "",
-                       "toolCallId": f"call_{session}_{i}", "toolName": "bash",
-                       "toolArgs": {"command": f"grep -rn step{i} src/"},
-                       "toolResult": f"src/a.py:{i}: step{i}()\n" * 5,
-                       "subagentTrace": [{"role": "assistant", "content": "searching"}]}]}
+IDLE = 0.2  # seconds without writes before maintenance checks: the bench waits for it at the end
 
 
 # -- measurements -------------------------------------------------------------------
@@ -105,7 +44,7 @@ def repository_size(root: Path, writes: int) -> dict[str, float]:
     content size, and ``.git`` after ``git gc --aggressive`` of a copy, in bytes."""
     path = root / "mixed"
     with Gitmem.open(path) as mem:
-        maintenance = Maintenance(mem.engine)
+        maintenance = Maintenance(mem.engine, idle=IDLE)
         _mixed_writes(mem, writes, maintenance, random.Random(1))
         maintenance.wait()
         maintenance.close()
@@ -126,7 +65,7 @@ def write_latency(root: Path, writes: int) -> dict[str, list[float]]:
     drift hits both alike; plus the cost of each ``maybe_start`` call."""
     found: dict[str, list[float]] = {"with": [], "without": [], "maybe_start": []}
     with Gitmem.open(root / "latency-without") as plain, Gitmem.open(root / "latency-with") as mem:
-        maintenance = Maintenance(mem.engine, threshold=300, check_every=16)
+        maintenance = Maintenance(mem.engine, threshold=300, check_every=16, idle=IDLE)
         rngs = {"without": random.Random(2), "with": random.Random(2)}
         for i in range(writes):
             for label, target in (("without", plain), ("with", mem)):
@@ -186,40 +125,64 @@ def import_throughput(root: Path, sessions: int) -> dict[str, float]:
     return result
 
 
-def suite(root: Path, *, quick: bool = False) -> list[dict[str, Any]]:
-    """Every measurement of this module (see the module doc)."""
-    root.mkdir(parents=True, exist_ok=True)
-    writes, latency_writes, sessions = (1_000, 600, 100) if quick else (10_000, 2_000, 1_000)
-    images = (5, 20) if quick else (20, 100)
-    size = repository_size(root, writes)
-    latency = write_latency(root, latency_writes)
-    growth = image_growth(root, images=images[0], writes=images[1])
-    throughput = import_throughput(root, sessions)
-    ms = [{"name": f"history: .git after {writes:,} mixed writes, background maintenance",
-           "value": size["git"] / MB, "unit": "MB", "baseline": "final content (files at HEAD)",
-           "baseline_value": size["content"] / MB},
-          {"name": f"history: .git after {writes:,} mixed writes, then git gc --aggressive",
-           "value": size["git_gc_aggressive"] / MB, "unit": "MB"},
-          {"name": f"history: loose objects left after {writes:,} writes (threshold "
-                   f"{LOOSE_THRESHOLD:,})", "value": size["loose"],
-           "unit": "objects", "baseline": "background packs run", "baseline_value": size["packs_run"]}]
-    for stat, pick in (("median", statistics.median), ("p99", _p99), ("max", max)):
-        ms.append({"name": f"history: write {stat}, background packing every ~300 objects "
-                           f"({latency['packs_run'][0]} packs)",
-                   "value": pick(latency["with"]) * 1000, "unit": "ms",
-                   "baseline": "no maintenance", "baseline_value": pick(latency["without"]) * 1000})
-    ms.append({"name": "history: Maintenance.maybe_start() per write, max", "unit": "ms",
-               "value": max(latency["maybe_start"]) * 1000})
-    ms.append({"name": f"history: .git growth, session of {images[0]} x 1 MB images written "
-                       f"{images[1]} times", "value": growth["blobs"] / MB, "unit": "MB",
-               "baseline": "images inline", "baseline_value": growth["inline"] / MB})
-    ms.append({"name": "history: session write with those images", "unit": "ms",
-               "value": growth["blobs_seconds_per_write"] * 1000, "baseline": "images inline",
-               "baseline_value": growth["inline_seconds_per_write"] * 1000})
-    ms.append({"name": f"history: import nui, {sessions:,} sessions", "unit": "sessions/s",
-               "value": throughput["first"], "baseline": "second import (no change)",
-               "baseline_value": throughput["second"]})
-    return ms
+def history_size(bench) -> None:
+    """Repository size after N mixed writes, against the content and ``git gc --aggressive``."""
+    writes = bench.pick(100, 10_000)
+    size = repository_size(bench.workdir / "history-size", writes)
+    setting = f"{writes:,} mixed writes"
+    git = bench.add(Row("repository size", setting, ".git, background maintenance on",
+                        value=size["git"] / MB, unit="MB"))
+    content = bench.add(Row("repository size", setting, "content: the files at HEAD",
+                            value=size["content"] / MB, unit="MB"))
+    aggressive = bench.add(Row("repository size", setting, ".git after git gc --aggressive",
+                               value=size["git_gc_aggressive"] / MB, unit="MB"))
+    bench.compare(git, content, what=".git / content")
+    bench.compare(git, aggressive, what=".git / .git after git gc --aggressive")
+    bench.add(Row("repository size", setting, f"loose objects left ({size['packs_run']} background "
+                  f"packs, threshold {LOOSE_THRESHOLD:,})", value=size["loose"], unit="objects"))
+
+
+def history_packing(bench) -> None:
+    """Writes while background packing runs often, against the same writes without maintenance."""
+    latency = write_latency(bench.workdir / "history-packing", bench.pick(60, 1_000))
+    setting = f"{len(latency['with']):,} mixed writes"
+    packs = latency["packs_run"][0]
+    rows = {}
+    for label, what in (("with", f"store: write, packing every ~300 objects ({packs} packs)"),
+                        ("without", "store: write, no maintenance")):
+        rows[label] = bench.add(Row("write while packing", setting, what,
+                                    samples=[seconds * 1000 for seconds in latency[label]]))
+    bench.compare(rows["with"], rows["without"], what="packing / no maintenance")
+    for label, what in (("with", "longest write, packing"), ("without", "longest write, no maintenance")):
+        bench.add(Row("write while packing", setting, what, value=max(latency[label]) * 1000))
+    bench.add(Row("write while packing", setting, "Maintenance.maybe_start(), longest call",
+                  value=max(latency["maybe_start"]) * 1000))
+
+
+def history_images(bench) -> None:
+    """``.git`` growth and write time of a session holding 1 MB images: blobs against inline."""
+    images, writes = bench.pick((2, 3), (20, 50))
+    growth = image_growth(bench.workdir / "history-images", images=images, writes=writes)
+    setting = f"{images} x 1 MB images, written {writes} times"
+    for unit, key, what in (("MB", "", ".git growth"), ("ms", "_seconds_per_write", "session write, mean")):
+        scale = 1 / MB if unit == "MB" else 1000
+        blobs = bench.add(Row("session images", setting, f"{what}, images as blobs",
+                              value=growth[f"blobs{key}"] * scale, unit=unit))
+        inline = bench.add(Row("session images", setting, f"{what}, images inline",
+                               value=growth[f"inline{key}"] * scale, unit=unit))
+        bench.compare(blobs, inline, what=f"{what}, blobs / inline")
+
+
+def history_import(bench) -> None:
+    """``gitmem import nui`` of a generated data folder, and the second (no-op) import."""
+    sessions = bench.pick(20, 1_000)
+    throughput = import_throughput(bench.workdir / "history-import", sessions)
+    setting = f"{sessions:,} sessions x 10 messages"
+    for label, what in (("first", "import nui"), ("second", "import nui again (nothing changed)")):
+        bench.add(Row("import", setting, what, value=throughput[label], unit="sessions/s"))
+
+
+SCENARIOS = [history_size, history_packing, history_images, history_import]
 
 
 # -- helpers ------------------------------------------------------------------------
@@ -239,7 +202,7 @@ def _one_mixed_write(mem: Gitmem, i: int, rng: random.Random) -> None:
     if roll < 0.5:
         session = f"s{rng.randrange(20)}"
         messages, _ = mem.sessions.read("claude-code", session)
-        messages.append(_message(rng, i, len(messages), 0))
+        messages.append(nui_message(i, len(messages)))
         mem.sessions.write("claude-code", session, messages, f"resume-{session}", "/home/me/p")
     elif roll < 0.75:
         mem.memory.write(f"- learned fact {i}", agent_id=f"agent-{rng.randrange(5)}", mode="append")
@@ -258,36 +221,3 @@ def _size(folder: Path) -> int:
 def _content_size(repo: Path) -> int:
     return sum(p.stat().st_size for p in repo.rglob("*")
                if p.is_file() and ".git" not in p.relative_to(repo).parts)
-
-
-def _p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-
-
-def report(results: list[dict[str, Any]]) -> str:
-    lines = []
-    for r in results:
-        line = f"{r['name']}: {r['value']:.2f} {r['unit']}"
-        if "baseline_value" in r:
-            line += f"  ({r['baseline']}: {r['baseline_value']:.2f})"
-        lines.append(line)
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gitmem.bench_history",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
-    parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="gitmem-bench-history-") as scratch:
-        results = suite(Path(scratch), quick=args.quick)
-    print(report(results))
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""``gitmem bench`` scenarios for ``gitmem serve``: protocol overhead and cold start.
+"""``gitmem bench`` scenarios for ``gitmem serve``: protocol overhead, cold start, durability.
 
 - A memory write and a session write as round trips through a ``gitmem serve``
   subprocess (one request in flight, as nui sends them), against the same write on
@@ -6,12 +6,10 @@
 - Cold start: from spawning ``python -m gitmem serve`` to the answer to the first
   ``storage.info`` (target <= 250 ms), beside what it is spent on: the bare
   interpreter, the imports, and the import time by package (``python -X importtime``).
+- Durability: a memory write through ``gitmem serve --durability fast`` and through
+  ``--durability fsync`` (no target: what fsync costs on this disk).
 
-Scenarios take the ``Bench`` of ``gitmem.bench`` and add rows to its table:
-
-    from gitmem.bench_serve import SCENARIOS      # serve_writes, serve_cold_start
-    for scenario in SCENARIOS:
-        scenario(bench)
+    gitmem bench --only serve
 """
 
 from __future__ import annotations
@@ -23,13 +21,14 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench import (AGENT, GIT_ENV, Row, StoreWrite, build_repository, chat_message,
-                          copy_repository, memory_content)
-from gitmem.engine import INDEX_IDLE
+from gitmem.bench import (AGENT, AGENT_TYPE, GIT_ENV, Row, StoreWrite, build_repository,
+                          copy_repository, memory_content, session_messages)
+from gitmem.bench_baselines import nui_message
+from gitmem.engine import DURABILITIES, INDEX_IDLE
 
 COLD_START_BUDGET_MS = 250.0
 SESSION_SIZE = 200  # messages in the session that each write sends in full, as nui does
@@ -37,10 +36,10 @@ SERVE = [sys.executable, "-m", "gitmem", "serve"]
 
 
 class ServeProcess:
-    """A ``gitmem serve`` subprocess on ``repo`` and a client that waits for each answer."""
+    """A ``gitmem serve [options]`` subprocess on ``repo`` and a client that waits for each answer."""
 
-    def __init__(self, repo: Path, env: dict[str, str] = GIT_ENV):
-        self.process = subprocess.Popen([*SERVE, "--repo", str(repo)], stdin=subprocess.PIPE,
+    def __init__(self, repo: Path, env: dict[str, str] = GIT_ENV, options: Sequence[str] = ()):
+        self.process = subprocess.Popen([*SERVE, "--repo", str(repo), *options], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
         self.next_id = 0
 
@@ -67,8 +66,9 @@ class ServeProcess:
 class ServeWrite:
     """A write as a round trip through ``gitmem serve``; ``request(i)`` gives (method, params)."""
 
-    def __init__(self, repo: Path, request: Callable[[int], tuple[str, dict[str, Any]]]):
-        self.server = ServeProcess(repo)
+    def __init__(self, repo: Path, request: Callable[[int], tuple[str, dict[str, Any]]],
+                 options: Sequence[str] = ()):
+        self.server = ServeProcess(repo, options=options)
         self.request = request
         self.server.call("storage.info")
 
@@ -91,28 +91,30 @@ class StoreSessionWrite(StoreWrite):
         self.messages = messages
 
     def __call__(self, i: int) -> None:
-        self.mem.sessions.write("claude-code", "bench", session_messages(self.messages, i),
+        self.mem.sessions.write(AGENT_TYPE, "bench", with_new_message(self.messages, i),
                                 "resume", "/home/me")
 
 
-def session_messages(messages: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
+def with_new_message(messages: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
     """The full list nui sends: the session so far and a new message, different for every ``i``."""
-    return messages + [chat_message(len(messages) + i)]
+    return messages + [nui_message(0, len(messages) + i)]
+
+
+def memory_request(i: int) -> tuple[str, dict[str, Any]]:
+    """A memory write as nui sends it, different for every ``i``."""
+    return "storage.agentMemory.write", {"agentId": AGENT, "content": memory_content(i).decode(),
+                                         "handlerId": "bench", "writeMode": "replace"}
 
 
 def serve_writes(bench) -> None:
     """A memory write and a session write through ``gitmem serve`` against the store in-process."""
     base = build_repository(bench.workdir / "serve-base", 10)
-    messages = [chat_message(n) for n in range(SESSION_SIZE)]
-
-    def memory_request(i: int) -> tuple[str, dict[str, Any]]:
-        return "storage.agentMemory.write", {"agentId": AGENT, "content": memory_content(i).decode(),
-                                             "handlerId": "bench", "writeMode": "replace"}
+    messages = session_messages(SESSION_SIZE)
 
     def session_request(i: int) -> tuple[str, dict[str, Any]]:
         return "storage.session.write", {
-            "agentSessionId": "resume", "agentType": "claude-code", "handlerId": "bench",
-            "messages": session_messages(messages, i), "sessionId": "bench", "workingDir": "/home/me"}
+            "agentSessionId": "resume", "agentType": AGENT_TYPE, "handlerId": "bench",
+            "messages": with_new_message(messages, i), "sessionId": "bench", "workingDir": "/home/me"}
 
     for label, store_what, make_store, request in (
             ("memory", "MemoryStore.write", StoreWrite, memory_request),
@@ -130,6 +132,20 @@ def serve_writes(bench) -> None:
             served.close()
         in_process, round_trip = rows.values()
         bench.compare(round_trip, in_process, 1.2)
+
+
+def serve_durability(bench) -> None:
+    """A memory write through ``gitmem serve`` with each ``--durability``, taking turns."""
+    base = build_repository(bench.workdir / "durability-base", 10)
+    servers = {f"serve --durability {mode}: memory write round trip":
+               ServeWrite(copy_repository(base, bench.workdir / f"durability-{mode}"), memory_request,
+                          ("--durability", mode)) for mode in DURABILITIES}
+    try:
+        fast, fsync = bench.measure("durability", "10 files", servers).values()
+    finally:
+        for server in servers.values():
+            server.close()
+    bench.compare(fsync, fast, what="fsync / fast")
 
 
 def serve_cold_start(bench) -> None:
@@ -172,18 +188,17 @@ def serve_cold_start(bench) -> None:
         "serve: spawn to answer, no bytecode cache": answered(uncached),
     }
     answered(cached)()  # writes the bytecode cache
-    rows = {what: Row("serve start", "10 files", what) for what in measured}
-    for _ in range(max(3, bench.samples // 8)):  # taking turns: drift in load hits all alike
+    rows = {what: Row("cold start", "10 files", what) for what in measured}
+    for _ in range(bench.pick(3, 20)):  # taking turns: drift in load hits all alike
         for what, measure in measured.items():
             rows[what].samples.append(measure() * 1000)
     bench.rows.extend(rows.values())
     spawn, start, imported, _ = rows.values()
-    bench.rows.append(Row(spawn.scenario, spawn.repo, "  the rest: open repository, log, answer",
-                          samples=[spawn.median - start.median - imported.median]))
-    for group, ms in import_time(repo, cached)[:8]:
-        bench.rows.append(Row(spawn.scenario, spawn.repo, f"  import time of {group}", samples=[ms]))
-    bench.rows.append(Row(spawn.scenario, spawn.repo, f"serve: spawn to answer / {COLD_START_BUDGET_MS:g} ms",
-                          ratio=spawn.median / COLD_START_BUDGET_MS, target=1.0))
+    spawn.target = COLD_START_BUDGET_MS
+    bench.add(Row(spawn.scenario, spawn.repo, "  the rest: open repository, log, answer (medians)",
+                  value=spawn.median - start.median - imported.median))
+    for group, ms in import_time(repo, cached, runs=bench.pick(1, 3))[:8]:
+        bench.add(Row(spawn.scenario, spawn.repo, f"  import time of {group}", value=ms))
 
 
 _TIMED_IMPORTS = """
@@ -215,20 +230,3 @@ def import_time(repo: Path, env: dict[str, str], runs: int = 3) -> list[tuple[st
 
 
 SCENARIOS = [serve_writes, serve_cold_start]
-
-
-def main() -> None:
-    """``python -m gitmem.bench_serve [--quick]``: these scenarios alone, as a table."""
-    import tempfile
-
-    from gitmem.bench import Bench, format_table
-
-    quick = "--quick" in sys.argv
-    with tempfile.TemporaryDirectory(prefix="gitmem-bench-serve-") as scratch:
-        bench = Bench(Path(scratch), quick=quick, samples=40 if quick else 200)
-        for scenario in SCENARIOS:
-            scenario(bench)
-    print(format_table(bench.rows, quick))
-
-if __name__ == "__main__":
-    main()

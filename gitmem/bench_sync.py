@@ -10,22 +10,21 @@ the same repositories: ``git push``, ``git pull --no-rebase`` + ``git push``,
 - ``shared``: both write the same user memory, session and thread; plain git stops
   at conflicts (their number is reported), gitmem merges.
 
-    for result in suite(Path("/tmp/bench-sync"), quick=True):
-        print(result["name"], result["samples"], result.get("baseline_samples"))
+Each is timed once (a sync of that size cannot be repeated on the same repositories).
+
+    gitmem bench --only sync
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import statistics
 import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from gitmem.bench import Row
 from gitmem.repository import Gitmem
 from gitmem.sync import sync
 
@@ -87,26 +86,23 @@ def time_plain_git(root: Path) -> tuple[float, int]:
     return time.perf_counter() - start, 0
 
 
-def suite(root: Path, *, quick: bool = False) -> list[dict[str, Any]]:
-    """Both workloads: ``{name, samples, baseline, baseline_samples, conflicts}`` in seconds."""
-    commits = 100 if quick else 1_000
-    results = []
-    for shared in (False, True):
-        workload = "shared" if shared else "disjoint"
-        built = diverged_machines(root / f"{workload}-gitmem", commits, shared)
-        copy = shutil.copytree(built, root / f"{workload}-git", symlinks=True)
+def sync_diverged(bench) -> None:
+    """Both workloads, gitmem against plain git on copies of the same repositories."""
+    commits = bench.pick(10, 1_000)
+    for workload in ("disjoint", "shared"):
+        built = diverged_machines(bench.workdir / f"sync-{workload}-gitmem", commits, workload == "shared")
+        copy = shutil.copytree(built, bench.workdir / f"sync-{workload}-git", symlinks=True)
         for name in ("a", "b"):
             _git(copy / name, "remote", "set-url", "origin", str(copy / "remote.git"))
-        seconds = time_gitmem_sync(built)
+        setting = f"{commits:,} divergent commits each, {workload} records"
+        gitmem = bench.add(Row("sync", setting, "gitmem sync: A, B, A", value=time_gitmem_sync(built),
+                               unit="s"))
         git_seconds, conflicts = time_plain_git(copy)
-        baseline = "git push, git pull --no-rebase + git push, git pull"
-        if conflicts:
-            baseline += f" (stopped at {conflicts} conflicting files)"
-        results.append({
-            "name": f"sync: two machines, {commits:,} divergent commits each, {workload} records",
-            "samples": [seconds], "baseline": baseline, "baseline_samples": [git_seconds],
-            "conflicts": conflicts})
-    return results
+        git = bench.add(Row("sync", setting, "git push; git pull --no-rebase + git push; git pull"
+                            + (f" (stopped at {conflicts} conflicting files)" if conflicts else ""),
+                            value=git_seconds, unit="s"))
+        if not conflicts:
+            bench.compare(gitmem, git, what="gitmem / git")
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -116,15 +112,4 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return done
 
 
-def main() -> None:
-    quick = "--quick" in sys.argv[1:]
-    with tempfile.TemporaryDirectory(prefix="gitmem-bench-sync-") as scratch:
-        for result in suite(Path(scratch), quick=quick):
-            seconds = statistics.median(result["samples"])
-            base = statistics.median(result["baseline_samples"])
-            print(f"{result['name']}: {seconds:.2f} s  ({seconds / base:.2f}x {result['baseline']}: "
-                  f"{base:.2f} s)")
-
-
-if __name__ == "__main__":
-    main()
+SCENARIOS = [sync_diverged]

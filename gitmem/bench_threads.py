@@ -1,36 +1,33 @@
-"""Measurements of the kaboo thread store, for ``gitmem bench`` (issue 4's targets).
+"""``gitmem bench`` scenarios for the kaboo thread store (issue 4's targets).
 
-Each function builds what it needs under ``root`` and returns its samples in seconds;
-``suite`` pairs each measurement with its baseline, measured in the same run:
+- :func:`thread_append`: a 50-event run appended to a thread of 10,000 events vs to a
+  new thread (<= 1.5x), beside SQLite and the seed's ``JsonFileThreadStore`` (the
+  whole JSON file rewritten per append);
+- :func:`thread_reads`: the events of a 10,000-event thread, read first after opening
+  the repository and again, against ``json.loads`` of the same events from one file,
+  SQLite and the seed's store; ``threads.readEvents`` from a just-started
+  ``gitmem serve`` (<= 3x ``json.loads``); ``read_state`` of a 100,000-event thread,
+  warm (<= 5 ms);
+- :func:`thread_list`: ``list_threads`` of 10,000 threads, first call after opening
+  and after one thread changed, against SQLite.
 
-- appending a 50-event run to a thread of 10,000 events vs to a thread that started
-  empty, the two taking turns (<= 1.5x);
-- ``threads.readEvents`` of 10,000 events from a just-started ``gitmem serve`` vs
-  ``json.loads`` of the same events from one local file (<= 3x);
-- ``read_state`` of a 100,000-event thread, warm (<= 5 ms);
-- at the same sizes, the seed's ``JsonFileThreadStore`` (the whole JSON file rewritten
-  per append), implemented here in Python;
-- ``list_threads`` of 10,000 threads, first call and after one thread changed.
-
-    for result in suite(Path("/tmp/bench"), quick=True):   # or: python -m gitmem.bench_threads
-        print(result["name"], statistics.median(result["samples"]))
+    gitmem bench --only thread
 """
 
 from __future__ import annotations
 
 import json
-import os
-import statistics
-import subprocess
-import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from gitmem.bench import SQLITE, ColdRead
+from gitmem.bench_baselines import JsonFileThreadStore, SqliteStore
+from gitmem.bench_serve import ServeProcess
 from gitmem.repository import Gitmem
+from gitmem.stores.sessions import meta_bytes
 
 RUN_SIZE = 50
+READ_STATE_TARGET_MS = 5.0
 
 
 def run_events(run: int, size: int = RUN_SIZE) -> list[dict[str, Any]]:
@@ -62,208 +59,147 @@ def history(count: int) -> list[dict[str, Any]]:
     return events[:count]
 
 
-def _filled(mem: Gitmem, thread_id: str, count: int, batch: int = 10_000) -> None:
+def filled(path: Path, thread_id: str, count: int, batch: int = 10_000) -> Path:
+    """The repository at ``path`` with thread ``thread_id`` of ``count`` events (appended in batches)."""
     events = history(count)
-    for start in range(0, count, batch):
-        mem.threads.append_events(thread_id, "bench", events[start:start + batch])
+    with Gitmem.open(path) as mem:
+        for start in range(0, count, batch):
+            mem.threads.append_events(thread_id, "bench", events[start:start + batch])
+    return path
 
 
-def _timed(action) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
+def thread_append(bench) -> None:
+    """A 50-event run appended to a long thread and to a new one: gitmem, SQLite, the seed's store.
+
+    The long thread grows by a run per sample, so the samples are capped to keep it
+    within about 20% of its starting length.
+    """
+    prior = bench.pick(1_000, 10_000)
+    db = SqliteStore(bench.workdir / "threads.sqlite")
+    db.append_events("long", "bench", history(prior))
+    seed = JsonFileThreadStore(bench.workdir / "threads.json")  # every thread in one file
+    seed.append_events("long", "bench", history(prior))
+    long, new = f"to a thread of {prior:,} events", "to a new thread"
+    with Gitmem.open(filled(bench.workdir / "thread-append", "long", prior), create=False) as mem:
+        rows = bench.measure("thread append", f"run of {RUN_SIZE} events", {
+            f"store: {long}": lambda i: mem.threads.append_events("long", "bench", run_events(i)),
+            f"store: {new}": lambda i: mem.threads.append_events(f"new-{i}", "bench", run_events(i)),
+            f"{SQLITE}: {long}": lambda i: db.append_events("long", "bench", run_events(i)),
+            f"{SQLITE}: {new}": lambda i: db.append_events(f"new-{i}", "bench", run_events(i)),
+            f"seed JsonFileThreadStore: {long}": lambda i: seed.append_events("long", "bench", run_events(i)),
+            f"seed JsonFileThreadStore: {new}":
+                lambda i: seed.append_events(f"new-{i}", "bench", run_events(i)),
+        }, samples=min(bench.samples, prior // RUN_SIZE // 5))
+    db.close()
+    bench.compare(rows[f"store: {long}"], rows[f"store: {new}"], 1.5)
+    for baseline in (SQLITE, "seed JsonFileThreadStore"):
+        bench.compare(rows[f"store: {long}"], rows[f"{baseline}: {long}"], what=f"store / {baseline}, {long}")
 
 
-# -- gitmem ----------------------------------------------------------------------------
+class FreshServerRead:
+    """``threads.readEvents`` asked of a ``gitmem serve`` started just before (untimed,
+    answering already): its caches are cold. The answer is decoded, as a client would."""
+
+    def __init__(self, repo: Path, thread_id: str):
+        self.repo = repo
+        self.thread_id = thread_id
+        self.server: ServeProcess | None = None
+
+    def prepare(self, i: int) -> None:
+        self.close()
+        self.server = ServeProcess(self.repo)
+        self.server.call("threads.list")
+
+    def __call__(self, i: int) -> Any:
+        return self.server.call("threads.readEvents", {"threadId": self.thread_id})
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
 
 
-def append_runs(root: Path, prior_events: int, *, runs: int = 20) -> tuple[list[float], list[float]]:
-    """Seconds per ``append_events`` of a 50-event run: ``(to a thread that held
-    prior_events, to one that started empty)``, the two taking turns in one repository."""
-    with Gitmem.open(root / f"append-{prior_events}") as mem:
-        _filled(mem, "long", prior_events)
-        mem.threads.append_events("short", "bench", run_events(0))  # created outside the samples
-        samples: dict[str, list[float]] = {"long": [], "short": []}
-        for run in range(1, runs + 1):
-            for thread_id, found in samples.items():
-                found.append(_timed(lambda: mem.threads.append_events(thread_id, "bench", run_events(run))))
-        return samples["long"], samples["short"]
+def thread_reads(bench) -> None:
+    """Reading a thread's events cold, warm, through a fresh server; ``read_state`` warm."""
+    count = bench.pick(1_000, 10_000)
+    repo = filled(bench.workdir / "thread-read", "long", count)
+    events_file = bench.workdir / "events.json"
+    events_file.write_text(json.dumps(history(count), separators=(",", ":")))
+    db = SqliteStore(bench.workdir / "thread-read.sqlite")
+    db.append_events("long", "bench", history(count))
+    seed_file = bench.workdir / "thread-read-seed.json"
+    JsonFileThreadStore(seed_file).append_events("long", "bench", history(count))
+    setting = f"thread of {count:,} events"
+    cold = ColdRead(repo, lambda mem: mem.threads.read_events("long"))
+    try:
+        with Gitmem.open(repo, create=False) as mem:
+            cold_row, warm_row, loads, _, _ = bench.measure("read", setting, {
+                "store: read_events, first after opening": cold,
+                "store: read_events again (warm)": lambda i: mem.threads.read_events("long"),
+                "file: json.loads of the events": lambda i: json.loads(events_file.read_bytes()),
+                f"{SQLITE}: SELECT": lambda i: db.read_events("long"),
+                "seed JsonFileThreadStore: load the file": lambda i: JsonFileThreadStore(seed_file),
+            }).values()
+    finally:
+        cold.close()
+        db.close()
+    bench.compare(cold_row, loads, what="store, first read / json.loads")
+    bench.compare(warm_row, loads, what="store, warm / json.loads")
+    fresh = FreshServerRead(repo, "long")
+    try:
+        served, = bench.measure("read", setting, {"serve: threads.readEvents, just started": fresh},
+                                samples=min(bench.samples, 10)).values()
+    finally:
+        fresh.close()
+    bench.compare(served, loads, 3.0, what="serve readEvents, just started / json.loads")
+
+    state_events = bench.pick(10_000, 100_000)
+    seed = JsonFileThreadStore(bench.workdir / "thread-state-seed.json")
+    seed.append_events("long", "bench", history(state_events))
+    with Gitmem.open(filled(bench.workdir / "thread-state", "long", state_events), create=False) as mem:
+        state, _ = bench.measure("read", f"thread of {state_events:,} events", {
+            "store: read_state (warm)": lambda i: mem.threads.read_state("long"),
+            "seed JsonFileThreadStore: read_state, all in memory": lambda i: seed.read_state("long"),
+        }).values()
+    state.target = READ_STATE_TARGET_MS
 
 
-def read_state_warm(root: Path, events: int, *, repeats: int = 50) -> list[float]:
-    """Seconds per ``read_state`` of a thread of ``events`` events, after a first call."""
-    with Gitmem.open(root / f"state-{events}") as mem:
-        _filled(mem, "long", events)
-        mem.threads.read_state("long")
-        return [_timed(lambda: mem.threads.read_state("long")) for _ in range(repeats)]
+class ListAfterChange:
+    """``list_threads`` after one thread got an event (untimed): the listing is rebuilt."""
+
+    def __init__(self, mem: Gitmem):
+        self.mem = mem
+
+    def prepare(self, i: int) -> None:
+        self.mem.threads.append_events("t0", "bench", [{"type": "CUSTOM", "name": "bench", "value": i}])
+
+    def __call__(self, i: int) -> Any:
+        return self.mem.threads.list_threads()
 
 
-def read_events_fresh_server(root: Path, events: int, *, repeats: int = 5,
-                             command: list[str] | None = None) -> list[float]:
-    """Seconds for ``threads.readEvents`` of ``events`` events, asked of a ``gitmem serve``
-    just started (its caches cold) and decoded by the client: one server per sample."""
-    repo = root / f"read-{events}"
+def thread_list(bench) -> None:
+    """``list_threads`` of 10,000 threads: first call after opening, after one changed, SQLite."""
+    count = bench.pick(200, 10_000)
+    repo = bench.workdir / "thread-list"
     with Gitmem.open(repo) as mem:
-        _filled(mem, "long", events)
-    command = command or [sys.executable, "-m", "gitmem"]
-    samples = []
-    for _ in range(repeats):
-        server = subprocess.Popen([*command, "serve", "--repo", str(repo)], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=1 << 20)
-        try:
-            _call(server, "threads.list", {})  # started and answering
-            samples.append(_timed(lambda: _call(server, "threads.readEvents", {"threadId": "long"})))
-        finally:
-            server.stdin.close()
-            server.wait(timeout=30)
-    return samples
-
-
-def _call(server: subprocess.Popen, method: str, params: dict) -> Any:
-    server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode() + b"\n")
-    server.stdin.flush()
-    answer = json.loads(server.stdout.readline())
-    if "error" in answer:
-        raise RuntimeError(f"{method}: {answer['error']['message']}")
-    return answer["result"]
-
-
-def list_threads(root: Path, threads: int, *, repeats: int = 5) -> tuple[list[float], list[float]]:
-    """Seconds per ``list_threads`` of ``threads`` threads: ``(first call after opening
-    the repository, the next call)``."""
-    from gitmem.stores.sessions import meta_bytes
-
-    repo = root / f"list-{threads}"
-    with Gitmem.open(repo) as mem:
-        store = mem.threads
-        mem.engine.commit({f"{store.folder(f't{n}')}/meta.json": meta_bytes(
+        mem.engine.commit({f"{mem.threads.folder(f't{n}')}/meta.json": meta_bytes(
             {"threadId": f"t{n}", "agentId": "bench", "ownerId": None, "createdAt": n, "updatedAt": n})
-            for n in range(threads)}, "bench: many threads")
-    cold, warm = [], []
-    for _ in range(repeats):
-        with Gitmem.open(repo) as mem:
-            cold.append(_timed(mem.threads.list_threads))
-            mem.threads.append_events("t0", "bench", run_events(0))  # one thread changed
-            warm.append(_timed(mem.threads.list_threads))
-    return cold, warm
+            for n in range(count)}, "bench: many threads")
+    db = SqliteStore(bench.workdir / "thread-list.sqlite")
+    db.add_threads([(f"t{n}", "bench", n) for n in range(count)])
+    cold = ColdRead(repo, lambda mem: mem.threads.list_threads())
+    try:
+        with Gitmem.open(repo, create=False) as mem:
+            first, changed, sqlite = bench.measure("threads.list", f"{count:,} threads", {
+                "store: list_threads, first after opening": cold,
+                "store: list_threads after one thread changed": ListAfterChange(mem),
+                f"{SQLITE}: SELECT every thread": lambda i: db.list_threads(),
+            }, samples=min(bench.samples, 20)).values()
+    finally:
+        cold.close()
+        db.close()
+    bench.compare(first, sqlite, what="store, first call / SQLite")
+    bench.compare(changed, sqlite, what="store, after one changed / SQLite")
 
 
-# -- the seed's JsonFileThreadStore ---------------------------------------------------
-
-
-class JsonFileThreadStore:
-    """The seed's store: every thread in one JSON file, rewritten whole on each write."""
-
-    def __init__(self, file: Path):
-        self.file = file
-        self.data: dict[str, dict[str, Any]] = json.loads(file.read_text()) if file.exists() else {}
-
-    def append_events(self, thread_id: str, agent_id: str, events: list[dict[str, Any]]) -> None:
-        now = time.time_ns() // 1_000_000
-        row = self.data.setdefault(thread_id, {"agentId": agent_id, "ownerId": None, "events": [],
-                                               "messages": [], "createdAt": now, "updatedAt": now})
-        row["agentId"] = agent_id
-        row["events"].extend(events)
-        row["updatedAt"] = now
-        self.file.write_text(json.dumps(self.data, separators=(",", ":")))
-
-    def read_state(self, thread_id: str) -> Any:
-        for event in reversed(self.data.get(thread_id, {}).get("events", [])):
-            if event.get("type") == "STATE_SNAPSHOT":
-                snapshot = event.get("snapshot")
-                return snapshot if isinstance(snapshot, (dict, list)) else None
-        return None
-
-
-def json_file_append_runs(root: Path, prior_events: int, *,
-                          runs: int = 20) -> tuple[list[float], list[float]]:
-    """Like :func:`append_runs`, on the seed's JSON file (both threads in it, as the seed keeps them)."""
-    store = JsonFileThreadStore(root / f"json-append-{prior_events}.json")
-    store.append_events("long", "bench", history(prior_events))
-    store.append_events("short", "bench", run_events(0))
-    samples: dict[str, list[float]] = {"long": [], "short": []}
-    for run in range(1, runs + 1):
-        for thread_id, found in samples.items():
-            found.append(_timed(lambda: store.append_events(thread_id, "bench", run_events(run))))
-    return samples["long"], samples["short"]
-
-
-def json_file_read_state(root: Path, events: int, *, repeats: int = 50) -> list[float]:
-    """Like :func:`read_state_warm`, on the seed's JSON file (loaded once, scanned per call)."""
-    file = root / f"json-state-{events}.json"
-    JsonFileThreadStore(file).append_events("long", "bench", history(events))
-    store = JsonFileThreadStore(file)
-    return [_timed(lambda: store.read_state("long")) for _ in range(repeats)]
-
-
-def json_file_loads(root: Path, events: int, *, repeats: int = 5) -> list[float]:
-    """Seconds to read and ``json.loads`` ``events`` events from one local file."""
-    file = root / f"events-{events}.json"
-    file.write_text(json.dumps(history(events), separators=(",", ":")))
-    return [_timed(lambda: json.loads(file.read_bytes())) for _ in range(repeats)]
-
-
-def json_file_startup_read(root: Path, events: int, *, repeats: int = 5) -> list[float]:
-    """The seed's cold ``readEvents``: load the whole store file (here one thread of ``events``)."""
-    file = root / f"json-read-{events}.json"
-    JsonFileThreadStore(file).append_events("long", "bench", history(events))
-    return [_timed(lambda: list(JsonFileThreadStore(file).data["long"]["events"])) for _ in range(repeats)]
-
-
-# -- the suite -------------------------------------------------------------------------
-
-
-def suite(root: Path, *, quick: bool = False, command: list[str] | None = None) -> list[dict[str, Any]]:
-    """Every measurement with its baseline and target: ``{name, samples, baseline,
-    baseline_samples, target_ratio | target_seconds}`` (samples in seconds)."""
-    root.mkdir(parents=True, exist_ok=True)
-    prior, read, state = (1_000, 1_000, 10_000) if quick else (10_000, 10_000, 100_000)
-    runs, repeats = (5, 2) if quick else (20, 5)
-    long, short = append_runs(root, prior, runs=runs)
-    seed_long, seed_short = json_file_append_runs(root, prior, runs=runs)
-    loads = json_file_loads(root, read, repeats=repeats)
-    list_cold, list_warm = list_threads(root, prior, repeats=repeats)
-    return [
-        {"name": f"threads: append a {RUN_SIZE}-event run to {prior:,} events", "samples": long,
-         "baseline": "the same to a thread that started empty", "baseline_samples": short,
-         "target_ratio": 1.5},
-        {"name": f"threads: seed JsonFileThreadStore, append a run to {prior:,} events",
-         "samples": seed_long, "baseline": "gitmem, the same", "baseline_samples": long},
-        {"name": "threads: seed JsonFileThreadStore, append a run to a thread that started empty",
-         "samples": seed_short, "baseline": "gitmem, the same", "baseline_samples": short},
-        {"name": f"threads: readEvents of {read:,} events, fresh gitmem serve",
-         "samples": read_events_fresh_server(root, read, repeats=repeats, command=command),
-         "baseline": "json.loads of the same events from one file", "baseline_samples": loads,
-         "target_ratio": 3.0},
-        {"name": f"threads: seed JsonFileThreadStore, load {read:,} events",
-         "samples": json_file_startup_read(root, read, repeats=repeats),
-         "baseline": "json.loads of the same events from one file", "baseline_samples": loads},
-        {"name": f"threads: read_state of {state:,} events, warm",
-         "samples": read_state_warm(root, state), "target_seconds": 0.005,
-         "baseline": "seed JsonFileThreadStore read_state, in memory",
-         "baseline_samples": json_file_read_state(root, state)},
-        {"name": f"threads: list_threads of {prior:,} threads, first call", "samples": list_cold},
-        {"name": f"threads: list_threads of {prior:,} threads after one changed", "samples": list_warm},
-    ]
-
-
-def main() -> None:
-    """``python -m gitmem.bench_threads [--quick]``: print the suite (``$GITMEM_CMD``: the
-    gitmem to serve with, split on spaces; default this Python's)."""
-    command = os.environ.get("GITMEM_CMD", "").split() or None
-    with tempfile.TemporaryDirectory(prefix="gitmem-bench-threads-") as scratch:
-        for result in suite(Path(scratch), quick="--quick" in sys.argv[1:], command=command):
-            median = statistics.median(result["samples"])
-            line = f"{result['name']}: {median * 1000:.2f} ms"
-            if result.get("baseline_samples"):
-                base = statistics.median(result["baseline_samples"])
-                line += f"  ({median / base:.2f}x {result['baseline']}: {base * 1000:.2f} ms)"
-            if "target_ratio" in result:
-                line += f"  target <= {result['target_ratio']}x"
-            if "target_seconds" in result:
-                line += f"  target <= {result['target_seconds'] * 1000:g} ms"
-            print(line)
-
-
-if __name__ == "__main__":
-    main()
+SCENARIOS = [thread_append, thread_reads, thread_list]

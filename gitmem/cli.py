@@ -10,10 +10,8 @@ import argparse
 import json
 import sys
 
-from gitmem import __version__, kaboo_adapter, nui_extension, serve
-from gitmem import sync
-from gitmem import status, watch
-from gitmem import history, maintenance, nui_import
+from gitmem import (__version__, history, kaboo_adapter, maintenance, nui_extension,
+                    nui_import, serve, status, sync, watch)
 from gitmem.repository import Gitmem, default_repo_path
 
 
@@ -82,19 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
     _command(session_commands, "list", "list sessions as AGENT_TYPE<TAB>SESSION_ID",
              cmd_session_list)
 
-    for module in (history, nui_import, maintenance):  # log/show/diff/restore, import/export, gc/fsck
+    # Each edge module adds its own commands: log/show/diff/restore, import/export nui,
+    # gc/fsck, serve, nui, kaboo, sync/remote, watch, status.
+    for module in (history, nui_import, maintenance, serve, nui_extension, kaboo_adapter,
+                   sync, watch, status):
         module.add_commands(commands, _command)
-
-    serve.add_command(commands, _command)
-    nui_extension.add_commands(commands, _command)
-    kaboo_adapter.add_commands(commands)
-    sync.add_commands(commands, _command)
-    watch.add_command(commands, _command)
-    status.add_command(commands, _command)
 
     bench = _command(commands, "bench", "measure write and read costs against baselines",
                      cmd_bench)
     bench.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
+    bench.add_argument("--only", metavar="PATTERN",
+                       help="run only the scenarios whose name matches this regular expression")
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     return parser
 
@@ -108,8 +104,8 @@ def _command(commands, name: str, help_: str, run) -> argparse.ArgumentParser:
 
 
 def open_repo(args, *, create: bool = False) -> Gitmem:
-    path = getattr(args, "repo", None)
-    return Gitmem.open(path, create=create)
+    """The repository named by ``--repo`` (or the default one); it must exist unless ``create``."""
+    return Gitmem.open(args.repo, create=create)
 
 
 def cmd_init(args) -> None:
@@ -171,7 +167,7 @@ def cmd_session_list(args) -> None:
 
 def cmd_bench(args) -> None:
     from gitmem.bench import run
-    run(quick=args.quick, json_path=args.json)
+    run(quick=args.quick, json_path=args.json, only=args.only)
 
 
 if __name__ == "__main__":

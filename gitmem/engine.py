@@ -241,6 +241,9 @@ class GitEngine:
         # Called with a record's path (file or folder) before it is read from HEAD or
         # written; the hand-edit layer sets it to commit pending edits of that record.
         self.on_access: Callable[[str], None] | None = None
+        # Called after each commit this engine makes; gitmem serve sets it to note the
+        # write for background packing.
+        self.on_commit: Callable[[], None] | None = None
         self._stat_cache: dict[str, tuple[tuple[int, int, int], int, str]] = {}  # hand edits support
         with self._lock:
             self._remove_stale_locks()
@@ -428,6 +431,8 @@ class GitEngine:
                     if worktree:
                         self.write_worktree(changes, expected=snapshot)
                     self._index_refresher.mark(changes)
+                    if self.on_commit is not None:
+                        self.on_commit()
                     return str(commit_id)
             raise EngineError("the branch kept moving under us; gave up after "
                               f"{MAX_CAS_RETRIES} attempts")
@@ -1151,10 +1156,11 @@ class GitEngine:
     def check_objects(self) -> list[tuple[str, str]]:
         """Read every object (libgit2 checks each one's hash) and every object reachable
         from ``main``; returns ``[(object id, problem)]``, empty when all is well."""
+        repo = pygit2.Repository(str(self.gitdir))  # its own: the index refresher shares ours
         problems: dict[str, str] = {}
-        for oid in self._repo.odb:
+        for oid in repo.odb:
             try:
-                self._repo.odb.read(oid)
+                repo.odb.read(oid)
             except (pygit2.GitError, KeyError, ValueError) as exc:
                 problems[str(oid)] = f"corrupt: {exc}"
         tip = self._tip()
@@ -1162,28 +1168,11 @@ class GitEngine:
             return sorted(problems.items())
         seen: set[pygit2.Oid] = set()
         try:
-            for commit in self._repo.walk(tip):
-                self._check_tree(commit.tree_id, seen, problems)
+            for commit in repo.walk(tip):
+                _check_tree(repo, commit.tree_id, seen, problems)
         except (pygit2.GitError, KeyError) as exc:
             problems.setdefault("history", f"cannot walk the history: {exc}")
         return sorted(problems.items())
-
-    def _check_tree(self, oid: pygit2.Oid, seen: set, problems: dict[str, str]) -> None:
-        if oid in seen:
-            return
-        seen.add(oid)
-        try:
-            tree = self._repo[oid]
-        except (pygit2.GitError, KeyError, ValueError) as exc:
-            problems.setdefault(str(oid), f"missing or corrupt tree: {exc}")
-            return
-        for entry in tree:
-            if entry.type_str == "tree":
-                self._check_tree(entry.id, seen, problems)
-            elif entry.id not in seen:
-                seen.add(entry.id)
-                if entry.id not in self._repo.odb:
-                    problems.setdefault(str(entry.id), f"missing blob ({entry.name})")
 
     def set_config_default(self, key: str, value: str) -> bool:
         """Set ``key`` in the repository's own config file unless that file sets it already.
@@ -1400,6 +1389,24 @@ def _pack_builder(gitdir: Path) -> tuple[pygit2.Repository, pygit2.PackBuilder]:
     builder = pygit2.PackBuilder(repo)
     builder.set_threads(1)  # and pack.windowMemory from the config bounds its memory
     return repo, builder
+
+
+def _check_tree(repo: pygit2.Repository, oid: pygit2.Oid, seen: set, problems: dict[str, str]) -> None:
+    if oid in seen:
+        return
+    seen.add(oid)
+    try:
+        tree = repo[oid]
+    except (pygit2.GitError, KeyError, ValueError) as exc:
+        problems.setdefault(str(oid), f"missing or corrupt tree: {exc}")
+        return
+    for entry in tree:
+        if entry.type_str == "tree":
+            _check_tree(repo, entry.id, seen, problems)
+        elif entry.id not in seen:
+            seen.add(entry.id)
+            if entry.id not in repo.odb:
+                problems.setdefault(str(entry.id), f"missing blob ({entry.name})")
 
 
 def _object_at(repo: pygit2.Repository, tree: pygit2.Tree, path: str):

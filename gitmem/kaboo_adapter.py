@@ -36,7 +36,7 @@ def init_adapter(directory: Path, *, force: bool = False) -> list[Path]:
     return list(files)
 
 
-def add_commands(commands) -> None:
+def add_commands(commands, command) -> None:
     """Add ``gitmem kaboo init`` to the CLI."""
     kaboo = commands.add_parser("kaboo", help="use gitmem as kaboo's thread store")
     kaboo_commands = kaboo.add_subparsers(metavar="ACTION", required=True)

@@ -16,10 +16,12 @@ import logging.handlers
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 from gitmem import sync, watch
+from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
@@ -32,9 +34,10 @@ log = logging.getLogger("gitmem.serve")
 LOG_NAME = "serve.log"
 LOG_MAX_BYTES = 2 * 1024 * 1024
 LOG_BACKUPS = 2
+MAINTENANCE_GRACE = 10.0  # seconds a running pack may take to finish at exit
 
 
-def add_command(commands, command) -> None:
+def add_commands(commands, command) -> None:
     """Add ``gitmem serve`` to the CLI."""
     serve = command(commands, "serve", "speak nui's storage protocol (and threads.*) on "
                     "stdin/stdout", cmd_serve)
@@ -74,26 +77,47 @@ def cmd_serve(args) -> int:
         raise
     log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
              handlers_file or "any")
+    maintenance = Maintenance(mem.engine)
+    mem.engine.on_commit = maintenance.maybe_start
     watcher = watch.start_from_args(mem, args)
     syncer = sync.start_from_args(mem, args)
-    try:
-        serve(mem, handlers, sys.stdin.buffer, protocol_out,
-              max_response=args.max_response or sys.maxsize)
-    finally:
+    finished = False
+
+    def finish() -> None:
+        """Commit pending hand edits, stop the background threads, bring the index in step.
+
+        Runs before a shutdown call is answered (nui kills the process right after) and
+        again, doing nothing, on the way out.
+        """
+        nonlocal finished
+        if finished:
+            return
+        finished = True
         if syncer is not None:
             syncer.stop()
         if watcher is not None:
             watcher.stop()
+        maintenance.close(timeout=MAINTENANCE_GRACE)
         mem.close()
+
+    try:
+        serve(mem, handlers, sys.stdin.buffer, protocol_out,
+              max_response=args.max_response or sys.maxsize, on_shutdown=finish)
+    finally:
+        finish()
         log.info("stopped")
     return 0
 
 
 def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO, *,
-          max_response: int = rpc.MAX_RESPONSE) -> None:
-    """Answer requests until end of input, a shutdown call or SIGTERM."""
+          max_response: int = rpc.MAX_RESPONSE,
+          on_shutdown: Callable[[], None] = lambda: None) -> None:
+    """Answer requests until end of input, a shutdown call or SIGTERM.
+
+    ``on_shutdown`` runs before ``storage.shutdown``/``extension.shutdown`` is answered.
+    """
     name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
-    methods = storage_methods(mem, handlers, name=name)
+    methods = storage_methods(mem, handlers, name=name, on_shutdown=on_shutdown)
     methods.update(thread_methods(mem.threads))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT))

@@ -22,6 +22,7 @@ from typing import Any
 from gitmem import sync
 from gitmem.engine import GitEngine
 from gitmem.handedits import HandEdits
+from gitmem.repository import Gitmem
 
 
 def status(target) -> dict[str, Any]:
@@ -92,7 +93,7 @@ def _describe_unpushed(unpushed: dict[str, Any] | None) -> str:
     return text
 
 
-def add_command(commands, command) -> None:
+def add_commands(commands, command) -> None:
     """Add ``gitmem status`` to the CLI."""
     parser = command(commands, "status", "hand edits waiting or refused, commits not pushed, "
                      "last sync, index", cmd_status)
@@ -100,9 +101,7 @@ def add_command(commands, command) -> None:
 
 
 def cmd_status(args) -> None:
-    from gitmem.cli import open_repo
-
-    with open_repo(args) as mem:
+    with Gitmem.open(args.repo, create=False) as mem:
         report = status(mem)
     if args.json:
         json.dump(report, sys.stdout, indent=2, ensure_ascii=False)

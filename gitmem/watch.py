@@ -26,6 +26,7 @@ from watchfiles._rust_notify import RustNotify  # watchfiles' documented low-lev
 
 from gitmem.engine import GitEngine
 from gitmem.handedits import HandEdits, is_watched
+from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.watch")
 
@@ -162,7 +163,7 @@ def start_from_args(mem, args) -> Watcher | None:
 # -- `gitmem watch` ------------------------------------------------------------------
 
 
-def add_command(commands, command) -> None:
+def add_commands(commands, command) -> None:
     """Add ``gitmem watch`` to the CLI."""
     watch = command(commands, "watch", "commit hand edits of the repository as they are saved "
                     "(until Ctrl-C)", cmd_watch)
@@ -174,11 +175,10 @@ def add_command(commands, command) -> None:
 
 
 def cmd_watch(args) -> int:
-    from gitmem.cli import open_repo
 
     logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                         format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    with open_repo(args) as mem:
+    with Gitmem.open(args.repo, create=False) as mem:
         watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay)
         signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
         print(f"watching {mem.engine.workdir} (Ctrl-C to stop)", file=sys.stderr, flush=True)

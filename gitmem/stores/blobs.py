@@ -133,26 +133,40 @@ class Blobs:
         return [name for name in snapshot.list(self.folder) if is_blob_name(name)]
 
     def prepare(self, snapshot: Snapshot, values: Sequence[Any],
-                stored: Sequence[tuple[str, Any]] = (), *,
+                stored: Sequence[tuple[Sequence[str], Sequence[Any]]] = (), *,
                 prune: bool = False) -> tuple[list[Any], dict[str, bytes | None]]:
         """``values`` as they are stored, and the blob file changes that go with them.
 
-        ``stored`` holds the log's current ``(line, value)`` pairs: a value equal to the
-        one at its position, whose line holds no reference, is taken as it is without
-        being walked. With ``prune``, files no value refers to any more are removed
-        (a replace); without it (an append) files are only added.
+        ``stored`` holds the log's current chunks as ``(lines, values)``. Values equal to
+        the stored ones at their position, whose lines hold no reference, are taken as
+        they are without being walked; a whole such chunk is checked with one list
+        comparison. With ``prune``, files no value refers to any more are removed (a
+        replace); without it (an append) files are only added.
         """
         out: list[Any] = []
         files: dict[str, bytes] = {}
         referenced: set[str] = set()
-        for i, value in enumerate(values):
-            if i < len(stored) and MARK not in stored[i][0] and value == stored[i][1]:
-                out.append(value)
-                continue
+
+        def take(value: Any) -> None:
             value = _extract(value, None, None, files)
             if prune:
                 _collect(value, referenced)
             out.append(value)
+
+        pos = 0
+        for lines, stored_values in stored:
+            part = list(values[pos:pos + len(stored_values)])
+            pos += len(part)
+            if MARK not in "\n".join(lines) and part == stored_values:
+                out.extend(part)
+                continue
+            for line, stored_value, value in zip(lines, stored_values, part):
+                if MARK not in line and value == stored_value:
+                    out.append(value)
+                else:
+                    take(value)
+        for value in values[pos:]:
+            take(value)
         present = set(self.names(snapshot))
         changes: dict[str, bytes | None] = {
             f"{self.folder}/{name}": data for name, data in files.items() if name not in present}

@@ -123,8 +123,8 @@ class ChunkedJsonl:
         values = list(values)
         changes: dict[str, bytes | None] = {}
         if self.blobs is not None:
-            stored = [pair for _, chunk in existing for pair in zip(chunk.lines, chunk.values)]
-            values, changes = self.blobs.prepare(snapshot, values, stored, prune=True)
+            values, changes = self.blobs.prepare(snapshot, values, [chunk for _, chunk in existing],
+                                                 prune=True)
         out: list[list[str]] = []
         pos = 0
         for _, chunk in existing[:-1]:
