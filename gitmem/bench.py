@@ -157,20 +157,24 @@ class Bench:
 
 
 def build_repository(path: Path, files: int) -> Path:
-    """A gitmem repository holding ``files`` files (the bench's memory among them), checked
-    out, its objects packed (as maintenance keeps them, and quicker to copy)."""
+    """A gitmem repository holding ``files`` files (the bench's memory among them), checked out."""
     contents = {f"notes/{i // 100:03d}/{i:05d}.md": f"note {i}\n".encode() * 8
                 for i in range(files - 1)}
     contents[MEMORY_PATH] = memory_content(-1)
     with Gitmem.open(path) as mem:  # init adds README.md and .gitattributes
         mem.engine.commit(contents, f"bench: {files} files")
-    subprocess.run(["git", "-C", str(path), "repack", "-a", "-d", "-q"], env=GIT_ENV, check=True)
     return path
 
 
 def copy_repository(source: Path, target: Path) -> Path:
-    """A copy of ``source`` whose index matches its files again (copying changes inodes)."""
-    shutil.copytree(source, target, symlinks=True)
+    """A copy of ``source`` whose index matches its files again (copying changes inodes).
+
+    Object files are hard links (quicker than copies): git never changes one in place.
+    """
+    objects = source / ".git" / "objects"
+    shutil.copytree(source, target, symlinks=True,
+                    ignore=lambda folder, names: ["objects"] if Path(folder) == objects.parent else [])
+    shutil.copytree(objects, target / ".git" / "objects", symlinks=True, copy_function=os.link)
     subprocess.run(["git", "-C", str(target), "update-index", "-q", "--refresh"],
                    env=GIT_ENV, check=False, capture_output=True)
     return target
@@ -396,7 +400,7 @@ def session_nui(bench: Bench) -> None:
     folder = bench.workdir / "nui"
     with Gitmem.open(bench.workdir / "nui-sessions") as mem:
         held = 0
-        for sessions in bench.pick((10, 100), (10, 100, 1_000)):
+        for sessions in bench.pick((10, 50), (10, 100, 1_000)):
             data = make_nui_data(folder, sessions=sessions, messages=10, image_every=0)
             for session in data["sessions"][held:]:  # the same sessions as before, and more
                 session_id = session["id"]
@@ -567,6 +571,8 @@ def _cells(row: Row) -> tuple[str, ...]:
 
 
 def _figure(value: float, unit: str) -> str:
+    if isinstance(value, int):  # a count
+        return f"{value:,} {unit}"
     decimals = 3 if abs(value) < 1 else 2 if abs(value) < 100 else 1 if abs(value) < 1000 else 0
     return f"{value:,.{decimals}f} {unit}"
 

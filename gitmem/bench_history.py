@@ -127,7 +127,7 @@ def import_throughput(root: Path, sessions: int) -> dict[str, float]:
 
 def history_size(bench) -> None:
     """Repository size after N mixed writes, against the content and ``git gc --aggressive``."""
-    writes = bench.pick(100, 10_000)
+    writes = bench.pick(60, 10_000)
     size = repository_size(bench.workdir / "history-size", writes)
     setting = f"{writes:,} mixed writes"
     git = bench.add(Row("repository size", setting, ".git, background maintenance on",

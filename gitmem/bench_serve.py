@@ -189,7 +189,7 @@ def serve_cold_start(bench) -> None:
     }
     answered(cached)()  # writes the bytecode cache
     rows = {what: Row("cold start", "10 files", what) for what in measured}
-    for _ in range(bench.pick(3, 20)):  # taking turns: drift in load hits all alike
+    for _ in range(bench.pick(2, 20)):  # taking turns: drift in load hits all alike
         for what, measure in measured.items():
             rows[what].samples.append(measure() * 1000)
     bench.rows.extend(rows.values())

@@ -115,7 +115,7 @@ def pack(engine: GitEngine, *, full: bool = False, use_git: bool | None = None,
     started = time.monotonic()
     loose_before, packs_before = engine.loose_objects(), len(engine.pack_files())
     try:
-        with FileLock(engine.private_dir / "maintenance.lock", timeout=wait):
+        with FileLock(engine.private_dir / "maintenance-lock", timeout=wait):  # an flock file, like "lock"
             if use_git:
                 method = _pack_with_git(engine, full)
             elif full or packs_before >= PACK_LIMIT:
