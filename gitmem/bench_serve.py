@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -135,13 +136,23 @@ def serve_writes(bench) -> None:
 
 
 def serve_durability(bench) -> None:
-    """A memory write through ``gitmem serve`` with each ``--durability``, taking turns."""
+    """A memory write through ``gitmem serve`` with each ``--durability``, taking turns, and
+    what one fsync costs on this disk (for reference: the difference is a few of them)."""
     base = build_repository(bench.workdir / "durability-base", 10)
     servers = {f"serve --durability {mode}: memory write round trip":
                ServeWrite(copy_repository(base, bench.workdir / f"durability-{mode}"), memory_request,
                           ("--durability", mode)) for mode in DURABILITIES}
+    scratch = bench.workdir / "fsync-reference"
+
+    def write_and_fsync(i: int) -> None:
+        with scratch.open("wb") as file:
+            file.write(memory_content(i))
+            file.flush()
+            os.fsync(file.fileno())
+
     try:
-        fast, fsync = bench.measure("durability", "10 files", servers).values()
+        fast, fsync, _ = bench.measure("durability", "10 files", {
+            **servers, "write a 2 KB file and fsync it (for reference)": write_and_fsync}).values()
     finally:
         for server in servers.values():
             server.close()

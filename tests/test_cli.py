@@ -138,7 +138,7 @@ def test_bench_quick_prints_one_table_and_writes_json(tmp_path):
     rows = json.loads(out.read_text())["rows"]
     assert len(table) == 2 + len(rows)
     measured = {(r["scenario"], r["repo"], r["what"]) for r in rows if r["ratio"] is None}
-    for repo in ("10 files", "1,000 files"):
+    for repo in ("10 files", "300 files"):
         for what in ("store: MemoryStore.write", "floor: pygit2 commit", "git CLI: commit -a"):
             assert ("memory write", repo, what) in measured
     targets = [(r["what"], r["target"]) for r in rows if r["ratio"] is not None]
