@@ -166,7 +166,7 @@ def cmd_session_list(args) -> None:
 
 
 def cmd_bench(args) -> None:
-    from gitmem.bench import run
+    from gitmem.bench.core import run
     run(quick=args.quick, json_path=args.json, only=args.only)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitmem.bench_history import make_nui_data
+from gitmem.bench.history import make_nui_data
 from gitmem.nui_import import export_nui, import_nui, progress_bar, sanitise
 from nui_client import NuiHost, install_as_nui
 

@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench import (AGENT, AGENT_TYPE, GIT_ENV, Row, StoreWrite, build_repository,
+from gitmem.bench.core import (AGENT, AGENT_TYPE, GIT_ENV, Row, StoreWrite, build_repository,
                           copy_repository, memory_content, session_messages)
-from gitmem.bench_baselines import nui_message
+from gitmem.bench.baselines import nui_message
 from gitmem.engine import DURABILITIES, INDEX_IDLE
 
 COLD_START_BUDGET_MS = 250.0

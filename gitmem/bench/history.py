@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench import Row
-from gitmem.bench_baselines import make_nui_data, nui_message
+from gitmem.bench.core import Row
+from gitmem.bench.baselines import make_nui_data, nui_message
 from gitmem.maintenance import LOOSE_THRESHOLD, Maintenance
 from gitmem.nui_import import import_nui
 from gitmem.repository import Gitmem

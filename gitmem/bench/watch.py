@@ -72,7 +72,7 @@ def _serve_watches() -> bool:
 
 def hand_edit_latency(bench) -> None:
     """Save -> readable through ``gitmem serve``: by the watcher (nothing reading), and by a read."""
-    from gitmem.bench import Row, build_repository
+    from gitmem.bench.core import Row, build_repository
 
     repo = build_repository(bench.workdir / "hand-edits", 10)
     user_md = repo / "memory" / "user.md"
@@ -133,7 +133,7 @@ class _Writer:
 
 def watcher_overhead(bench) -> None:
     """A memory append with the watcher running vs without (and without hand edits at all)."""
-    from gitmem.bench import build_repository, copy_repository
+    from gitmem.bench.core import build_repository, copy_repository
 
     base = build_repository(bench.workdir / "watch-base", 10)
     writers = {

@@ -9,7 +9,7 @@ machines and runs; the baselines run beside gitmem, so the ratios hold.
 
 A scenario is a function ``scenario(bench)`` that adds rows through
 :meth:`Bench.measure`, :meth:`Bench.compare` and :meth:`Bench.add`; :func:`scenarios`
-lists them all, from this module and the ``gitmem.bench_*`` modules.
+lists them all, from this module and the other ``gitmem.bench`` modules.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import shutil
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,7 +35,7 @@ from typing import Any
 import pygit2
 
 from gitmem import __version__
-from gitmem.bench_baselines import NuiDataJson, SqliteStore, make_nui_data, nui_message
+from gitmem.bench.baselines import NuiDataJson, SqliteStore, make_nui_data, nui_message
 from gitmem.repository import Gitmem
 
 AGENT = "bench"
@@ -481,12 +480,11 @@ def reads(bench: Bench) -> None:
 
 def scenarios() -> list[Callable[[Bench], None]]:
     """Every scenario, in the order of the table."""
-    from gitmem import bench_history, bench_serve, bench_sync, bench_threads, bench_watch
+    from gitmem.bench import history, serve, sync, threads, watch  # they import this module
 
-    return [memory_write, memory_append, bench_serve.serve_durability, session_write, session_nui,
-            bench_threads.thread_append, reads, bench_threads.thread_reads, bench_threads.thread_list,
-            *bench_serve.SCENARIOS, *bench_watch.SCENARIOS, *bench_sync.SCENARIOS,
-            *bench_history.SCENARIOS]
+    return [memory_write, memory_append, serve.serve_durability, session_write, session_nui,
+            threads.thread_append, reads, threads.thread_reads, threads.thread_list,
+            *serve.SCENARIOS, *watch.SCENARIOS, *sync.SCENARIOS, *history.SCENARIOS]
 
 
 # -- running and printing ----------------------------------------------------------
@@ -587,7 +585,3 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run(args.quick, args.json, args.only)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,9 +20,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench import SQLITE, ColdRead
-from gitmem.bench_baselines import JsonFileThreadStore, SqliteStore
-from gitmem.bench_serve import ServeProcess
+from gitmem.bench.core import SQLITE, ColdRead
+from gitmem.bench.baselines import JsonFileThreadStore, SqliteStore
+from gitmem.bench.serve import ServeProcess
 from gitmem.repository import Gitmem
 from gitmem.stores.sessions import meta_bytes
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench import Row
+from gitmem.bench.core import Row
 from gitmem.repository import Gitmem
 from gitmem.sync import sync
 

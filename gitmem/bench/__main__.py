@@ -1,0 +1,3 @@
+from gitmem.bench.core import main
+
+raise SystemExit(main())
