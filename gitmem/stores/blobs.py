@@ -157,12 +157,14 @@ class Blobs:
         for lines, stored_values in stored:
             part = list(values[pos:pos + len(stored_values)])
             pos += len(part)
+            # Equal values are taken as stored, so the caller's comparison of chunks
+            # meets the very same objects and does not compare them deeply again.
             if MARK not in "\n".join(lines) and part == stored_values:
-                out.extend(part)
+                out.extend(stored_values)
                 continue
             for line, stored_value, value in zip(lines, stored_values, part):
                 if MARK not in line and value == stored_value:
-                    out.append(value)
+                    out.append(stored_value)
                 else:
                     take(value)
         for value in values[pos:]:
