@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 
 from gitmem import (__version__, history, kaboo_adapter, maintenance, nui_extension,
@@ -27,6 +28,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Warnings (a refused hand edit, a packing failure) go to stderr as one line each;
+    # `gitmem serve` sends everything to its log file instead.
+    logging.basicConfig(level=logging.WARNING, format="gitmem: %(message)s")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):

@@ -175,8 +175,7 @@ def add_commands(commands, command) -> None:
 
 
 def cmd_watch(args) -> int:
-
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO,
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True,
                         format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     with Gitmem.open(args.repo, create=False) as mem:
         watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay)
