@@ -662,15 +662,15 @@ class GitEngine:
         if not lagging:
             return
         for path in lagging:
-            entry = head._entry(path)
             in_index = index[path].id if path in index else None
-            on_disk = self._hash_worktree(path)
-            head_id = entry.id if entry is not None else None
+            on_disk = self.worktree_id(path)
+            head_id = head.blob_id(path)
             if on_disk == head_id:
                 continue
-            if on_disk == in_index or on_disk in self._versions_since(path, in_index, tip):
+            committed = {str(v) if v else None for v in self._versions_since(path, in_index, tip)}
+            if on_disk == (str(in_index) if in_index else None) or on_disk in committed:
                 log.warning("recovering %s from HEAD after an interrupted write", path)
-                self.write_worktree({path: self._blob(head_id) if head_id else None})
+                self.write_worktree({path: head.read(path) if head_id else None})
             else:
                 log.info("leaving %s alone: it holds an uncommitted hand edit", path)
         try:
@@ -690,18 +690,7 @@ class GitEngine:
             found.add(version)
         return found
 
-    def _hash_worktree(self, path: str) -> pygit2.Oid | None:
-        on_disk = self.workdir / path
-        if os.path.islink(on_disk) or not on_disk.is_file():
-            return None
-        return pygit2.hashfile(str(on_disk))
-
     # -- plumbing for the layers above ------------------------------------------
-
-    def hash_file(self, path: str) -> str | None:
-        """The blob id the work-tree file at ``path`` would have, or None when there is none."""
-        oid = self._hash_worktree(check_path(path))
-        return str(oid) if oid else None
 
     def user_identity(self) -> Identity:
         return user_identity(self._repo.config)
@@ -1410,10 +1399,8 @@ def _check_tree(repo: pygit2.Repository, oid: pygit2.Oid, seen: set, problems: d
 
 
 def _object_at(repo: pygit2.Repository, tree: pygit2.Tree, path: str):
-    try:
-        return repo[tree[path].id]
-    except KeyError:
-        return None
+    oid = _entry_id(tree, path)
+    return repo[oid] if oid is not None else None
 
 
 def _join(folder: str, name: str) -> str:

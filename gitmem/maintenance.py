@@ -306,9 +306,10 @@ def fsck(mem: Gitmem, *, use_git: bool | None = None) -> FsckReport:
             report.problems.append(Problem(f"{path} (HEAD)", f"cannot be read: {exc}"))
             continue
         _check_file(report, snapshot, path, data, "HEAD")
-        if engine.hash_file(path) not in (None, snapshot.blob_id(path)):
-            on_disk = engine.worktree_path(path).read_bytes()
-            _check_file(report, snapshot, path, on_disk, "work tree")
+        if engine.worktree_id(path) not in (None, snapshot.blob_id(path)):
+            on_disk = engine.read_worktree(path)
+            if on_disk is not None:
+                _check_file(report, snapshot, path, on_disk[0], "work tree")
     return report
 
 

@@ -200,10 +200,10 @@ def test_user_identity_and_config_come_from_git_config(engine, git):
     assert engine.config_get("gitmem.missing") is None
 
 
-def test_hash_file_matches_git(engine, git):
+def test_worktree_id_matches_git(engine, git):
     (engine.workdir / "loose.md").write_bytes(b"not committed\n")
-    assert engine.hash_file("loose.md") == git("hash-object", "loose.md").strip()
-    assert engine.hash_file("missing.md") is None
+    assert engine.worktree_id("loose.md") == git("hash-object", "loose.md").strip()
+    assert engine.worktree_id("missing.md") is None
 
 
 # -- history -------------------------------------------------------------------------
