@@ -24,6 +24,7 @@ import time
 
 from watchfiles._rust_notify import RustNotify  # watchfiles' documented low-level watcher
 
+from gitmem import layout
 from gitmem.engine import GitEngine
 from gitmem.handedits import HandEdits, is_watched
 from gitmem.repository import Gitmem
@@ -35,6 +36,7 @@ MAX_DELAY = 10.0  # seconds after the first change when they are committed anywa
 _GROUP_MS = 100  # while events keep coming, they are handed over at least this often
 _STEP_MS = 20  # quiet time that ends a group of events
 _POLL_MS = 500  # between scans when the system cannot notify (too many folders to watch)
+_ROOTS_CHECK_MS = 500  # how often to look whether a layout folder came or went
 
 
 class Watcher:
@@ -73,32 +75,44 @@ class Watcher:
 
     def run(self) -> None:
         """Watch until :meth:`stop` (or Ctrl-C in the main thread), then commit what is pending."""
-        with self._notifier() as notify:
-            self._commit(None)  # edits made while nothing was watching
-            self._watching.set()
-            pending: set[str] = set()
-            first = last = 0.0
-            while True:
-                timeout = 0  # wait for a change as long as it takes
-                if pending:
-                    due = min(last + self.debounce, first + self.max_delay)
-                    timeout = max(1, int((due - time.monotonic()) * 1000) + 1)
-                events = notify.watch(_GROUP_MS, _STEP_MS, timeout, self._stopping)
-                if events in ("stop", "signal"):
-                    break
-                now = time.monotonic()
-                changed = self._relevant(events) if isinstance(events, set) else set()
-                if changed:
-                    first = first if pending else now
-                    last = now
-                    pending |= changed
-                if pending and now >= min(last + self.debounce, first + self.max_delay):
-                    if self._commit(pending):
-                        pending = set()
-                    else:  # try again a debounce later
-                        first = last = now
+        roots = self._roots()
+        pending: set[str] = set()
+        first = last = 0.0
+        while not self._stopping.is_set():
+            with self._notifier(roots) as notify:
+                if not self._watching.is_set():
+                    self._commit(None)  # edits made while nothing was watching
+                    self._watching.set()
+                while roots == self._roots():
+                    timeout = _ROOTS_CHECK_MS
+                    if pending:
+                        due = min(last + self.debounce, first + self.max_delay)
+                        timeout = max(1, min(timeout, int((due - time.monotonic()) * 1000) + 1))
+                    events = notify.watch(_GROUP_MS, _STEP_MS, timeout, self._stopping)
+                    if events in ("stop", "signal"):
+                        self._stopping.set()
+                        break
+                    changed = self._relevant(events) if isinstance(events, set) else set()
+                    first, last, pending = self._note(changed, first, last, pending)
+            if not self._stopping.is_set():  # a layout folder came or went: look it over whole
+                roots = self._roots()
+                first, last, pending = self._note(set(layout.TOP_FOLDERS), first, last, pending)
         if pending:
             self._commit(pending)
+
+    def _note(self, changed: set[str], first: float, last: float,
+              pending: set[str]) -> tuple[float, float, set[str]]:
+        """Add ``changed`` to ``pending`` and commit it once due; the new (first, last, pending)."""
+        now = time.monotonic()
+        if changed:
+            first = first if pending else now
+            last = now
+            pending = pending | changed
+        if pending and now >= min(last + self.debounce, first + self.max_delay):
+            if self._commit(pending):
+                return 0.0, 0.0, set()
+            first = last = now  # try again a debounce later
+        return first, last, pending
 
     def _run_in_thread(self) -> None:
         try:
@@ -109,14 +123,21 @@ class Watcher:
         finally:
             self._watching.set()
 
-    def _notifier(self) -> RustNotify:
-        root = [str(self.engine.workdir)]
+    def _roots(self) -> list[str]:
+        """The layout folders the work tree has now: the watched ones. Watching the whole work
+        tree would wake the notifier for every object and ref git writes under .git/."""
+        return [str(self.engine.workdir / folder) for folder in layout.TOP_FOLDERS
+                if os.path.isdir(self.engine.workdir / folder)]
+
+    def _notifier(self, roots: list[str]):
+        if not roots:
+            return _Nothing()
         try:
-            return RustNotify(root, False, False, _POLL_MS, True, True)
+            return RustNotify(roots, False, False, _POLL_MS, True, True)
         except OSError as exc:  # e.g. the system's limit of watched folders
             log.warning("cannot watch %s (%s); scanning it every %d ms instead",
-                        root[0], exc, _POLL_MS)
-            return RustNotify(root, False, True, _POLL_MS, True, True)
+                        self.engine.workdir, exc, _POLL_MS)
+            return RustNotify(roots, False, True, _POLL_MS, True, True)
 
     def _relevant(self, events: set[tuple[int, str]]) -> set[str]:
         """The repository paths (files or folders) under the layout folders among ``events``."""
@@ -136,6 +157,19 @@ class Watcher:
             log.exception("could not commit hand edits; trying again later")
             return False
         return True
+
+
+class _Nothing:
+    """Stands in for the notifier while no layout folder exists: waits, reports no change."""
+
+    def __enter__(self) -> _Nothing:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def watch(self, _group_ms: int, _step_ms: int, timeout_ms: int, stop) -> str:
+        return "stop" if stop.wait(timeout_ms / 1000) else "timeout"
 
 
 # -- inside `gitmem serve` -----------------------------------------------------------

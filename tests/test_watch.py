@@ -225,3 +225,28 @@ def test_gitmem_serve_commits_a_save_with_nothing_reading(mem, person, repo_path
     with GitEngine.open(repo_path, create=False) as engine:
         (edit,) = [c for c in engine.history() if c.trailers.get("Gitmem-Op") == "hand-edit"]
         assert engine.snapshot(edit.id).read("memory/user.md") == b"saved with serve running\n"
+
+
+def test_only_the_layout_folders_are_watched_and_they_may_come_and_go(mem, watching, head_of, git):
+    """The watcher watches memory/, sessions/ and threads/, not .git/; one that appears later
+    (here by hand, as the first file in it) is watched from then on, and removing it whole
+    commits the deletions."""
+    folder = mem.engine.workdir / "memory"
+    assert not folder.exists()  # a fresh repository: no layout folder yet
+    head = head_of()
+    folder.mkdir()
+    (folder / "user.md").write_text("made by hand\n")
+    wait_for(lambda: head_of() != head)
+    assert mem.memory.read() == "made by hand\n"
+
+    time.sleep(3 * FAST["debounce"])  # the new folder's own watch is running now
+    head = head_of()
+    (folder / "user.md").write_text("edited by hand\n")
+    wait_for(lambda: head_of() != head)
+    assert git("show", "HEAD:memory/user.md") == "edited by hand\n"
+
+    head = head_of()
+    (folder / "user.md").unlink()
+    folder.rmdir()
+    wait_for(lambda: head_of() != head)
+    assert git("ls-tree", "-r", "--name-only", "HEAD").split() == [".gitattributes", "README.md"]
