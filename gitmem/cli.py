@@ -77,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name, run, help_ in (("read", cmd_session_read, "print {messages, agentSessionId} as JSON"),
                              ("write", cmd_session_write, "replace the session with "
                               "{messages, agentSessionId, workingDir} JSON from stdin"),
+                             ("append", cmd_session_append, "add the messages of "
+                              "{messages, agentSessionId?, workingDir?} JSON from stdin"),
                              ("delete", cmd_session_delete, "delete the session")):
         sub = _command(session_commands, name, help_, run)
         sub.add_argument("agent_type", metavar="AGENT_TYPE")
@@ -146,16 +148,30 @@ def cmd_session_read(args) -> None:
     sys.stdout.write("\n")
 
 
-def cmd_session_write(args) -> None:
+def _session_body() -> dict:
+    """The JSON object on stdin, ``{"messages": [...], "agentSessionId": ..., "workingDir": ...}``."""
     try:
         body = json.load(sys.stdin)
     except json.JSONDecodeError as exc:
         raise CliError(f"stdin is not JSON: {exc}") from None
     if not isinstance(body, dict) or not isinstance(body.get("messages", []), (list, type(None))):
         raise CliError('stdin must be a JSON object like {"messages": [...], "agentSessionId": ""}')
+    return body
+
+
+def cmd_session_write(args) -> None:
+    body = _session_body()
     with open_repo(args) as mem:
         mem.sessions.write(args.agent_type, args.session_id, body.get("messages"),
                            str(body.get("agentSessionId") or ""), str(body.get("workingDir") or ""))
+
+
+def cmd_session_append(args) -> None:
+    body = _session_body()
+    given = [body.get(key) for key in ("agentSessionId", "workingDir")]
+    with open_repo(args) as mem:
+        mem.sessions.append(args.agent_type, args.session_id, body.get("messages"),
+                            *(None if value is None else str(value) for value in given))
 
 
 def cmd_session_delete(args) -> None:

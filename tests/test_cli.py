@@ -83,6 +83,29 @@ def test_session_commands(repo, cli, git):
     assert git.status() == ""
 
 
+def test_session_append(repo, cli, git):
+    cli("session", "write", "claude-code", "s1", input=json.dumps(
+        {"messages": [{"id": "m1", "content": "hi"}], "agentSessionId": "r1", "workingDir": "/w"}))
+    cli("session", "append", "claude-code", "s1",
+        input=json.dumps({"messages": [{"id": "m2", "content": "ho ✓", "extra": {"z": 1, "a": 2}}]}))
+    read = json.loads(cli("session", "read", "claude-code", "s1").stdout)
+    assert read == {"messages": [{"id": "m1", "content": "hi"},
+                                 {"id": "m2", "content": "ho ✓", "extra": {"z": 1, "a": 2}}],
+                    "agentSessionId": "r1"}
+    assert git.log(fmt="%s")[0] == "session: append 1 message to claude-code/s1"
+    cli("session", "append", "claude-code", "s1",
+        input='{"messages": [{"id": "m3"}], "agentSessionId": "r2"}')
+    meta = json.loads((repo / "sessions/claude-code/s1/meta.json").read_text())
+    assert (meta["agentSessionId"], meta["workingDir"]) == ("r2", "/w")
+    count = git.count()
+    cli("session", "append", "claude-code", "s1", input='{"messages": []}')  # succeeds, no commit
+    cli("session", "append", "ext:corp/x", "new", input='{"messages": [{"id": "n1"}]}')
+    assert git.count() == count + 1
+    assert json.loads(cli("session", "read", "ext:corp/x", "new").stdout) == {
+        "messages": [{"id": "n1"}], "agentSessionId": ""}
+    assert git.status() == ""
+
+
 def test_log_of_a_record_newest_first(repo, cli, git):
     cli("memory", "write", "--agent", "a/b", input="one")
     cli("memory", "write", "--user", input="user")
@@ -110,6 +133,8 @@ def test_log_of_a_record_newest_first(repo, cli, git):
     (("session", "write", "t", "s"), "not json", "not JSON"),
     (("session", "write", "t", "s"), '{"messages": 5}', "JSON object"),
     (("session", "write", "t", "s"), "[]", "JSON object"),
+    (("session", "append", "t", "s"), "not json", "not JSON"),
+    (("session", "append", "t", "s"), '{"messages": {}}', "JSON object"),
 ])
 def test_bad_input_is_one_line_on_stderr(repo, cli, git, args, stdin, says):
     count = git.count()
@@ -144,7 +169,8 @@ def test_bench_quick_prints_one_table_and_writes_json(tmp_path):
     targets = [(r["what"], r["target"]) for r in rows if r["ratio"] is not None]
     assert targets.count(("store: MemoryStore.write / floor: pygit2 commit", 1.3)) == 2
     assert targets.count(("store: MemoryStore.write / git CLI: commit -a", 0.4)) == 2
-    assert ("store: +1 message to 5,000 / store: +1 message to 10", 1.5) in targets
+    assert ("store: append 1 message to 5,000 / store: append 1 message to 10", 1.5) in targets
+    assert ("store: +1 message to 5,000 / store: +1 message to 10", None) in targets
     assert all(r["median_ms"] > 0 and r["p95_ms"] >= r["median_ms"] and r["n"] >= 2
                for r in rows if r["n"])
     assert all(r["value"] is not None for r in rows if not r["n"] and r["ratio"] is None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitmem.ids import encode
+from gitmem.stores.jsonl import ChunkedJsonl
 
 AGENT = "claude-code"
 SESSION = "6f1c2a9e-0b7d-4c1e-9a57-3f2d1e0c9b8a"
@@ -122,6 +124,89 @@ def test_extending_a_5000_message_session_touches_one_chunk(mem, git):
     mem.sessions.write(AGENT, SESSION, messages, "r", "/w")
     assert sorted(git.changed()) == [chunks[0], f"{FOLDER}/meta.json"]
     assert mem.sessions.read(AGENT, SESSION)[0] == messages
+
+
+def test_append_to_a_new_and_to_an_existing_session(mem, git):
+    first = [{"zeta": 1, "id": "m1", "content": "héllo ✓"}, "not even an object", None]
+    assert mem.sessions.append(AGENT, SESSION, first) is not None
+    assert mem.sessions.read(AGENT, SESSION) == (first, "")
+    mem.sessions.write(AGENT, "other", [message(0)], "r", "/w")
+    assert mem.sessions.append(AGENT, "other", [message(1), {"b": 1, "a": [2.5, True]}]) is not None
+    read, agent_session_id = mem.sessions.read(AGENT, "other")
+    assert read == [message(0), message(1), {"b": 1, "a": [2.5, True]}] and agent_session_id == "r"
+    assert list(read[2]) == ["b", "a"]  # key order kept
+    text, _ = mem.sessions.read_json(AGENT, "other")
+    assert json.loads(text) == read
+
+
+def test_append_is_one_commit_and_an_empty_list_none(mem, git):
+    mem.sessions.append(AGENT, SESSION, [message(0)], trailers={"Gitmem-Handler": "h1"})
+    assert git.log(fmt="%s")[0] == f"session: append 1 message to {AGENT}/{SESSION}"
+    assert git("log", "-1", "--format=%(trailers:only,unfold)").strip().splitlines() == [
+        "Gitmem-Op: session.append", "Gitmem-Handler: h1", f"Gitmem-Id: session:{AGENT}/{SESSION}"]
+    count = git.count()
+    mem.sessions.append(AGENT, SESSION, [message(1), message(2)])
+    assert git.count() == count + 1
+    assert git.log(fmt="%s")[0] == f"session: append 2 messages to {AGENT}/{SESSION}"
+    assert mem.sessions.append(AGENT, SESSION, [], "new-resume", "/elsewhere") is None
+    assert mem.sessions.append(AGENT, "never", []) is None
+    assert git.count() == count + 1
+    assert mem.sessions.meta(AGENT, "never") is None
+    assert mem.sessions.read(AGENT, SESSION) == ([message(0), message(1), message(2)], "")
+
+
+def test_append_keeps_or_sets_the_metadata(mem, git):
+    mem.sessions.append(AGENT, SESSION, [message(0)])
+    meta = mem.sessions.meta(AGENT, SESSION)
+    assert meta == {"agentType": AGENT, "sessionId": SESSION, "agentSessionId": "", "workingDir": "",
+                    "createdAt": meta["createdAt"], "updatedAt": meta["createdAt"]}
+    assert meta["createdAt"].endswith("Z")
+    mem.sessions.append(AGENT, SESSION, [message(1)], "resume-1", "/home/me/a")
+    again = mem.sessions.meta(AGENT, SESSION)
+    assert (again["agentSessionId"], again["workingDir"]) == ("resume-1", "/home/me/a")
+    mem.sessions.append(AGENT, SESSION, [message(2)], working_dir="/home/me/b",
+                        extra_meta={"note": "x"})
+    last = mem.sessions.meta(AGENT, SESSION)
+    assert (last["agentSessionId"], last["workingDir"], last["note"]) == ("resume-1", "/home/me/b", "x")
+    assert last["createdAt"] == meta["createdAt"] and last["updatedAt"] >= again["updatedAt"]
+    assert list(json.loads(git.show(f"HEAD:{FOLDER}/meta.json"))) == [
+        "agentType", "sessionId", "agentSessionId", "workingDir", "createdAt", "updatedAt", "note"]
+    mem.sessions.append(AGENT, "new", [message(0)], "resume-2")
+    assert mem.sessions.meta(AGENT, "new")["workingDir"] == ""
+    assert mem.sessions.read(AGENT, "new") == ([message(0)], "resume-2")
+
+
+def test_appending_to_a_5000_message_session_touches_one_chunk(mem, git, monkeypatch):
+    messages = [message(i) for i in range(5000)]
+    mem.sessions.write(AGENT, SESSION, messages, "r", "/w")
+    chunks = git("ls-tree", "--name-only", "HEAD", f"{FOLDER}/messages/").splitlines()
+    assert len(chunks) > 1
+    monkeypatch.setattr(ChunkedJsonl, "replace", None)  # an append never compares the stored messages
+    for extra in (5000, 5001):
+        messages.append(message(extra))
+        mem.sessions.append(AGENT, SESSION, [message(extra)])
+        changed = git.changed()
+        assert len(changed) == 2 and f"{FOLDER}/meta.json" in changed
+        touched = changed[0]  # the last chunk, or a new one when it was full
+        assert touched.startswith(f"{FOLDER}/messages/") and touched >= chunks[-1]
+        assert mem.sessions.read(AGENT, SESSION) == (messages, "r")
+
+
+def test_an_appended_image_round_trips(mem, git):
+    png = base64.b64encode(bytes(range(256)) * 8).decode()
+    mem.sessions.append(AGENT, SESSION, [message(0)])
+    with_image = message(1, images=[{"id": "i1", "mediaType": "image/png", "data": png}])
+    mem.sessions.append(AGENT, SESSION, [with_image])
+    assert mem.sessions.read(AGENT, SESSION)[0] == [message(0), with_image]
+    blob_files = git("ls-tree", "--name-only", "HEAD", f"{FOLDER}/messages/blobs/").splitlines()
+    assert len(blob_files) == 1 and blob_files[0].endswith(".png")
+    assert sorted(git.changed()) == sorted([*blob_files, f"{FOLDER}/messages/000000.jsonl",
+                                            f"{FOLDER}/meta.json"])
+    assert png not in git.show(f"HEAD:{FOLDER}/messages/000000.jsonl")
+    mem.sessions.append(AGENT, SESSION, [message(2, images=[{"mediaType": "image/png", "data": png}])])
+    assert f"{FOLDER}/messages/blobs/" not in " ".join(git.changed())  # stored once
+    assert mem.sessions.read(AGENT, SESSION)[0][1:] == [
+        with_image, message(2, images=[{"mediaType": "image/png", "data": png}])]
 
 
 def test_shrinking_a_session_drops_its_tail_chunks(mem, git):

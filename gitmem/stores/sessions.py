@@ -4,10 +4,15 @@ nui sends the whole message list on every write, so ``write`` replaces the sessi
 on disk the messages are chunked JSONL, and a write that extends the list touches
 only the last chunk. Messages come back verbatim (unknown fields, key order).
 
+A write compares every given message with the stored one, so its cost grows with the
+session; a caller that knows it is adding messages uses ``append``, which touches only
+the last chunk and never compares the earlier messages.
+
     sessions = SessionStore(engine)
     sessions.write("claude-code", "6f1c...", [{"id": "m1", "role": "user", "content": "hi"}],
                    agent_session_id="resume-1", working_dir="/home/me/project")
-    sessions.read("claude-code", "6f1c...")   # ([{...}], "resume-1")
+    sessions.append("claude-code", "6f1c...", [{"id": "m2", "role": "assistant", "content": "hello"}])
+    sessions.read("claude-code", "6f1c...")   # ([{...}, {...}], "resume-1")
 """
 
 from __future__ import annotations
@@ -82,27 +87,59 @@ class SessionStore:
               trailers: Mapping[str, str] | None = None) -> str | None:
         """Replace the session with ``messages``; returns the commit id (None: nothing changed)."""
         messages = list(messages or [])
-        folder = self.folder(agent_type, session_id)
         log = self._log(agent_type, session_id)
-
-        def changes(snapshot: Snapshot):
-            changed = log.replace(snapshot, messages)
-            old = self.meta(agent_type, session_id, snapshot=snapshot)
-            meta = {"agentType": agent_type, "sessionId": session_id,
-                    "agentSessionId": agent_session_id, "workingDir": working_dir,
-                    **(extra_meta or {})}
-            if old is not None and not changed and all(old.get(k) == v for k, v in meta.items()):
-                return None
-            stamp = now_iso()
-            meta["createdAt"] = (old or {}).get("createdAt", stamp)
-            meta["updatedAt"] = stamp
-            changed[f"{folder}/{layout.META}"] = meta_bytes({**(old or {}), **meta})
-            return changed
-
+        fields = {"agentSessionId": agent_session_id, "workingDir": working_dir, **(extra_meta or {})}
         return self.engine.update(
-            changes, f"session: write {agent_type}/{session_id} ({len(messages)} messages)",
+            lambda snapshot: self._with_meta(snapshot, agent_type, session_id,
+                                             log.replace(snapshot, messages), fields),
+            f"session: write {agent_type}/{session_id} ({len(messages)} messages)",
             {"Gitmem-Op": "session.write", **(trailers or {}),
-             "Gitmem-Id": f"session:{agent_type}/{session_id}"}, scope=folder)
+             "Gitmem-Id": f"session:{agent_type}/{session_id}"},
+            scope=self.folder(agent_type, session_id))
+
+    def append(self, agent_type: str, session_id: str, messages: Sequence[Any] | None,
+               agent_session_id: str | None = None, working_dir: str | None = None, *,
+               extra_meta: Mapping[str, Any] | None = None,
+               trailers: Mapping[str, str] | None = None) -> str | None:
+        """Add ``messages`` after the stored ones, never comparing those; returns the commit id.
+        An empty list makes no commit (None), whatever else is given.
+
+        ``agent_session_id`` and ``working_dir`` replace the stored ones when given (None
+        keeps them; a new session gets "").
+        """
+        messages = list(messages or [])
+        if not messages:
+            return None
+        log = self._log(agent_type, session_id)
+        fields = {key: value for key, value in (("agentSessionId", agent_session_id),
+                                                ("workingDir", working_dir)) if value is not None}
+        fields.update(extra_meta or {})
+        count = f"{len(messages)} message{'s' if len(messages) != 1 else ''}"
+        return self.engine.update(
+            lambda snapshot: self._with_meta(snapshot, agent_type, session_id,
+                                             log.append(snapshot, messages), fields),
+            f"session: append {count} to {agent_type}/{session_id}",
+            {"Gitmem-Op": "session.append", **(trailers or {}),
+             "Gitmem-Id": f"session:{agent_type}/{session_id}"},
+            scope=self.folder(agent_type, session_id))
+
+    def _with_meta(self, snapshot: Snapshot, agent_type: str, session_id: str,
+                   changes: dict[str, bytes | None], fields: Mapping[str, Any]
+                   ) -> dict[str, bytes | None] | None:
+        """``changes`` plus the session's meta.json with ``fields`` set (agentSessionId and
+        workingDir are "" on a new session unless set), createdAt kept (set on the first
+        write) and updatedAt bumped; None when neither the messages nor the fields change."""
+        old = self.meta(agent_type, session_id, snapshot=snapshot)
+        meta = {"agentType": agent_type, "sessionId": session_id, **fields}
+        if old is not None and not changes and all(old.get(k) == v for k, v in meta.items()):
+            return None
+        stamp = now_iso()
+        meta["createdAt"] = (old or {}).get("createdAt", stamp)
+        meta["updatedAt"] = stamp
+        base = old if old is not None else {"agentType": agent_type, "sessionId": session_id,
+                                            "agentSessionId": "", "workingDir": ""}
+        changes[f"{self.folder(agent_type, session_id)}/{layout.META}"] = meta_bytes({**base, **meta})
+        return changes
 
     def delete(self, agent_type: str, session_id: str, *,
                trailers: Mapping[str, str] | None = None) -> str | None:
