@@ -21,7 +21,7 @@ from gitmem.engine import Snapshot
 from gitmem.stores import blobs as blob_refs
 
 MAX_LINES = 1000
-MAX_BYTES = 256 * 1024
+MAX_BYTES = 64 * 1024
 SUFFIX = ".jsonl"
 
 
