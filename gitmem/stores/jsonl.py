@@ -101,14 +101,14 @@ class ChunkedJsonl:
         return sum(len(chunk.lines) for _, chunk in self.chunks(snapshot))
 
     def append(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes]:
-        """The changes that add ``values`` after the last line; earlier chunks are untouched."""
-        existing = self.chunks(snapshot)
+        """The changes that add ``values`` after the last line; earlier chunks are not even read."""
+        existing = self.chunk_paths(snapshot)
         files: dict[str, bytes | None] = {}
         if self.blobs is not None:
             values, files = self.blobs.prepare(snapshot, values)
-        start = list(existing[-1][1].lines) if existing else []
+        start = list(snapshot.read_parsed(existing[-1], parse_chunk).lines) if existing else []
         packed = self._pack(start, [dumps(v) for v in values])
-        paths = self._paths([p for p, _ in existing[-1:]], len(packed), existing)
+        paths = self._paths(existing[-1:], len(packed), existing)
         return {**files, **{path: _chunk_bytes(lines) for path, lines in zip(paths, packed) if lines}}
 
     def replace(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes | None]:
@@ -139,7 +139,7 @@ class ChunkedJsonl:
                 start, rest = list(last.lines), rest[len(last.values):]
         out.extend(self._pack(start, [dumps(v) for v in rest]))
         old = dict(existing)
-        paths = self._paths([p for p, _ in existing], len(out), existing)
+        paths = self._paths(list(old), len(out), list(old))
         for path, lines in zip(paths, out):
             if not lines:
                 if path in old:
@@ -157,10 +157,10 @@ class ChunkedJsonl:
             changes.update(self.blobs.delete(snapshot))
         return changes
 
-    def _paths(self, reuse: list[str], count: int, existing: list[tuple[str, Chunk]]) -> list[str]:
-        """``count`` chunk paths: those in ``reuse``, then new names after the last chunk."""
+    def _paths(self, reuse: list[str], count: int, existing: list[str]) -> list[str]:
+        """``count`` chunk paths: those in ``reuse``, then new names after the last of ``existing``."""
         paths = reuse[:count]
-        last = existing[-1][0].rsplit("/", 1)[1][:-len(SUFFIX)] if existing else ""
+        last = existing[-1].rsplit("/", 1)[1][:-len(SUFFIX)] if existing else ""
         following = int(last) + 1 if last.isdigit() else len(existing)
         while len(paths) < count:
             paths.append(f"{self.folder}/{following:06d}{SUFFIX}")
