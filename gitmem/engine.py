@@ -1197,14 +1197,15 @@ class _IndexRefresher:
 
     def mark(self, paths) -> None:
         with self._cond:
-            if not self._pending:
-                self._first_mark = time.monotonic()
-            self._pending.update(paths)
             self._last_mark = time.monotonic()
+            first = not self._pending
+            self._pending.update(paths)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="gitmem-index", daemon=True)
                 self._thread.start()
-            self._cond.notify()
+            if first:  # else the thread waits for a due time that later marks only postpone
+                self._first_mark = self._last_mark
+                self._cond.notify()
 
     def stop(self) -> None:
         with self._cond:

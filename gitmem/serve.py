@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+import queue
 import signal
 import sys
 from collections.abc import Callable
@@ -64,8 +65,8 @@ def cmd_serve(args) -> int:
     protocol_out = _claim_stdout()
     os.umask(0o077)
     mem = Gitmem.open(args.repo, create=True, durability=args.durability)
-    _log_to_file(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
-                 args.log_level)
+    log_writer = _log_to_file(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
+                              args.log_level)
     # An invalid handler list stops us before serving, with a one-line error the CLI
     # prints; nui drops stderr, so it goes to the log too.
     try:
@@ -74,6 +75,7 @@ def cmd_serve(args) -> int:
     except HandlerConfigError as error:
         log.error("not serving: %s", error)
         mem.close()
+        log_writer.stop()
         raise
     log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
              handlers_file or "any")
@@ -106,6 +108,7 @@ def cmd_serve(args) -> int:
     finally:
         finish()
         log.info("stopped")
+        log_writer.stop()
     return 0
 
 
@@ -132,16 +135,22 @@ def _claim_stdout() -> BinaryIO:
     return protocol_out
 
 
-def _log_to_file(path: Path, level: str) -> None:
+def _log_to_file(path: Path, level: str) -> logging.handlers.QueueListener:
+    """Send every log record to a size-bounded file at ``path``, written by a thread of its
+    own (so requests are not answered later for it); stop the returned listener to flush."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     handler = logging.handlers.RotatingFileHandler(
         path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
     handler.setFormatter(logging.Formatter(
         "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    records: queue.SimpleQueue = queue.SimpleQueue()
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    root.handlers[:] = [logging.handlers.QueueHandler(records)]
     root.setLevel(level)
     logging.captureWarnings(True)
+    listener = logging.handlers.QueueListener(records, handler)
+    listener.start()
+    return listener
 
 
 def _ids_of(params: dict) -> str:
