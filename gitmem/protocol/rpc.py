@@ -383,8 +383,9 @@ def _encode(value: Any) -> bytes:
     if raw:
         pieces = data.split(_PLACEHOLDER_JSON)
         data = b"".join(chunk for pair in zip(pieces, raw + [b""]) for chunk in pair)
-    for separator, escaped in _LINE_SEPARATORS:
-        data = data.replace(separator, escaped)
+    if b"\xe2" in data:  # the lead byte of both separators; one quick scan mostly spares two
+        for separator, escaped in _LINE_SEPARATORS:
+            data = data.replace(separator, escaped)
     return data
 
 
