@@ -11,6 +11,8 @@ in the repository.
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import logging
 import logging.handlers
 import os
@@ -33,6 +35,8 @@ from gitmem.repository import Gitmem
 log = logging.getLogger("gitmem.serve")
 
 LOG_NAME = "serve.log"
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
+PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)
 LOG_MAX_BYTES = 2 * 1024 * 1024
 LOG_BACKUPS = 2
 MAINTENANCE_GRACE = 10.0  # seconds a running pack may take to finish at exit
@@ -63,6 +67,7 @@ def add_commands(commands, command) -> None:
 
 def cmd_serve(args) -> int:
     protocol_out = _claim_stdout()
+    _keep_big_buffers_in_the_heap()
     os.umask(0o077)
     mem = Gitmem.open(args.repo, create=True, durability=args.durability)
     log_writer = _log_to_file(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
@@ -129,10 +134,27 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
 def _claim_stdout() -> BinaryIO:
     """Keep fd 1 for protocol lines only: anything else printing to stdout goes to stderr."""
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    try:  # a big pipe passes a big answer in a few writes instead of one per 64 KB
+        fcntl.fcntl(protocol_out.fileno(), fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+    except (AttributeError, OSError):  # not Linux, not a pipe, or above the system's limit
+        pass
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     return protocol_out
+
+
+def _keep_big_buffers_in_the_heap() -> None:
+    """Let glibc serve buffers of up to 32 MB (a big answer and the pieces it is made of)
+    from its heap, reused from one request to the next. By default each buffer over 128 KB
+    is a fresh mapping whose page faults cost more than filling it (measured: 0.9 ms of a
+    1 MB readEvents in a just-started server)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
+    except (OSError, AttributeError):  # not glibc: its defaults stay
+        pass
 
 
 def _log_to_file(path: Path, level: str) -> logging.handlers.QueueListener:

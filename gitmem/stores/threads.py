@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -64,13 +65,19 @@ def last_state_json(data: bytes) -> str | None:
     return None
 
 
+_BLANK_LINE = re.compile(rb"\n[ \t]*\n")  # starts with a literal: a quick scan
+
+
 def array_items(data: bytes) -> bytes:
     """A JSONL chunk's lines joined by commas (blank lines left out), not decoded.
 
     Committed chunks hold valid JSON lines (gitmem writes them, and the hand-edit check
     commits no other), so a read joins them as they are instead of parsing each value.
     """
-    return b",".join(item for line in data.split(b"\n") if (item := line.strip()))
+    body = data.strip()
+    if b"\r" not in body and _BLANK_LINE.search(body) is None:  # as gitmem writes them
+        return body.replace(b"\n", b",")
+    return b",".join(item for line in body.split(b"\n") if (item := line.strip()))
 
 
 def _objects(name: str, values: Sequence[Any]) -> list[Any]:
