@@ -42,10 +42,14 @@ def dumps(value: Any) -> str:
     return line
 
 
+def chunk_lines(data: bytes) -> tuple[str, ...]:
+    """A chunk file's lines, not parsed (blank lines left out)."""
+    return tuple(line for line in data.decode("utf-8").split("\n") if line.strip())
+
+
 def parse_chunk(data: bytes) -> Chunk:
     """Parse a chunk file; raises ``ValueError`` naming the line that does not parse."""
-    text = data.decode("utf-8")
-    lines = tuple(line for line in text.split("\n") if line.strip())
+    lines = chunk_lines(data)
     try:
         values = json.loads("[" + ",".join(lines) + "]")
     except json.JSONDecodeError:
@@ -106,7 +110,8 @@ class ChunkedJsonl:
         files: dict[str, bytes | None] = {}
         if self.blobs is not None:
             values, files = self.blobs.prepare(snapshot, values)
-        start = list(snapshot.read_parsed(existing[-1], parse_chunk).lines) if existing else []
+        # The lines only: the last chunk is a new blob after every append, parsed afresh.
+        start = list(snapshot.read_parsed(existing[-1], chunk_lines)) if existing else []
         packed = self._pack(start, [dumps(v) for v in values])
         paths = self._paths(existing[-1:], len(packed), existing)
         return {**files, **{path: _chunk_bytes(lines) for path, lines in zip(paths, packed) if lines}}
