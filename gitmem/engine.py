@@ -269,6 +269,10 @@ class GitEngine:
             raise EngineError(f"{path} is a bare repository; gitmem needs a work tree")
         return cls(repo, **kwargs)
 
+    def flush_index(self) -> None:
+        """Refresh the index now for the writes made so far (else within about a second)."""
+        self._index_refresher.flush()
+
     def close(self) -> None:
         """Bring the index in step with HEAD and stop the background thread."""
         if not self._closed:
@@ -515,9 +519,9 @@ class GitEngine:
     def _safe_target(self, path: str, *, create_parents: bool) -> Path | None:
         """The work-tree path for ``path``, refusing to pass through symlinks or files."""
         parts = check_path(path).split("/")
-        current = self.workdir
+        current = str(self.workdir)  # strings: pathlib's joins cost more than the lstat calls
         for part in parts[:-1]:
-            current = current / part
+            current = f"{current}/{part}"
             try:
                 st = os.lstat(current)
             except FileNotFoundError:
@@ -529,7 +533,7 @@ class GitEngine:
                 if create_parents:
                     raise UnsafePath(f"{current} is not a folder; refusing to write {path!r}")
                 return None
-        return current / parts[-1]
+        return Path(f"{current}/{parts[-1]}")
 
     def _tmp_path(self) -> Path:
         """A fresh name in the private temp folder (cleaned at open when its process is gone)."""
@@ -1232,7 +1236,7 @@ class _IndexRefresher:
             self._cond.notify()
         if self._thread is not None:
             self._thread.join()
-        self._flush()
+        self.flush()
 
     def _run(self) -> None:
         while True:
@@ -1246,9 +1250,9 @@ class _IndexRefresher:
                 if now < due:
                     self._cond.wait(due - now)
                     continue
-            self._flush()
+            self.flush()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         with self._cond:
             paths, self._pending = sorted(self._pending), set()
         if paths:

@@ -30,6 +30,7 @@ import fnmatch
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Iterable, Mapping
 
@@ -53,12 +54,15 @@ EMPTY_SETTLE = 1.0
 BY_PRODUCTS = ("*.swp", "*.swx", "*~", "4913", "*.tmp", "#*#", "*___jb_tmp___", "*___jb_old___")
 
 
+_BY_PRODUCT = re.compile("|".join(fnmatch.translate(pattern) for pattern in BY_PRODUCTS))
+
+
 def is_watched(path: str) -> bool:
     """True for a repository path a hand edit may touch: under a layout folder, not a by-product."""
     parts = path.split("/")
     if parts[0] not in layout.TOP_FOLDERS or any(part.startswith(".") for part in parts):
         return False
-    return not any(fnmatch.fnmatchcase(parts[-1], pattern) for pattern in BY_PRODUCTS)
+    return _BY_PRODUCT.match(parts[-1]) is None
 
 
 def check(path: str, data: bytes) -> tuple[int | None, str] | None:

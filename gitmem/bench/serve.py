@@ -34,6 +34,7 @@ from gitmem.engine import DURABILITIES, INDEX_IDLE
 COLD_START_BUDGET_MS = 250.0
 SESSION_SIZE = 200  # messages in the session that each write sends in full, as nui does
 SERVE = [sys.executable, "-m", "gitmem", "serve"]
+SERVED = "bench-served"  # the server's record, beside the in-process store's in one repository
 
 
 class ServeProcess:
@@ -117,9 +118,9 @@ def with_new_message(messages: list[dict[str, Any]], i: int) -> list[dict[str, A
     return messages + [nui_message(0, len(messages) + i)]
 
 
-def memory_request(i: int) -> tuple[str, dict[str, Any]]:
+def memory_request(i: int, agent: str = AGENT) -> tuple[str, dict[str, Any]]:
     """A memory write as nui sends it, different for every ``i``."""
-    return "storage.agentMemory.write", {"agentId": AGENT, "content": memory_content(i).decode(),
+    return "storage.agentMemory.write", {"agentId": agent, "content": memory_content(i).decode(),
                                          "handlerId": "bench", "writeMode": "replace"}
 
 
@@ -131,18 +132,22 @@ def serve_writes(bench) -> None:
     def session_request(i: int) -> tuple[str, dict[str, Any]]:
         return "storage.session.write", {
             "agentSessionId": "resume", "agentType": AGENT_TYPE, "handlerId": "bench",
-            "messages": with_new_message(messages, i), "sessionId": "bench", "workingDir": "/home/me"}
+            "messages": with_new_message(messages, i), "sessionId": SERVED, "workingDir": "/home/me"}
 
     for label, store_what, make_store, request in (
-            ("memory", "MemoryStore.write", StoreWrite, memory_request),
+            ("memory", "MemoryStore.write", StoreWrite, lambda i: memory_request(i, SERVED)),
             ("session", "SessionStore.write", lambda path: StoreSessionWrite(path, messages),
              session_request)):
-        store = make_store(copy_repository(base, bench.workdir / f"serve-store-{label}"))
-        served = ServeWrite(copy_repository(base, bench.workdir / f"serve-serve-{label}"), request)
+        # One repository for both, each writing a record of its own (see memory_write).
+        # The server does not watch it: its watcher would react to the store's writes
+        # too; what a watcher costs is measured under "hand edits".
+        shared = copy_repository(base, bench.workdir / f"serve-{label}")
+        store = make_store(shared)
+        served = ServeWrite(shared, request, options=["--no-watch"])
         try:
             rows = bench.measure(f"serve {label}", "10 files", {
                 f"store: {store_what}": store,
-                "serve: round trip": served,
+                "serve --no-watch: round trip": served,
             })
         finally:
             store.close()
