@@ -426,11 +426,9 @@ class GitEngine:
                         tree_id = self._repo.TreeBuilder().write()
                     if base_tree is not None and tree_id == base_tree.id:
                         return None
-                    signature = (author or self.identity).signature()
                     committer = self.identity.signature()
-                    parents = [base] if base else []
-                    commit_id = self._repo.create_commit(
-                        None, signature, committer, full_message, tree_id, parents)
+                    signature = author.signature() if author is not None else committer
+                    commit_id = self._commit_on_branch(base, signature, committer, full_message, tree_id)
                 except OSError as exc:
                     # Background packing (git prune-packed) may remove an emptied
                     # objects/xx folder between libgit2's mkdir and its rename: write again.
@@ -438,7 +436,7 @@ class GitEngine:
                         raise
                     log.info("writing objects again after: %s", exc)
                     continue
-                if self._move_branch(base, commit_id, full_message):
+                if commit_id is not None:
                     if worktree:
                         self.write_worktree(changes, expected=snapshot)
                     self._index_refresher.mark(changes)
@@ -447,6 +445,21 @@ class GitEngine:
                     return str(commit_id)
             raise EngineError("the branch kept moving under us; gave up after "
                               f"{MAX_CAS_RETRIES} attempts")
+
+    def _commit_on_branch(self, base: pygit2.Oid | None, author: pygit2.Signature,
+                          committer: pygit2.Signature, message: str, tree_id: pygit2.Oid) -> pygit2.Oid | None:
+        """Create the commit on ``base`` and move ``main`` to it if ``main`` still points to
+        ``base``; None when another writer moved it first. libgit2 checks that under the
+        ref's lock when it makes a commit on a branch, as cheaply as a bare commit."""
+        if base is None:  # an unborn branch: create it only if nobody did meanwhile
+            commit_id = self._repo.create_commit(None, author, committer, message, tree_id, [])
+            return commit_id if self._move_branch(None, commit_id, message) else None
+        try:
+            return self._repo.create_commit(REF, author, committer, message, tree_id, [base])
+        except pygit2.GitError:  # "current tip is not the first parent", or the ref's CAS
+            if self._tip() != base:
+                return None
+            raise
 
     def _move_branch(self, expected: pygit2.Oid | None, new: pygit2.Oid, message: str) -> bool:
         summary = message.split("\n", 1)[0]
