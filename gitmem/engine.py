@@ -514,6 +514,7 @@ class GitEngine:
                         self._prune_empty_dirs(target.parent)
                 else:
                     self._replace_file(target, data)
+                    self._note_written(path, target, data)
             except (UnsafePath, OSError) as exc:
                 log.warning("left %s out of the work tree: %s", path, exc)
         if self.durability == "fsync":
@@ -560,6 +561,8 @@ class GitEngine:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
+            now = time.time_ns()
+            os.utime(fd, ns=(now, now - OWN_WRITE_AGE_NS))  # see _note_written
             if self.durability == "fsync":
                 os.fsync(fd)
         finally:
@@ -825,18 +828,29 @@ class GitEngine:
             return None
         blob_id = self._content_id(data)
         if not moved and not _racy(st, checked_at):
-            if len(self._stat_cache) >= STAT_CACHE_ENTRIES:
-                self._stat_cache.clear()
-            self._stat_cache[path] = (key, st.st_ctime_ns, blob_id)
+            self._cache_stat(path, st, blob_id)
         return blob_id
+
+    def _note_written(self, path: str, target: Path, data: bytes) -> None:
+        """Remember the blob id of the file gitmem just wrote at ``path``, so the next write's
+        checks need not read it back. Its mtime was set seconds back (_write_tmp): a save
+        changes the mtime even within the same timestamp tick, so the entry is not racy."""
+        try:
+            st = os.lstat(target)
+        except OSError:
+            return
+        self._cache_stat(path, st, _git_blob_id(data))
+
+    def _cache_stat(self, path: str, st: os.stat_result, blob_id: str) -> None:
+        if len(self._stat_cache) >= STAT_CACHE_ENTRIES:
+            self._stat_cache.clear()
+        self._stat_cache[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), st.st_ctime_ns, blob_id)
 
     def _content_id(self, data: bytes) -> str:
         """The blob id of work-tree content ``data``, kept in the cache under that id: when
         it is HEAD's version, reading HEAD then inflates nothing. (hashlib's SHA-1 is about
         three times libgit2's collision-detecting one; no attacker picks these files.)"""
-        digest = hashlib.sha1(b"blob %d\0" % len(data))
-        digest.update(data)
-        blob_id = digest.hexdigest()
+        blob_id = _git_blob_id(data)
         self._remember((pygit2.Oid(hex=blob_id), None), data, len(data))
         return blob_id
 
@@ -863,6 +877,7 @@ class GitEngine:
             elif self._file_id(path, tmp, moved=True) != base_id:
                 _renameat2(tmp, target, _RENAME_EXCHANGE)  # a save got in first: put it back
                 raise FileExistsError(target)
+            self._note_written(path, target, data)
         except (FileExistsError, FileNotFoundError):
             log.info("left %s alone: it holds an uncommitted hand edit", path)
         finally:
@@ -1453,6 +1468,7 @@ def _is_hex(text: str) -> bool:
 STAT_CACHE_ENTRIES = 100_000
 RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
 COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
+OWN_WRITE_AGE_NS = 3_000_000_000  # how far back gitmem dates the mtime of a file it writes
 _RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -1489,6 +1505,13 @@ def _rename_noreplace(source: Path, target: Path) -> None:
         if os.path.lexists(target):  # no atomic way here: a tiny window remains
             raise FileExistsError(target)
         os.replace(source, target)
+
+
+def _git_blob_id(data: bytes) -> str:
+    """git's blob id of ``data``: SHA-1 of a header and the bytes."""
+    digest = hashlib.sha1(b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
 
 
 def _racy(st: os.stat_result, checked_at_ns: int) -> bool:
