@@ -21,6 +21,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+# The lock file holds the holder's pid, padded to a fixed width; letting go overwrites it
+# with spaces (cheaper than truncating the file).
+_RELEASED = b" " * 20 + b"\n"
+
+
 class LockTimeout(Exception):
     """The lock could not be taken within its timeout."""
 
@@ -61,7 +66,7 @@ class FileLock:
     def release(self) -> None:
         self._depth -= 1
         if self._depth == 0:
-            os.ftruncate(self._fd, 0)  # let go cleanly: no pid left behind
+            os.pwrite(self._fd, _RELEASED, 0)  # let go cleanly: no pid left behind
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
@@ -85,10 +90,8 @@ class FileLock:
                 raise self._timeout() from None
         self._fd = fd
         taken_at = os.fstat(fd).st_mtime  # when the last holder wrote its pid
-        abandoned = os.pread(fd, 1, 0) != b""
-        if abandoned:
-            os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        abandoned = os.pread(fd, len(_RELEASED), 0).strip() != b""
+        os.pwrite(fd, f"{os.getpid():<{len(_RELEASED) - 1}}\n".encode(), 0)
         return taken_at if abandoned else None
 
     def _timeout(self) -> LockTimeout:

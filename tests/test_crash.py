@@ -251,7 +251,7 @@ class Trials:
             host.process.wait()
             # Leftovers only come from a kill inside the writers' lock, which the dead
             # holder's pid left in the lock file tells.
-            if (self.repo / ".git" / "gitmem" / "lock").stat().st_size and self.rng.random() < 0.5:
+            if (self.repo / ".git" / "gitmem" / "lock").read_bytes().strip() and self.rng.random() < 0.5:
                 leave_leftovers(self.repo, host.process.pid)
                 self.leftovers += 1
         finally:
