@@ -18,7 +18,7 @@ the last chunk and never compares the earlier messages.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -89,13 +89,9 @@ class SessionStore:
         messages = list(messages or [])
         log = self._log(agent_type, session_id)
         fields = {"agentSessionId": agent_session_id, "workingDir": working_dir, **(extra_meta or {})}
-        return self.engine.update(
-            lambda snapshot: self._with_meta(snapshot, agent_type, session_id,
-                                             log.replace(snapshot, messages), fields),
-            f"session: write {agent_type}/{session_id} ({len(messages)} messages)",
-            {"Gitmem-Op": "session.write", **(trailers or {}),
-             "Gitmem-Id": f"session:{agent_type}/{session_id}"},
-            scope=self.folder(agent_type, session_id))
+        return self._update(agent_type, session_id, "write",
+                            f"write {agent_type}/{session_id} ({len(messages)} messages)",
+                            lambda snapshot: log.replace(snapshot, messages), fields, trailers)
 
     def append(self, agent_type: str, session_id: str, messages: Sequence[Any] | None,
                agent_session_id: str | None = None, working_dir: str | None = None, *,
@@ -115,11 +111,19 @@ class SessionStore:
                                                 ("workingDir", working_dir)) if value is not None}
         fields.update(extra_meta or {})
         count = f"{len(messages)} message{'s' if len(messages) != 1 else ''}"
+        return self._update(agent_type, session_id, "append",
+                            f"append {count} to {agent_type}/{session_id}",
+                            lambda snapshot: log.append(snapshot, messages), fields, trailers)
+
+    def _update(self, agent_type: str, session_id: str, op: str, summary: str,
+                log_changes: Callable[[Snapshot], dict[str, bytes | None]],
+                fields: Mapping[str, Any], trailers: Mapping[str, str] | None) -> str | None:
+        """One commit of the log's changes and the metadata with ``fields`` (see _with_meta)."""
         return self.engine.update(
             lambda snapshot: self._with_meta(snapshot, agent_type, session_id,
-                                             log.append(snapshot, messages), fields),
-            f"session: append {count} to {agent_type}/{session_id}",
-            {"Gitmem-Op": "session.append", **(trailers or {}),
+                                             log_changes(snapshot), fields),
+            f"session: {summary}",
+            {"Gitmem-Op": f"session.{op}", **(trailers or {}),
              "Gitmem-Id": f"session:{agent_type}/{session_id}"},
             scope=self.folder(agent_type, session_id))
 
