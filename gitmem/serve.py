@@ -14,18 +14,14 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import logging
-import logging.handlers
 import os
-import queue
 import signal
 import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import sync, watch
+from gitmem import logfile, sync, watch
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
@@ -39,9 +35,6 @@ log = logging.getLogger("gitmem.serve")
 LOG_NAME = "serve.log"
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
 PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)
-LOG_MAX_BYTES = 2 * 1024 * 1024
-LOG_BACKUPS = 2
-LOG_FLUSH_EVERY = 0.25  # seconds a log line may wait in memory (warnings and errors: none)
 MAINTENANCE_GRACE = 10.0  # seconds a running pack may take to finish at exit
 
 
@@ -73,8 +66,8 @@ def cmd_serve(args) -> int:
     _keep_big_buffers_in_the_heap()
     os.umask(0o077)
     mem = Gitmem.open(args.repo, create=True, durability=args.durability)
-    log_writer = _log_to_file(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
-                              args.log_level)
+    log_writer = logfile.start(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
+                               args.log_level)
     # An invalid handler list stops us before serving, with a one-line error the CLI
     # prints; nui drops stderr, so it goes to the log too.
     try:
@@ -169,85 +162,6 @@ def _keep_big_buffers_in_the_heap() -> None:
         libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
     except (OSError, AttributeError):  # not glibc: its defaults stay
         pass
-
-
-def _log_to_file(path: Path, level: str) -> _LogWriter:
-    """Send every log record to a size-bounded file at ``path``, written by a thread of its
-    own; stop the returned writer to write out the rest."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    handler = _RotatingLog(path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(
-        "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
-    records: queue.SimpleQueue = queue.SimpleQueue()
-    root = logging.getLogger()
-    root.handlers[:] = [logging.handlers.QueueHandler(records)]
-    root.setLevel(level)
-    logging.captureWarnings(True)
-    writer = _LogWriter(records, handler)
-    writer.start()
-    return writer
-
-
-_END = object()  # queued by _LogWriter.stop
-
-
-class _LogWriter(threading.Thread):
-    """Writes the queued log records to the file, flushing it at most every
-    :data:`LOG_FLUSH_EVERY` seconds (warnings and errors at once). A write to a file waits
-    for the file system's journal, as gitmem's commits do: one per request slowed them
-    down by up to 0.9 ms when the disk was busy."""
-
-    def __init__(self, records: queue.SimpleQueue, handler: _RotatingLog):
-        super().__init__(name="gitmem-log", daemon=True)
-        self.records = records
-        self.handler = handler
-
-    def run(self) -> None:
-        unflushed_since = None
-        while True:
-            wait = None if unflushed_since is None else max(
-                0.0, unflushed_since + LOG_FLUSH_EVERY - time.monotonic())
-            try:
-                record = self.records.get(timeout=wait)
-            except queue.Empty:
-                record = None
-            if record is not None and record is not _END:
-                self.handler.handle(record)
-                unflushed_since = unflushed_since or time.monotonic()
-            if unflushed_since is not None and (
-                    record is None or record is _END or record.levelno >= logging.WARNING
-                    or time.monotonic() >= unflushed_since + LOG_FLUSH_EVERY):
-                self.handler.write_out()
-                unflushed_since = None
-            if record is _END:
-                return
-
-    def stop(self) -> None:
-        """Write out what is queued and end the thread."""
-        self.records.put(_END)
-        self.join()
-
-
-class _RotatingLog(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler that writes through its buffer only on :meth:`write_out`, and
-    counts what it writes instead of asking the file system whether to roll over."""
-
-    def shouldRollover(self, record: logging.LogRecord) -> bool:
-        if self.stream is None:
-            self.stream = self._open()
-        self._size += len(self.format(record)) + 1  # characters: bytes, give or take
-        return self._size >= self.maxBytes
-
-    def _open(self):
-        stream = super()._open()
-        self._size = os.fstat(stream.fileno()).st_size
-        return stream
-
-    def flush(self) -> None:
-        """Nothing: the writer thread calls :meth:`write_out` (StreamHandler flushes per record)."""
-
-    def write_out(self) -> None:
-        super().flush()
 
 
 def _ids_of(params: dict) -> str:
