@@ -124,6 +124,7 @@ class Bench:
             counter += 1
             return elapsed
 
+        os.sync()  # the set-up's files written out first: no writeback competes with the samples
         for operation in operations.values():  # warm caches and first-time setup, untimed
             for _ in range(self.warmup):
                 run(operation)

@@ -148,7 +148,7 @@ def thread_reads(bench) -> None:
     fresh = FreshServerRead(repo, "long")
     try:
         served, = bench.measure("read", setting, {"serve: threads.readEvents, just started": fresh},
-                                samples=min(bench.samples, 10)).values()
+                                samples=min(bench.samples, 20)).values()
     finally:
         fresh.close()
     bench.compare(served, loads, 3.0, what="serve readEvents, just started / json.loads")
