@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import json
 import os
 import platform
@@ -124,7 +125,11 @@ class Bench:
             counter += 1
             return elapsed
 
-        os.sync()  # the set-up's files written out first: no writeback competes with the samples
+        # What earlier scenarios and this set-up left behind stays out of the samples: their
+        # files are written out, and their objects are not scanned again by the collector.
+        os.sync()
+        gc.collect()
+        gc.freeze()
         for operation in operations.values():  # warm caches and first-time setup, untimed
             for _ in range(self.warmup):
                 run(operation)
