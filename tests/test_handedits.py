@@ -176,6 +176,19 @@ def test_an_api_replace_keeps_the_edit_in_history(mem, person):
     assert content_at(mem, edit.id, "memory/user.md") == "edited\n"
 
 
+def test_a_same_size_save_right_after_a_write_is_seen(mem, person):
+    """gitmem dates the files it writes seconds back, so their stat data vouches for them
+    without a read: a save changes the mtime, even one in place, of the same size, made
+    right after the write (within a coarse clock's tick, where stat data alone could not
+    tell the two apart)."""
+    path = mem.engine.worktree_path("memory/user.md")
+    for i in range(20):
+        mem.memory.write(f"gitmem {i:03d}")
+        write_in_place(path, f"person {i:03d}\n")  # as long as what gitmem wrote
+        assert mem.memory.read() == f"person {i:03d}\n"
+    assert len(hand_commits(mem)) == 20
+
+
 @pytest.fixture(params=["renameat2", "plain rename"])
 def swapping(request, monkeypatch):
     """Both ways the engine guards a file: an atomic swap, and check-then-rename where
