@@ -513,8 +513,7 @@ class GitEngine:
                         _unlink(target)
                         self._prune_empty_dirs(target.parent)
                 else:
-                    self._replace_file(target, data)
-                    self._note_written(path, target, data)
+                    self._note_written(path, target, data, self._replace_file(target, data))
             except (UnsafePath, OSError) as exc:
                 log.warning("left %s out of the work tree: %s", path, exc)
         if self.durability == "fsync":
@@ -553,8 +552,8 @@ class GitEngine:
         """A fresh name in the private temp folder (cleaned at open when its process is gone)."""
         return self._tmp_dir / f"{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
 
-    def _write_tmp(self, data: bytes) -> Path:
-        """A new private file in the temp folder holding ``data``."""
+    def _write_tmp(self, data: bytes) -> tuple[Path, tuple[int, int, int]]:
+        """A new private file in the temp folder holding ``data``, and its (inode, size, mtime)."""
         tmp = self._tmp_path()
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
         try:
@@ -565,12 +564,13 @@ class GitEngine:
             os.utime(fd, ns=(now, now - OWN_WRITE_AGE_NS))  # see _note_written
             if self.durability == "fsync":
                 os.fsync(fd)
+            st = os.fstat(fd)
         finally:
             os.close(fd)
-        return tmp
+        return tmp, (st.st_ino, st.st_size, st.st_mtime_ns)
 
-    def _replace_file(self, target: Path, data: bytes) -> None:
-        tmp = self._write_tmp(data)
+    def _replace_file(self, target: Path, data: bytes) -> tuple[int, int, int]:
+        tmp, written = self._write_tmp(data)
         try:
             if os.path.isdir(target) and not os.path.islink(target):
                 raise UnsafePath(f"{target} is a folder; refusing to replace it with a file")
@@ -578,6 +578,7 @@ class GitEngine:
         except BaseException:
             _unlink(tmp)
             raise
+        return written
 
     def _prune_empty_dirs(self, folder: Path) -> None:
         while folder != self.workdir and self.workdir in folder.parents:
@@ -831,15 +832,17 @@ class GitEngine:
             self._cache_stat(path, st, blob_id)
         return blob_id
 
-    def _note_written(self, path: str, target: Path, data: bytes) -> None:
-        """Remember the blob id of the file gitmem just wrote at ``path``, so the next write's
-        checks need not read it back. Its mtime was set seconds back (_write_tmp): a save
-        changes the mtime even within the same timestamp tick, so the entry is not racy."""
+    def _note_written(self, path: str, target: Path, data: bytes, written: tuple[int, int, int]) -> None:
+        """Remember the blob id of the file gitmem just wrote at ``path`` (``written``: its
+        inode, size and mtime), so the next write's checks need not read it back. Its mtime
+        was set seconds back (_write_tmp): a save changes it even within the same timestamp
+        tick, so the entry is not racy; and a save that got in before this look is no entry."""
         try:
             st = os.lstat(target)
         except OSError:
             return
-        self._cache_stat(path, st, _git_blob_id(data))
+        if (st.st_ino, st.st_size, st.st_mtime_ns) == written:
+            self._cache_stat(path, st, _git_blob_id(data))
 
     def _cache_stat(self, path: str, st: os.stat_result, blob_id: str) -> None:
         if len(self._stat_cache) >= STAT_CACHE_ENTRIES:
@@ -866,7 +869,7 @@ class GitEngine:
         if data is None:
             self._delete_unless_edited(path, target, base_id)
             return
-        tmp = self._write_tmp(data)
+        tmp, written = self._write_tmp(data)
         try:
             if base_id is None:
                 _rename_noreplace(tmp, target)
@@ -877,7 +880,7 @@ class GitEngine:
             elif self._file_id(path, tmp, moved=True) != base_id:
                 _renameat2(tmp, target, _RENAME_EXCHANGE)  # a save got in first: put it back
                 raise FileExistsError(target)
-            self._note_written(path, target, data)
+            self._note_written(path, target, data, written)
         except (FileExistsError, FileNotFoundError):
             log.info("left %s alone: it holds an uncommitted hand edit", path)
         finally:
