@@ -10,6 +10,7 @@ import json
 import logging
 import os
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -273,8 +274,7 @@ def test_100_hand_edits_racing_api_writes_lose_nothing(mem, person):
         for trial in range(100):
             editor.stdin.write(f"{trial}\n")
             editor.stdin.flush()
-            if rng.random() < 0.5:
-                os.sched_yield()
+            time.sleep(rng.random() * 0.006)  # as the editor does: either may come first
             mem.memory.write(f"api {trial}", mode="append")
             assert editor.stdout.readline() == "saved\n"
             mem.memory.read()  # commits the save if the write did not see it
