@@ -567,7 +567,7 @@ class GitEngine:
             st = os.fstat(fd)
         finally:
             os.close(fd)
-        return tmp, (st.st_ino, st.st_size, st.st_mtime_ns)
+        return tmp, _stat_key(st)
 
     def _replace_file(self, target: Path, data: bytes) -> tuple[int, int, int]:
         tmp, written = self._write_tmp(data)
@@ -749,7 +749,7 @@ class GitEngine:
         if known is not None:  # a match says "unchanged" without the per-folder symlink checks
             try:
                 st = os.lstat(f"{self.workdir}/{path}")
-                if known[:2] == ((st.st_ino, st.st_size, st.st_mtime_ns), st.st_ctime_ns):
+                if known[:2] == (_stat_key(st), st.st_ctime_ns):
                     return known[2]
             except OSError:
                 pass
@@ -818,7 +818,7 @@ class GitEngine:
             return None
         if not stat.S_ISREG(st.st_mode):
             return None
-        key = (st.st_ino, st.st_size, st.st_mtime_ns)
+        key = _stat_key(st)
         known = self._stat_cache.get(path)
         if known is not None and known[0] == key and (moved or known[1] == st.st_ctime_ns):
             return known[2]
@@ -841,13 +841,13 @@ class GitEngine:
             st = os.lstat(target)
         except OSError:
             return
-        if (st.st_ino, st.st_size, st.st_mtime_ns) == written:
+        if _stat_key(st) == written:
             self._cache_stat(path, st, _git_blob_id(data))
 
     def _cache_stat(self, path: str, st: os.stat_result, blob_id: str) -> None:
         if len(self._stat_cache) >= STAT_CACHE_ENTRIES:
             self._stat_cache.clear()
-        self._stat_cache[path] = ((st.st_ino, st.st_size, st.st_mtime_ns), st.st_ctime_ns, blob_id)
+        self._stat_cache[path] = (_stat_key(st), st.st_ctime_ns, blob_id)
 
     def _content_id(self, data: bytes) -> str:
         """The blob id of work-tree content ``data``, kept in the cache under that id: when
@@ -1515,6 +1515,11 @@ def _git_blob_id(data: bytes) -> str:
     digest = hashlib.sha1(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, int, int]:
+    """What stat data says of a file's content: its inode, size and mtime (the stat cache's key)."""
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _racy(st: os.stat_result, checked_at_ns: int) -> bool:
