@@ -122,9 +122,7 @@ class SessionStore:
         return self.engine.update(
             lambda snapshot: self._with_meta(snapshot, agent_type, session_id,
                                              log_changes(snapshot), fields),
-            f"session: {summary}",
-            {"Gitmem-Op": f"session.{op}", **(trailers or {}),
-             "Gitmem-Id": f"session:{agent_type}/{session_id}"},
+            f"session: {summary}", _trailers(f"session.{op}", agent_type, session_id, trailers),
             scope=self.folder(agent_type, session_id))
 
     def _with_meta(self, snapshot: Snapshot, agent_type: str, session_id: str,
@@ -152,8 +150,7 @@ class SessionStore:
         return self.engine.update(
             lambda snapshot: {path: None for path in snapshot.files(folder)},
             f"session: delete {agent_type}/{session_id}",
-            {"Gitmem-Op": "session.delete", **(trailers or {}),
-             "Gitmem-Id": f"session:{agent_type}/{session_id}"}, scope=folder)
+            _trailers("session.delete", agent_type, session_id, trailers), scope=folder)
 
     def list(self, *, snapshot: Snapshot | None = None) -> list[tuple[str, str]]:
         """Every stored ``(agent_type, session_id)``, read from the metadata files."""
@@ -166,3 +163,8 @@ class SessionStore:
                 if meta is not None:
                     found.append((meta["agentType"], meta["sessionId"]))
         return found
+
+
+def _trailers(op: str, agent_type: str, session_id: str,
+              extra: Mapping[str, str] | None) -> dict[str, str]:
+    return {"Gitmem-Op": op, **(extra or {}), "Gitmem-Id": f"session:{agent_type}/{session_id}"}
