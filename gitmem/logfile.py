@@ -16,6 +16,7 @@ import logging
 import logging.handlers
 import os
 import queue
+import stat
 import threading
 import time
 from pathlib import Path
@@ -83,18 +84,27 @@ class LogWriter(threading.Thread):
 
 
 class RotatingLog(logging.handlers.RotatingFileHandler):
-    """A RotatingFileHandler that writes through its buffer only on :meth:`write_out`, and
-    counts what it writes instead of asking the file system whether to roll over."""
+    """A RotatingFileHandler that formats each record once, writes through its buffer only
+    on :meth:`write_out`, and counts what it writes instead of asking the file system (two
+    stats and a seek per record) whether to roll over."""
 
-    def shouldRollover(self, record: logging.LogRecord) -> bool:
-        if self.stream is None:
-            self.stream = self._open()
-        self._size += len(self.format(record)) + 1  # characters: bytes, give or take
-        return self._size >= self.maxBytes
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record) + self.terminator
+            if self.stream is None:
+                self.stream = self._open()
+            if self._rotates and self._size + len(line) >= self.maxBytes:
+                self.doRollover()
+            self.stream.write(line)
+            self._size += len(line)  # characters: bytes, give or take
+        except Exception:
+            self.handleError(record)
 
     def _open(self):
         stream = super()._open()
-        self._size = os.fstat(stream.fileno()).st_size
+        st = os.fstat(stream.fileno())
+        self._size = st.st_size
+        self._rotates = stat.S_ISREG(st.st_mode)  # as the base class: never /dev/null or a pipe
         return stream
 
     def flush(self) -> None:
