@@ -57,6 +57,9 @@ class Watcher:
         self._watching = threading.Event()
         self._thread: threading.Thread | None = None
         self._failure: BaseException | None = None
+        # The run thread's changes not committed yet, and when the first and last came.
+        self._pending: set[str] = set()
+        self._first = self._last = 0.0
 
     def start(self) -> Watcher:
         """Watch in a background thread; returns once watching has begun."""
@@ -76,8 +79,6 @@ class Watcher:
     def run(self) -> None:
         """Watch until :meth:`stop` (or Ctrl-C in the main thread), then commit what is pending."""
         roots = self._roots()
-        pending: set[str] = set()
-        first = last = 0.0
         while not self._stopping.is_set():
             with self._notifier(roots) as notify:
                 if not self._watching.is_set():
@@ -85,34 +86,36 @@ class Watcher:
                     self._watching.set()
                 while roots == self._roots():
                     timeout = _ROOTS_CHECK_MS
-                    if pending:
-                        due = min(last + self.debounce, first + self.max_delay)
-                        timeout = max(1, min(timeout, int((due - time.monotonic()) * 1000) + 1))
+                    if self._pending:
+                        timeout = max(1, min(timeout, int((self._due() - time.monotonic()) * 1000) + 1))
                     events = notify.watch(_GROUP_MS, _STEP_MS, timeout, self._stopping)
                     if events in ("stop", "signal"):
                         self._stopping.set()
                         break
-                    changed = self._relevant(events) if isinstance(events, set) else set()
-                    first, last, pending = self._note(changed, first, last, pending)
+                    self._note(self._relevant(events) if isinstance(events, set) else set())
             if not self._stopping.is_set():  # a layout folder came or went: look it over whole
                 roots = self._roots()
-                first, last, pending = self._note(set(layout.TOP_FOLDERS), first, last, pending)
-        if pending:
-            self._commit(pending)
+                self._note(set(layout.TOP_FOLDERS))
+        if self._pending:
+            self._commit(self._pending)
 
-    def _note(self, changed: set[str], first: float, last: float,
-              pending: set[str]) -> tuple[float, float, set[str]]:
-        """Add ``changed`` to ``pending`` and commit it once due; the new (first, last, pending)."""
+    def _due(self) -> float:
+        """When the pending changes are to be committed (time.monotonic())."""
+        return min(self._last + self.debounce, self._first + self.max_delay)
+
+    def _note(self, changed: set[str]) -> None:
+        """Add ``changed`` to the pending changes, and commit them once due."""
         now = time.monotonic()
         if changed:
-            first = first if pending else now
-            last = now
-            pending = pending | changed
-        if pending and now >= min(last + self.debounce, first + self.max_delay):
-            if self._commit(pending):
-                return 0.0, 0.0, set()
-            first = last = now  # try again a debounce later
-        return first, last, pending
+            if not self._pending:
+                self._first = now
+            self._last = now
+            self._pending |= changed
+        if self._pending and now >= self._due():
+            if self._commit(self._pending):
+                self._pending = set()
+            else:  # try again a debounce later
+                self._first = self._last = now
 
     def _run_in_thread(self) -> None:
         try:
