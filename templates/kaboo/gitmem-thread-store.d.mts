@@ -71,13 +71,9 @@ export declare class GitMemThreadStore implements ThreadStore {
   constructor(options: GitMemThreadStoreOptions);
   /** The pid of the running `gitmem serve`, or undefined when none runs. */
   readonly pid: number | undefined;
-  appendEvents(threadId: string, agentId: string, events: BaseEvent[], ownerId?: string | null): Promise<void>;
-  readEvents(threadId: string): Promise<BaseEvent[]>;
-  readState(threadId: string): Promise<Record<string, unknown> | null>;
-  saveMessages(threadId: string, messages: Message[]): Promise<void>;
-  readMessages(threadId: string): Promise<Message[]>;
-  listThreads(filter?: ListThreadsFilter): Promise<StoredThread[]>;
-  clear(threadId?: string): Promise<void>;
   /** Let gitmem serve answer what it was sent, then stop it; later calls are rejected. */
   close(): Promise<void>;
 }
+
+/** The ThreadStore methods, declared once above (the class and this interface merge). */
+export interface GitMemThreadStore extends ThreadStore {}
