@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from gitmem.protocol.rpc import (
     MAX_LINE,
@@ -152,6 +154,24 @@ def test_parse_error_then_keeps_serving(server, line):
     assert answer["id"] is None and answer["error"]["code"] == -32700
     assert "\n" not in answer["error"]["message"]
     assert server.call(request("echo", {"b": 2}))["result"] == {"b": 2}
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 2, max_value=2**200)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+    | st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF), max_size=1),  # a lone surrogate
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=JSON_VALUES, ascii=st.booleans())
+def test_requests_are_read_as_the_json_module_reads_them(server, value, ascii):
+    # Big integers stay integers, 1.0 stays a float, -0.0 keeps its sign, a "\ud800"
+    # escape gives a lone surrogate: whichever decoder reads the line.
+    line = json.dumps(request("echo", {"v": value}), ensure_ascii=ascii)
+    answer = server.call(line.encode("utf-8", "backslashreplace"))
+    assert repr(answer["result"]["v"]) == repr(value)
 
 
 def test_invalid_utf8_is_a_parse_error(server):

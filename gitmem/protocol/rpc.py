@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+import msgspec
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
@@ -81,18 +83,20 @@ class Shutdown(Exception):
 class RawJSON:
     """One already-encoded JSON value, written into an answer as it is.
 
-    `data` (str, or UTF-8 bytes) is not parsed again, so it must be valid JSON; it may
-    not contain a line break (compact JSON never does).
+    `data` (str, UTF-8 bytes, or a list of UTF-8 pieces that join into it) is not parsed
+    again, so it must be valid JSON; it may not contain a line break (compact JSON never
+    does). Pieces are copied once, straight into the answer.
     """
 
-    __slots__ = ("data",)
+    __slots__ = ("pieces",)
 
-    def __init__(self, data: str | bytes) -> None:
+    def __init__(self, data: str | bytes | list[bytes]) -> None:
         if isinstance(data, str):
             data = _utf8(data)
-        if b"\n" in data or b"\r" in data:
+        pieces = [data] if isinstance(data, bytes) else data
+        if any(b"\n" in piece or b"\r" in piece for piece in pieces):
             raise ValueError("RawJSON must not contain a line break")
-        self.data = data
+        self.pieces = pieces
 
 
 _REQUIRED: Any = object()
@@ -323,7 +327,20 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+_fast_decode = msgspec.json.Decoder().decode
+
+
 def _decode(line: bytes) -> Any:
+    """The request in `line`, as the json module reads it (NaN and Infinity refused).
+
+    msgspec decodes a request twice as fast and gives the same values; what it refuses
+    (lone surrogates, numbers out of a float's range, errors) goes to the json module,
+    which decides and words the error.
+    """
+    try:
+        return _fast_decode(line)
+    except (msgspec.DecodeError, RecursionError):
+        pass
     try:
         return json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError as error:
@@ -370,19 +387,23 @@ _LINE_SEPARATORS = (("\u2028".encode(), b"\\u2028"), ("\u2029".encode(), b"\\u20
 
 def _encode(value: Any) -> bytes:
     """`value` as compact UTF-8 JSON without any line break, RawJSON spliced in."""
-    raw: list[bytes] = []
+    raw: list[list[bytes]] = []
 
     def default(obj: Any) -> Any:
         if isinstance(obj, RawJSON):
-            raw.append(obj.data)
+            raw.append(obj.pieces)
             return _PLACEHOLDER
         raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
 
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"), default=default)
     data = _utf8(text)
     if raw:
-        pieces = data.split(_PLACEHOLDER_JSON)
-        data = b"".join(chunk for pair in zip(pieces, raw + [b""]) for chunk in pair)
+        around = data.split(_PLACEHOLDER_JSON)
+        pieces = [around[0]]
+        for inside, after in zip(raw, around[1:]):
+            pieces += inside
+            pieces.append(after)
+        data = b"".join(pieces)
     if b"\xe2" in data:  # the lead byte of both separators; one quick scan mostly spares two
         for separator, escaped in _LINE_SEPARATORS:
             data = data.replace(separator, escaped)
