@@ -192,27 +192,36 @@ class ThreadStore:
 
     def read_events(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[Any]:
         """The thread's events, verbatim and in order ([] for an unknown thread)."""
-        return json.loads(self.read_events_json(thread_id, snapshot=snapshot))
+        return json.loads(b"".join(self.read_events_json(thread_id, snapshot=snapshot)))
 
-    def read_events_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> bytes:
-        """Like :meth:`read_events`, as one JSON array in UTF-8, spliced from the stored lines."""
+    def read_events_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[bytes]:
+        """Like :meth:`read_events`, as one JSON array in UTF-8, spliced from the stored lines
+        and left in pieces (``b"".join`` them): an answer then copies a megabyte once, and
+        each fresh megabyte costs a just-started process page faults."""
         return self._read_json(self._events(thread_id), self._snapshot(thread_id, snapshot))
 
     def read_messages(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[Any]:
         """The thread's last saved message list ([] when none)."""
-        return json.loads(self.read_messages_json(thread_id, snapshot=snapshot))
+        return json.loads(b"".join(self.read_messages_json(thread_id, snapshot=snapshot)))
 
-    def read_messages_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> bytes:
-        """Like :meth:`read_messages`, as one JSON array in UTF-8."""
+    def read_messages_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[bytes]:
+        """Like :meth:`read_messages`, as the pieces of one JSON array in UTF-8."""
         return self._read_json(self._messages(thread_id), self._snapshot(thread_id, snapshot))
 
     @staticmethod
-    def _read_json(chunked: ChunkedJsonl, snapshot: Snapshot) -> bytes:
-        items = [snapshot.read_parsed(path, array_items) for path in chunked.chunk_paths(snapshot)]
-        text = b"[" + b",".join(part for part in items if part) + b"]"
-        if _MARK in text:  # base64 images are kept in the log's blobs/: put them back
-            text = chunked.restore_json(snapshot, text.decode("utf-8")).encode("utf-8")
-        return text
+    def _read_json(chunked: ChunkedJsonl, snapshot: Snapshot) -> list[bytes]:
+        pieces = [b"["]
+        for path in chunked.chunk_paths(snapshot):
+            items = snapshot.read_parsed(path, array_items)
+            if items:
+                pieces += (items, b",")
+        if len(pieces) > 1:
+            pieces.pop()  # the last comma
+        pieces.append(b"]")
+        if any(_MARK in piece for piece in pieces):  # base64 images are kept in the log's blobs/
+            text = b"".join(pieces).decode("utf-8")
+            return [chunked.restore_json(snapshot, text).encode("utf-8")]
+        return pieces
 
     def read_state(self, thread_id: str, *, snapshot: Snapshot | None = None) -> Any:
         """kaboo's ``deriveState`` of the thread's events: the last ``STATE_SNAPSHOT``'s
