@@ -4,8 +4,9 @@ A write must not overwrite a hand edit, and a read must see one, so gitmem check
 files against HEAD often. Reading and hashing a file answers that; stat data answers it
 without reading, as git's index does: an entry says "the file with this inode, size, mtime
 and ctime holds blob B". Writing to a file changes its ctime (which no program can set),
-so an entry can go stale but never lies. Entries are saved in ``.git/gitmem/`` for the next
-process, so a just-started ``gitmem serve`` reads a thread's chunks once and hashes none.
+so an entry can go stale but never lies. The entries of big files are saved in ``.git/gitmem/``
+for the next process, so a just-started ``gitmem serve`` reads a thread's chunks once and
+hashes none.
 
     cache = StatCache(Path(".git/gitmem/stat-cache"))
     cache.note("memory/user.md", os.lstat(file), blob_id)   # after hashing or writing it
@@ -23,6 +24,8 @@ import threading
 log = logging.getLogger("gitmem.statcache")
 
 MAX_ENTRIES = 100_000
+SAVE_MIN_BYTES = 32 * 1024  # smaller files cost less to hash again than their entry costs to load
+MAX_SAVED = 20_000  # the newest; loading one costs about 1 µs, and every process loads them all
 RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
 COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
 FILE_MODE = 0o600
@@ -107,11 +110,13 @@ class StatCache:
         return data
 
     def save(self) -> None:
-        """Write the entries to the file (atomically), when any were noted since loading."""
+        """Write the entries of files of at least :data:`SAVE_MIN_BYTES` to the file (atomically,
+        the newest :data:`MAX_SAVED`), when any entry was noted since loading."""
         if not self._changed:
             return
         lines = [f"{blob} {key[0]} {key[1]} {key[2]} {ctime} {path}\n"
-                 for path, (key, ctime, blob) in list(self.entries.items()) if "\n" not in path]
+                 for path, (key, ctime, blob) in list(self.entries.items())
+                 if key[1] >= SAVE_MIN_BYTES and "\n" not in path][-MAX_SAVED:]
         tmp = f"{self.file}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE),

@@ -200,21 +200,27 @@ def save_keeping_stat_data(path: Path, text: str) -> None:
     assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
 
 
+BIG = "x" * 40_000  # the stat data of files this big is kept for the next process
+
+
 def test_stat_data_is_kept_for_the_next_process_and_a_later_save_still_seen(mem, repo_path, person):
-    """What stat data vouches for is saved in .git/gitmem/ at close, so the next process
-    hashes nothing it already knows; a save made in between changes the ctime, however
-    like the old file it is, and is committed before a read."""
-    mem.memory.write("gitmem 1")
-    mem.memory.write("gitmem 2", "a")
+    """What stat data vouches for is saved in .git/gitmem/ at close (for files big enough
+    to be worth it), so the next process hashes nothing it already knows; a save made in
+    between changes the ctime, however like the old file it is, and is committed before a
+    read."""
+    mem.memory.write(BIG + "1")
+    mem.memory.write(BIG + "2", "a")
+    mem.memory.write("small", "b")
     mem.close()
     saved = (repo_path / ".git" / "gitmem" / "stat-cache").read_text()
     assert " memory/user.md\n" in saved and " memory/agents/a.md\n" in saved
-    save_keeping_stat_data(repo_path / "memory" / "user.md", "person 1\n")
+    assert "memory/agents/b.md" not in saved
+    save_keeping_stat_data(repo_path / "memory" / "user.md", BIG + "3\n")
     with Gitmem.open(repo_path) as mem:
-        assert mem.memory.read() == "person 1\n"
-        assert mem.memory.read("a") == "gitmem 2\n"
+        assert mem.memory.read() == BIG + "3\n"
+        assert mem.memory.read("a") == BIG + "2\n"
         (edit,) = hand_commits(mem)
-        assert content_at(mem, edit.id, "memory/user.md") == "person 1\n"
+        assert content_at(mem, edit.id, "memory/user.md") == BIG + "3\n"
 
 
 def test_a_read_takes_the_work_tree_file_only_while_its_stat_data_vouches_for_it(repo_path):
@@ -222,20 +228,21 @@ def test_a_read_takes_the_work_tree_file_only_while_its_stat_data_vouches_for_it
     cache vouches that it holds HEAD's version, checked again after the read: a file
     changed since is never mistaken for HEAD's."""
     with Gitmem.open(repo_path) as mem:
-        mem.memory.write("committed")
-    save_keeping_stat_data(repo_path / "memory" / "user.md", "edited!!!\n")
-    with Gitmem.open(repo_path) as mem:
-        assert mem.engine.snapshot().read("memory/user.md") == b"committed\n"  # no scope: no commit
+        mem.memory.write(BIG + "committed")
+    assert " memory/user.md\n" in (repo_path / ".git" / "gitmem" / "stat-cache").read_text()
+    save_keeping_stat_data(repo_path / "memory" / "user.md", BIG + "edited!!!\n")
+    with Gitmem.open(repo_path) as mem:  # no scope: the edit is not committed first
+        assert mem.engine.snapshot().read("memory/user.md") == (BIG + "committed\n").encode()
 
 
 def test_a_damaged_stat_cache_costs_a_hash_and_nothing_else(mem, repo_path, person):
-    mem.memory.write("committed")
+    mem.memory.write(BIG + "committed")
     mem.close()
     cache = repo_path / ".git" / "gitmem" / "stat-cache"
     cache.write_text("not an entry\n" + cache.read_text()[:30] + "\n\0\xff junk\n")
-    write_in_place(repo_path / "memory" / "user.md", "edited!!!\n")
+    write_in_place(repo_path / "memory" / "user.md", BIG + "edited!!!\n")
     with Gitmem.open(repo_path) as mem:
-        assert mem.memory.read() == "edited!!!\n"
+        assert mem.memory.read() == BIG + "edited!!!\n"
     assert " memory/user.md\n" in cache.read_text()  # written afresh at close
 
 
