@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import pygit2
 
 from gitmem.lock import FileLock
-from gitmem.statcache import StatCache, git_blob_id, racy, stat_key
+from gitmem.statcache import StatCache, git_blob_id, racy, read_regular, stat_key
 
 log = logging.getLogger("gitmem.engine")
 
@@ -771,17 +771,10 @@ class GitEngine:
         Never follows a symlink, so nothing outside the repository is read.
         """
         target = self._safe_target(path, create_parents=False)
-        if target is None:
+        found = read_regular(target) if target is not None else None
+        if found is None:
             return None
-        try:
-            fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:  # no file, or a symlink (ELOOP)
-            return None
-        with open(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            data = file.read()
-        return data, self._content_id(data)
+        return found[0], self._content_id(found[0])
 
     def worktree_files(self, folder: str) -> list[str]:
         """The paths of the regular files under work-tree ``folder``, not following symlinks."""
@@ -830,12 +823,10 @@ class GitEngine:
         known = self._stat_cache.lookup(path, st, moved=moved)
         if known is not None:
             return known
-        try:
-            with open(os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as opened:
-                data = opened.read()
-        except OSError:
+        found = read_regular(file)
+        if found is None:
             return None
-        blob_id = self._content_id(data)
+        blob_id = self._content_id(found[0])
         if not moved and not racy(st, checked_at):
             self._stat_cache.note(path, st, blob_id)
         return blob_id

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
 import threading
 
 log = logging.getLogger("gitmem.statcache")
@@ -50,6 +51,20 @@ def git_blob_id(data: bytes) -> str:
     digest = hashlib.sha1(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
+
+
+def read_regular(file: os.PathLike) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of regular file ``file`` and its stat data as they were after the read; None
+    for no file, a symlink (never followed) or anything else that is not a regular file."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # no file, or a symlink (ELOOP)
+        return None
+    with open(fd, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = opened.read()
+        return data, os.fstat(fd)
 
 
 class StatCache:
@@ -98,13 +113,10 @@ class StatCache:
         known = self.entries.get(path)
         if known is None or known[2] != blob_id:
             return None
-        try:
-            fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
+        found = read_regular(file)
+        if found is None:
             return None
-        with open(fd, "rb") as opened:
-            data = opened.read()
-            st = os.fstat(fd)
+        data, st = found
         if (stat_key(st), st.st_ctime_ns) != known[:2] or len(data) != st.st_size:
             return None
         return data
