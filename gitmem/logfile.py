@@ -61,12 +61,12 @@ class PendingRecords(logging.Handler):
             self.wake.set()
         self.records.append(record)
 
-    def take(self) -> tuple[list[logging.LogRecord], bool]:
-        """The records set aside and whether one of them is urgent; none are left."""
+    def take(self) -> list[logging.LogRecord]:
+        """The records set aside; none are left, and none is urgent any more."""
         with self.lock:
-            records, urgent = self.records, self.urgent
+            records = self.records
             self.records, self.urgent = [], False
-        return records, urgent
+        return records
 
 
 class LogWriter(threading.Thread):
@@ -93,7 +93,7 @@ class LogWriter(threading.Thread):
         self.write_out()
 
     def write_out(self) -> None:
-        records, _ = self.pending.take()
+        records = self.pending.take()
         for record in records:
             self.handler.handle(record)
         if records:
