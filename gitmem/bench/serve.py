@@ -55,16 +55,16 @@ class ServeProcess:
         request = {"id": self.next_id, "jsonrpc": "2.0", "method": method, "params": params or {}}
         return json.dumps(request, sort_keys=True, separators=(",", ":")).encode() + b"\n"
 
-    def send(self, line: bytes) -> Any:
+    def send(self, request: bytes) -> Any:
         """Send one encoded request and return its result."""
-        self.process.stdin.write(line)
+        self.process.stdin.write(request)
         self.process.stdin.flush()
         line = self.process.stdout.readline()
         if not line:
-            raise RuntimeError(f"{method}: the server exited without answering")
+            raise RuntimeError(f"{json.loads(request)['method']}: the server exited without answering")
         answer = json.loads(line)
         if "error" in answer:
-            raise RuntimeError(f"{method}: {answer['error']['message']}")
+            raise RuntimeError(f"{json.loads(request)['method']}: {answer['error']['message']}")
         return answer["result"]
 
     def close(self) -> None:
