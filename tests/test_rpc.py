@@ -25,7 +25,9 @@ from gitmem.protocol.rpc import (
     RawJSON,
     RpcError,
     Shutdown,
+    json_texts,
     param,
+    parse_json,
     serve,
 )
 
@@ -44,8 +46,18 @@ def _shutdown(params):
     raise Shutdown({"ok": True})
 
 
+@json_texts("items")
+def _texts(params):
+    items = params.get("items")
+    if not isinstance(items, list):
+        return {"not a list": items}
+    return {"texts": [bytes(text).decode("utf-8", "surrogateescape") for text in items],
+            "values": [parse_json(text) for text in items], "other": params.get("other")}
+
+
 METHODS = {
     "echo": lambda params: params,
+    "texts": _texts,
     "need": lambda params: param(params, "name"),
     "size": lambda params: len(params["pad"]),
     "big": lambda params: "x" * params["n"],
@@ -174,10 +186,56 @@ def test_requests_are_read_as_the_json_module_reads_them(server, value, ascii):
     assert repr(answer["result"]["v"]) == repr(value)
 
 
-def test_invalid_utf8_is_a_parse_error(server):
-    answer = server.call(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"a":"\xff\xfe"}}')
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=JSON_VALUES, ascii=st.booleans())
+def test_json_texts_are_read_as_the_json_module_reads_them(server, value, ascii):
+    # The same through a method that takes an array as texts: parse_json reads each.
+    line = json.dumps(request("texts", {"items": [value, "<&>"], "other": value}), ensure_ascii=ascii)
+    result = server.call(line.encode("utf-8", "backslashreplace"))["result"]
+    assert repr(result["values"]) == repr([value, "<&>"]) and repr(result["other"]) == repr(value)
+
+
+def test_json_texts_are_the_items_as_sent(server):
+    items = '[{"b":1,"a":[true,null]}, "x\\u003cy\u00e9",-0.0,  1E+2 ,"\\ud83d\\ude00"]'
+    line = '{"jsonrpc":"2.0","id":1,"method":"texts","params":{"other":{"k":[1]},"items":%s}}' % items
+    result = server.call(line)["result"]
+    assert result["texts"] == ['{"b":1,"a":[true,null]}', '"x\\u003cy\u00e9"', "-0.0", "1E+2",
+                               '"\\ud83d\\ude00"']
+    assert result["values"] == [{"b": 1, "a": [True, None]}, "x<y\u00e9", -0.0, 100.0, "\U0001f600"]
+    assert result["other"] == {"k": [1]}
+
+
+def test_json_texts_of_a_request_only_the_json_module_reads(server):
+    # A lone surrogate, or a member msgspec does not know, sends the whole line to the
+    # json module; the method still gets texts, those of the values it read.
+    lone_surrogate = '{"jsonrpc":"2.0","id":1,"method":"texts","params":{"other":"\\ud800","items":%s}}'
+    unknown_member = '{"jsonrpc":"2.0","id":1,"x":0,"method":"texts","params":{"items":%s}}'
+    for line, other in ((lone_surrogate, "\ud800"), (unknown_member, None)):
+        result = server.call(line % '[{"a":"\u00e9"},2]')["result"]
+        assert result["values"] == [{"a": "\u00e9"}, 2] and result["other"] == other
+        assert [json.loads(text) for text in result["texts"]] == [{"a": "\u00e9"}, 2]
+    for items in ("null", "5", '{"a":1}'):  # not an array: as it is, for the method to refuse
+        line = '{"jsonrpc":"2.0","id":1,"method":"texts","params":{"items":%s}}' % items
+        assert server.call(line)["result"] == {"not a list": json.loads(items)}
+
+
+def test_numbers_beyond_a_float_are_refused(server):
+    # The json module would read 1e400 as inf, which no JSON file or answer can hold.
+    answer = server.call('{"jsonrpc":"2.0","id":1,"method":"echo","params":{"v":-1e400}}')
     assert answer["id"] is None and answer["error"]["code"] == -32700
-    assert "UTF-8" in answer["error"]["message"]
+    assert "number out of range: -1e400" in answer["error"]["message"]
+    answer = server.call('{"jsonrpc":"2.0","id":2,"method":"texts","params":{"items":[1,1e400]}}')
+    assert answer["id"] == 2 and answer["error"]["code"] == -32700  # found when the item is read
+    assert "number out of range: 1e400" in answer["error"]["message"]
+    assert server.call(request("echo", {"v": 1e300}))["result"] == {"v": 1e300}
+
+
+def test_invalid_utf8_is_a_parse_error(server):
+    for method in ("echo", "texts"):  # texts are checked too, though not decoded
+        answer = server.call(b'{"jsonrpc":"2.0","id":1,"method":"%s","params":{"items":["\xff\xfe"]}}'
+                             % method.encode())
+        assert answer["id"] is None and answer["error"]["code"] == -32700
+        assert "UTF-8" in answer["error"]["message"]
     assert server.call(request("echo"))["result"] == {}
 
 

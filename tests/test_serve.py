@@ -403,6 +403,36 @@ def test_a_big_session_with_tool_parts_and_an_image_round_trips(spawn):
     stop(host)
 
 
+def test_a_session_written_whole_at_every_turn_rewrites_only_what_changed(spawn, repo_path, git):
+    # nui sends the whole list each time, <, > and & escaped: the messages already
+    # stored are recognised as they are, and stored as characters.
+    host = spawn()
+    host.call("storage.info")
+    messages = [message(i) for i in range(1500)]
+    host.call("storage.session.write", session("long", messages=messages))
+    folder = "sessions/claude-code/long"
+    chunks = git("ls-tree", "--name-only", "HEAD", f"{folder}/messages/").splitlines()
+    assert len(chunks) > 2 and "question 0 <b>&amp;</b>" in git.show(f"HEAD:{chunks[0]}")
+
+    messages.append(message(1500))
+    host.call("storage.session.write", session("long", messages=messages))
+    assert sorted(git.changed()) == [chunks[-1], f"{folder}/meta.json"]
+    messages[2] = message(2, text="a\\u003cb, not a<b")  # the text, not the escape
+    host.call("storage.session.write", session("long", messages=messages))
+    assert sorted(git.changed()) == [chunks[0], f"{folder}/meta.json"]
+    assert host.call("storage.session.read", session("long"))["messages"] == messages
+
+    head = git("rev-parse", "HEAD")  # a number no JSON reader can hold: refused, nothing written
+    request_id = host.new_id()
+    host.send(go_json({"id": request_id, "jsonrpc": "2.0", "method": "storage.session.write",
+                       "params": session("long", messages=[*messages, {"n": "huge"}])}
+                      ).replace(b'"huge"', b"1e400"))
+    assert host.answer_to(request_id)["error"]["code"] == -32700
+    assert git("rev-parse", "HEAD") == head
+    assert host.call("storage.session.read", session("long"))["messages"] == messages
+    stop(host)
+
+
 def test_an_answer_over_4_mib_is_an_error_not_a_broken_line(spawn):
     host = spawn()
     host.call("storage.info")

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitmem.ids import encode
-from gitmem.stores.jsonl import ChunkedJsonl
+from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, chunk_texts, dumps, parse_chunk
 
 AGENT = "claude-code"
 SESSION = "6f1c2a9e-0b7d-4c1e-9a57-3f2d1e0c9b8a"
@@ -124,6 +124,109 @@ def test_extending_a_5000_message_session_touches_one_chunk(mem, git):
     mem.sessions.write(AGENT, SESSION, messages, "r", "/w")
     assert sorted(git.changed()) == [chunks[0], f"{FOLDER}/meta.json"]
     assert mem.sessions.read(AGENT, SESSION)[0] == messages
+
+
+def go_style(value) -> bytes:
+    """``value`` as nui (Go) encodes it: compact, with <, >, &, U+2028 and U+2029 escaped."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for char in "<>&\u2028\u2029":
+        text = text.replace(char, f"\\u{ord(char):04x}")
+    return text.encode()
+
+
+class Parsed(JsonTexts):
+    """JsonTexts that remember which texts were parsed."""
+
+    def __init__(self, values):
+        super().__init__([go_style(value) for value in values], self.record)
+        self.parsed = []
+
+    def record(self, text):
+        self.parsed.append(bytes(text))
+        return json.loads(text)
+
+
+def test_messages_as_json_texts_already_stored_are_not_parsed(mem, git):
+    # What gitmem serve passes for nui's writes: the whole session as sent, Go escapes and all.
+    messages = [message(i, content=f"<b>{i}</b> & \u2028") for i in range(2500)]
+    mem.sessions.write(AGENT, SESSION, Parsed(messages), "r")
+    assert mem.sessions.read(AGENT, SESSION) == (messages, "r")
+    chunks = git("ls-tree", "--name-only", "HEAD", f"{FOLDER}/messages/").splitlines()
+    first_chunk = git.show(f"HEAD:{chunks[0]}")
+    assert len(chunks) > 2 and "<b>0</b> & \u2028" in first_chunk  # stored as characters
+
+    messages.append(message(2500))
+    texts = Parsed(messages)
+    mem.sessions.write(AGENT, SESSION, texts, "r")
+    assert texts.parsed == [go_style(message(2500))]  # the stored ones are taken as they are
+    assert sorted(git.changed()) == [chunks[-1], f"{FOLDER}/meta.json"]
+
+    messages[10] = message(10, content="<i>edited</i>")
+    texts = Parsed(messages)
+    mem.sessions.write(AGENT, SESSION, texts, "r")
+    assert len(texts.parsed) == first_chunk.count("\n")  # the first chunk's only
+    assert sorted(git.changed()) == [chunks[0], f"{FOLDER}/meta.json"]
+    assert mem.sessions.read(AGENT, SESSION)[0] == messages
+
+    texts = Parsed(messages)
+    assert mem.sessions.write(AGENT, SESSION, texts, "r") is None and texts.parsed == []
+
+
+@pytest.mark.parametrize("stored, sent", [
+    ("a<b", "a\\u003cb"),          # text that reads like an escape is not one
+    ("a\\<b", "a\\\\u003cb"),
+    ("x\u2029", "x\\u2029"),
+])
+def test_a_text_is_taken_as_stored_only_when_it_is_the_same_value(mem, stored, sent):
+    mem.sessions.write(AGENT, SESSION, [{"t": stored}])
+    texts = Parsed([{"t": sent}])
+    assert dumps({"t": stored}) != dumps({"t": sent})
+    mem.sessions.write(AGENT, SESSION, texts)
+    assert len(texts.parsed) == 1 and mem.sessions.read(AGENT, SESSION)[0] == [{"t": sent}]
+
+
+PIECES = ["\\", "u", "003c", "0026", "2028", "<", "&", "\u2028", "a", '"']
+tricky_text = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
+tricky_values = st.recursive(st.integers(0, 2) | st.booleans() | tricky_text,
+                             lambda children: st.lists(children, max_size=3)
+                             | st.dictionaries(tricky_text, children, max_size=3), max_leaves=6)
+
+
+def nearly(pieces: list[str]):
+    """Texts one piece away from ``pieces`` (and the text itself)."""
+    edits = [pieces[:i] + [piece] + pieces[i:] for i in range(len(pieces) + 1) for piece in PIECES]
+    edits += [pieces[:i] + pieces[i + 1:] for i in range(len(pieces))]
+    return st.sampled_from(["".join(edit) for edit in edits + [pieces]])
+
+
+def assert_taken_only_when_same(stored, sent):
+    data = dumps(stored).encode() + b"\n"
+    chunk = parse_chunk(data)
+    for text in (go_style(sent), dumps(sent).encode()):
+        value, = JsonTexts([text]).values([(chunk, chunk_texts(data))])
+        assert repr(value) == repr(sent)  # 1 and True apart, key order kept
+        if repr(sent) == repr(stored):
+            assert value is chunk.values[0]  # taken as stored, not parsed
+
+
+@settings(max_examples=300, deadline=None)
+@given(stored=tricky_values, sent=tricky_values)
+def test_a_text_taken_as_stored_is_the_stored_value(stored, sent):
+    assert_taken_only_when_same(stored, sent)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PIECES), max_size=6), data=st.data())
+def test_a_text_one_piece_off_is_not_taken_as_stored(pieces, data):
+    assert_taken_only_when_same("".join(pieces), data.draw(nearly(pieces)))
+
+
+def test_a_text_that_does_not_parse_changes_nothing(mem, git):
+    mem.sessions.write(AGENT, SESSION, [message(0)])
+    head = git("rev-parse", "HEAD")
+    with pytest.raises(ValueError):
+        mem.sessions.write(AGENT, SESSION, JsonTexts([go_style(message(0)), b'{"id":'], json.loads))
+    assert git("rev-parse", "HEAD") == head and mem.sessions.read(AGENT, SESSION)[0] == [message(0)]
 
 
 def test_append_to_a_new_and_to_an_existing_session(mem, git):

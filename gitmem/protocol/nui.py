@@ -16,8 +16,9 @@ from typing import Any
 
 from gitmem import __version__
 from gitmem.protocol.handlers import HandlerTable
-from gitmem.protocol.rpc import InvalidParams, RawJSON, Shutdown, param
+from gitmem.protocol.rpc import InvalidParams, RawJSON, Shutdown, json_texts, param, parse_json
 from gitmem.repository import Gitmem
+from gitmem.stores.jsonl import JsonTexts
 
 OK = {"ok": True}
 WRITE_MODES = ("replace", "append")
@@ -58,14 +59,15 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         messages, agent_session_id = mem.sessions.read_json(agent_type, session_id)
         return {"messages": RawJSON(messages), "agentSessionId": agent_session_id}
 
+    @json_texts("messages")  # nui sends the whole session on every write
     def session_write(params: dict) -> dict:
         agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
         messages = param(params, "messages", list, default=[])
         agent_session_id = param(params, "agentSessionId", default="")
         working_dir = param(params, "workingDir", default="")
         trailers = handler(params, "sessionHistory", agent_type)
-        mem.sessions.write(agent_type, session_id, messages, agent_session_id, working_dir,
-                           trailers=trailers)
+        mem.sessions.write(agent_type, session_id, JsonTexts(messages, parse_json), agent_session_id,
+                           working_dir, trailers=trailers)
         return OK
 
     def session_delete(params: dict) -> dict:

@@ -8,7 +8,9 @@ A method is called with the request's params (a dict, `{}` when absent) and retu
 JSON-serialisable result, inside which a `RawJSON` stands for already-encoded JSON. It
 may raise `RpcError` (answered as that error; `InvalidParams` for a bad param),
 `Shutdown` (answered with its result, then the loop ends) or anything else (answered
-as -32603 with a one-line message; the traceback goes to the log).
+as -32603 with a one-line message; the traceback goes to the log). A method marked
+with `json_texts(name)` gets its array param `name` as the JSON texts of the items,
+undecoded (`parse_json` reads one).
 
 Nothing but answer lines is written to stdout, and no request ends the loop except
 through `Shutdown`. `serve` returns at end of input, after `Shutdown`, when stdout is
@@ -111,6 +113,21 @@ _TYPE_NAMES = {
 }
 
 
+def json_texts(name: str) -> Callable[[Method], Method]:
+    """Mark a method that takes its array param `name` as a list of JSON texts (bytes-like),
+    one per item, instead of decoded values: an array that the method mostly keeps as
+    it is (a session's messages, sent whole on every write) then costs a scan instead of
+    building every value. `parse_json` reads a text as the request would have been read.
+
+        @json_texts("messages")
+        def session_write(params): ...
+    """
+    def mark(method: Method) -> Method:
+        method.json_texts = name
+        return method
+    return mark
+
+
 def param(params: Mapping[str, Any], name: str, kind: type = str, default: Any = _REQUIRED) -> Any:
     """`params[name]`, checked to be a `kind` (str, list, dict or bool).
 
@@ -195,7 +212,7 @@ class _Loop:
     def dispatch(self, line: bytes) -> _Call:
         call = _Call()
         try:
-            request = _decode(line)
+            request = _decode_request(line, self.methods)
             call.id = _id_of(request)
             _check_request(request)
             call.notification = "id" not in request
@@ -327,26 +344,79 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"number out of range: {_brief(text)}")
+    return number
+
+
 _fast_decode = msgspec.json.Decoder().decode
 
 
-def _decode(line: bytes) -> Any:
-    """The request in `line`, as the json module reads it (NaN and Infinity refused).
+def parse_json(data: bytes) -> Any:
+    """The JSON value in `data` (bytes-like), as the json module reads it, but refusing
+    NaN, Infinity and numbers beyond a float's range; raises `RpcError` (-32700).
 
-    msgspec decodes a request twice as fast and gives the same values; what it refuses
-    (lone surrogates, numbers out of a float's range, errors) goes to the json module,
-    which decides and words the error.
+    msgspec decodes twice as fast and gives the same values; what it refuses (lone
+    surrogates, numbers out of a float's range, errors) goes to the json module, which
+    decides and words the error.
     """
     try:
-        return _fast_decode(line)
+        return _fast_decode(data)
     except (msgspec.DecodeError, RecursionError):
         pass
     try:
-        return json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        return json.loads(str(data, "utf-8"), parse_constant=_reject_constant, parse_float=_finite)
     except UnicodeDecodeError as error:
         raise RpcError(PARSE_ERROR, f"parse error: invalid UTF-8 at byte {error.start}") from None
     except (ValueError, RecursionError) as error:
         raise RpcError(PARSE_ERROR, f"parse error: {_one_line(error)}") from None
+
+
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
+    """A request's members, with each param still a JSON text. Members it does not know
+    would be skipped unread (their UTF-8 unchecked): a request with any goes to the json module."""
+
+    jsonrpc: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET
+    method: Any = msgspec.UNSET
+    params: dict[str, msgspec.Raw] = {}
+
+
+_decode_envelope = msgspec.json.Decoder(_Envelope).decode
+_decode_texts = msgspec.json.Decoder(list[msgspec.Raw] | None).decode
+
+
+def _decode_request(line: bytes, methods: Mapping[str, Method]) -> Any:
+    """The request in `line` (see `parse_json`), with the param named by its method's
+    `json_texts` mark, if an array, as a list of JSON texts."""
+    try:
+        if not line.isascii():
+            str(line, "utf-8")  # the texts are scanned, not read: their UTF-8 is checked here
+        envelope = _decode_envelope(line)
+        texts = _texts_param(methods, envelope.method)
+        request = {name: value for name in ("jsonrpc", "id", "method")
+                   if (value := getattr(envelope, name)) is not msgspec.UNSET}
+        request["params"] = {name: _decode_texts(raw) if name == texts else _fast_decode(raw)
+                             for name, raw in envelope.params.items()}
+        return request
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
+        pass
+    # The json module decides and words the error; or the request holds what only it
+    # reads (a lone surrogate), and the texts are made from the values it read.
+    request = parse_json(line)
+    if isinstance(request, dict) and isinstance(request.get("params"), dict):
+        params = request["params"]
+        texts = _texts_param(methods, request.get("method"))
+        if isinstance(params.get(texts), list):
+            params[texts] = [json.dumps(value).encode() for value in params[texts]]
+    return request
+
+
+def _texts_param(methods: Mapping[str, Method], name: Any) -> str | None:
+    method = methods.get(name) if isinstance(name, str) else None
+    return getattr(method, "json_texts", None)
 
 
 def _is_id(value: Any) -> bool:

@@ -14,7 +14,7 @@ and a replace rewrites only the chunks whose lines changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from gitmem.engine import Snapshot
@@ -62,6 +62,54 @@ def parse_chunk(data: bytes) -> Chunk:
     if len(values) != len(lines):  # a line like `1,2` parses into two values when joined
         raise ValueError("a line holds more than one JSON value")
     return Chunk(lines, values)
+
+
+_GO_ESCAPES = tuple((char.encode(), f"\\u{ord(char):04x}".encode()) for char in "<>&\u2028\u2029")
+
+
+def chunk_texts(data: bytes) -> tuple[bytes, bytes]:
+    """A chunk file's lines as one text, as stored and as Go's encoder (nui's) writes them:
+    with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, which occur only inside strings."""
+    text = "\n".join(chunk_lines(data)).encode()
+    escaped = text
+    for char, escape in _GO_ESCAPES:
+        escaped = escaped.replace(char, escape)
+    return text, escaped
+
+
+class JsonTexts:
+    """Values given as their JSON texts (bytes, one value each), parsed only where needed.
+
+    A caller that received the values as JSON (``gitmem serve`` gets a session's whole
+    message list on every write) passes the texts: :meth:`ChunkedJsonl.replace` takes a
+    stored chunk whose lines are these very texts (as :func:`dumps` or as Go writes them)
+    as it is, without parsing them or comparing values, and parses the others with ``parse``.
+
+        log.replace(snapshot, JsonTexts([b'{"role":"user"}', b'{"role":"assistant"}']))
+    """
+
+    def __init__(self, texts: Sequence[bytes], parse: Callable[[bytes], Any] = json.loads):
+        self.texts = texts
+        self.parse = parse
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def values(self, chunks: Sequence[tuple[Chunk, tuple[bytes, bytes]]]) -> list[Any]:
+        """The values, lined up with ``chunks`` (each with its :func:`chunk_texts`) as
+        :meth:`ChunkedJsonl.replace` lines them up: a chunk whose lines are the texts at
+        its place gives its stored values."""
+        values: list[Any] = []
+        pos = 0
+        for chunk, stored_texts in chunks:
+            part = self.texts[pos:pos + len(chunk.lines)]
+            pos += len(part)
+            if len(part) == len(chunk.lines) and b"\n".join(part) in stored_texts:  # either form
+                values.extend(chunk.values)
+            else:
+                values.extend(map(self.parse, part))
+        values.extend(map(self.parse, self.texts[pos:]))
+        return values
 
 
 class ChunkedJsonl:
@@ -122,9 +170,12 @@ class ChunkedJsonl:
         Lines keep their chunk: chunk i takes as many values as it held before, and the
         last chunk (then new ones) takes the rest, so extending a log by a few values
         rewrites only its last chunk. Values equal (``==``) to the stored ones are not
-        encoded again.
+        encoded again; ``values`` may be :class:`JsonTexts`.
         """
         existing = self.chunks(snapshot)
+        if isinstance(values, JsonTexts):
+            values = values.values([(chunk, snapshot.read_parsed(path, chunk_texts))
+                                    for path, chunk in existing])
         values = list(values)
         changes: dict[str, bytes | None] = {}
         if self.blobs is not None:

@@ -24,7 +24,7 @@ from typing import Any
 
 from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
-from gitmem.stores.jsonl import ChunkedJsonl
+from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts
 
 
 def now_iso() -> str:
@@ -81,12 +81,17 @@ class SessionStore:
         meta = snapshot.read_parsed(f"{self.folder(agent_type, session_id)}/{layout.META}", parse_meta)
         return dict(meta) if meta is not None else None
 
-    def write(self, agent_type: str, session_id: str, messages: Sequence[Any] | None,
+    def write(self, agent_type: str, session_id: str, messages: Sequence[Any] | JsonTexts | None,
               agent_session_id: str = "", working_dir: str = "", *,
               extra_meta: Mapping[str, Any] | None = None,
               trailers: Mapping[str, str] | None = None) -> str | None:
-        """Replace the session with ``messages``; returns the commit id (None: nothing changed)."""
-        messages = list(messages or [])
+        """Replace the session with ``messages``; returns the commit id (None: nothing changed).
+
+        Messages received as JSON can be given as :class:`~gitmem.stores.jsonl.JsonTexts`:
+        those already stored as they are then cost no parsing and no comparison.
+        """
+        if not isinstance(messages, JsonTexts):
+            messages = list(messages or [])
         log = self._log(agent_type, session_id)
         fields = {"agentSessionId": agent_session_id, "workingDir": working_dir, **(extra_meta or {})}
         return self._update(agent_type, session_id, "write",
