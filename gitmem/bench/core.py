@@ -201,13 +201,14 @@ def session_messages(count: int) -> list[dict[str, Any]]:
 
 
 class StoreWrite:
-    """``MemoryStore.write`` (replace), the path every gitmem write takes."""
+    """``MemoryStore.write`` (replace) of agent ``record``, the path every gitmem write takes."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, record: str = AGENT):
         self.mem = Gitmem.open(path, create=False)
+        self.record = record
 
     def __call__(self, i: int) -> None:
-        self.mem.memory.write(memory_content(i).decode(), AGENT)
+        self.mem.memory.write(memory_content(i).decode(), self.record)
 
     def settle(self) -> None:
         """Refresh the index now, so no background work spills into others' turns."""
@@ -221,7 +222,7 @@ class StoreAppend(StoreWrite):
     """``MemoryStore.write`` in append mode: a short block after a blank line."""
 
     def __call__(self, i: int) -> None:
-        self.mem.memory.write(f"- learned fact {i}", AGENT, mode="append")
+        self.mem.memory.write(f"- learned fact {i}", self.record, mode="append")
 
 
 class FloorWrite:

@@ -2,7 +2,10 @@
 
 - A memory write and a session write as round trips through a ``gitmem serve``
   subprocess (one request in flight, as nui sends them), against the same write on
-  the store in-process: the ratio is the protocol's overhead (target <= 1.2x).
+  the store in-process: the ratio is the protocol's overhead (target <= 1.2x). Beside
+  them, the same write made by a child process that is asked over a pipe without any
+  protocol: what a second process costs by itself, so the table also shows the share
+  of the JSON-RPC work alone (round trip / child).
 - Cold start: from spawning ``python -m gitmem serve`` to the answer to the first
   ``storage.info`` (target <= 250 ms), beside what it is spent on: the bare
   interpreter, the imports, and the import time by package (``python -X importtime``).
@@ -102,15 +105,58 @@ class ServeWrite:
 
 
 class StoreSessionWrite(StoreWrite):
-    """``SessionStore.write`` in-process: the session's messages and a new last one."""
+    """``SessionStore.write`` in-process of session ``record``: its messages and a new last one."""
 
-    def __init__(self, path: Path, messages: list[dict[str, Any]]):
-        super().__init__(path)
+    def __init__(self, path: Path, messages: list[dict[str, Any]], record: str = "bench"):
+        super().__init__(path, record)
         self.messages = messages
 
     def __call__(self, i: int) -> None:
-        self.mem.sessions.write(AGENT_TYPE, "bench", with_new_message(self.messages, i),
+        self.mem.sessions.write(AGENT_TYPE, self.record, with_new_message(self.messages, i),
                                 "resume", "/home/me")
+
+
+class ChildWrite:
+    """The in-process write made by a child process on the same repository, which the
+    bench asks for over a pipe (a number in, an empty line back): what a second process
+    costs a round trip (waking it, the pipe both ways, its colder caches) without the
+    protocol's decoding, dispatch and encoding. ``kind`` is "memory" or "session"."""
+
+    def __init__(self, repo: Path, kind: str):
+        self.process = subprocess.Popen([sys.executable, "-c", _CHILD, kind, str(repo)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=GIT_ENV)
+
+    def __call__(self, i: int) -> None:
+        self._ask(b"%d\n" % i)
+
+    def settle(self) -> None:
+        self._ask(b"settle\n")
+
+    def _ask(self, line: bytes) -> None:
+        self.process.stdin.write(line)
+        self.process.stdin.flush()
+        if not self.process.stdout.readline():
+            raise RuntimeError(f"the child writer exited ({self.process.wait()})")
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait(timeout=60)
+
+
+CHILD = "bench-child"  # the child writer's record
+_CHILD = """
+import sys
+from pathlib import Path
+from gitmem.bench.serve import CHILD, SESSION_SIZE, StoreSessionWrite, StoreWrite, session_messages
+kind, repo = sys.argv[1], Path(sys.argv[2])
+write = (StoreWrite(repo, CHILD) if kind == "memory"
+         else StoreSessionWrite(repo, session_messages(SESSION_SIZE), CHILD))
+for line in sys.stdin.buffer:
+    write.settle() if line == b"settle\\n" else write(int(line))
+    sys.stdout.buffer.write(b"\\n")
+    sys.stdout.buffer.flush()
+write.close()
+"""
 
 
 def with_new_message(messages: list[dict[str, Any]], i: int) -> list[dict[str, Any]]:
@@ -138,22 +184,26 @@ def serve_writes(bench) -> None:
             ("memory", "MemoryStore.write", StoreWrite, lambda i: memory_request(i, SERVED)),
             ("session", "SessionStore.write", lambda path: StoreSessionWrite(path, messages),
              session_request)):
-        # One repository for both, each writing a record of its own (see memory_write).
+        # One repository for all, each writing a record of its own (see memory_write).
         # The server does not watch it: its watcher would react to the store's writes
         # too; what a watcher costs is measured under "hand edits".
         shared = copy_repository(base, bench.workdir / f"serve-{label}")
         store = make_store(shared)
+        child = ChildWrite(shared, label)
         served = ServeWrite(shared, request, options=["--no-watch"])
         try:
             rows = bench.measure(f"serve {label}", "10 files", {
                 f"store: {store_what}": store,
+                f"child process: {store_what}, asked over a pipe": child,
                 "serve --no-watch: round trip": served,
             })
         finally:
             store.close()
+            child.close()
             served.close()
-        in_process, round_trip = rows.values()
+        in_process, in_child, round_trip = rows.values()
         bench.compare(round_trip, in_process, 1.2)
+        bench.compare(round_trip, in_child, what="  the protocol's own share: round trip / child process")
 
 
 def serve_durability(bench) -> None:
