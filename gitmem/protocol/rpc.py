@@ -228,6 +228,8 @@ class _Loop:
             call.reply = {"result": shutdown.result}
         except RpcError as error:
             call.reply = {"error": error.to_json()}
+            if error.code == PARSE_ERROR:  # found late in a json_texts item: still the line's
+                call.id, call.notification = None, False
         except RecursionError:  # JSON that parses can still nest too deeply to be handled
             call.reply = {"error": InvalidParams("params nest too deeply").to_json()}
         except Exception as error:
@@ -376,7 +378,7 @@ def parse_json(data: bytes) -> Any:
 
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     """A request's members, with each param still a JSON text. Members it does not know
-    would be skipped unread (their UTF-8 unchecked): a request with any goes to the json module."""
+    would be skipped unread: a request with any goes to the json module."""
 
     jsonrpc: Any = msgspec.UNSET
     id: Any = msgspec.UNSET
@@ -390,10 +392,10 @@ _decode_texts = msgspec.json.Decoder(list[msgspec.Raw] | None).decode
 
 def _decode_request(line: bytes, methods: Mapping[str, Method]) -> Any:
     """The request in `line` (see `parse_json`), with the param named by its method's
-    `json_texts` mark, if an array, as a list of JSON texts."""
+    `json_texts` mark, if an array, as a list of JSON texts. Those are scanned, not
+    read: a text the method reads with `parse_json` may still prove not to be JSON
+    (invalid UTF-8, a number beyond a float), a parse error of the line all the same."""
     try:
-        if not line.isascii():
-            str(line, "utf-8")  # the texts are scanned, not read: their UTF-8 is checked here
         envelope = _decode_envelope(line)
         texts = _texts_param(methods, envelope.method)
         request = {name: value for name in ("jsonrpc", "id", "method")
@@ -401,7 +403,7 @@ def _decode_request(line: bytes, methods: Mapping[str, Method]) -> Any:
         request["params"] = {name: _decode_texts(raw) if name == texts else _fast_decode(raw)
                              for name, raw in envelope.params.items()}
         return request
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeDecodeError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         pass
     # The json module decides and words the error; or the request holds what only it
     # reads (a lone surrogate), and the texts are made from the values it read.
