@@ -447,7 +447,9 @@ class GitEngine:
                     continue
                 if commit_id is not None:
                     if worktree:
-                        self.write_worktree(changes, expected=snapshot)
+                        tree = self._repo[tree_id]
+                        self.write_worktree(changes, expected=snapshot, blob_ids={
+                            path: str(tree[path].id) for path, data in changes.items() if data is not None})
                     self._index_refresher.mark(changes)
                     if self.on_commit is not None:
                         self.on_commit()
@@ -502,7 +504,8 @@ class GitEngine:
 
     # -- the work tree -----------------------------------------------------------
 
-    def write_worktree(self, changes: Changes, expected: Snapshot | None = None) -> None:
+    def write_worktree(self, changes: Changes, expected: Snapshot | None = None,
+                       blob_ids: Mapping[str, str] | None = None) -> None:
         """Make the work tree hold ``changes``: atomic replace, 0600 files, 0700 folders.
 
         A path that cannot be written (a symlink or a file where a folder belongs, an
@@ -510,11 +513,14 @@ class GitEngine:
         raising here would make a caller retry a write that landed. With ``expected``
         (the snapshot the changes were made from), a file that no longer holds its
         version there is a person's edit and is left alone too (see "hand edits support").
+        ``blob_ids`` (path: the blob id of its new content), when the caller has them,
+        spare hashing the content again.
         """
+        blob_ids = blob_ids or {}
         for path, data in changes.items():
             try:
                 if expected is not None:
-                    self._write_unless_edited(path, data, expected.blob_id(path))
+                    self._write_unless_edited(path, data, expected.blob_id(path), blob_ids.get(path))
                     continue
                 target = self._safe_target(path, create_parents=data is not None)
                 if data is None:
@@ -522,7 +528,8 @@ class GitEngine:
                         _unlink(target)
                         self._prune_empty_dirs(target.parent)
                 else:
-                    self._note_written(path, target, data, self._replace_file(target, data))
+                    self._note_written(path, target, data, self._replace_file(target, data),
+                                       blob_ids.get(path))
             except (UnsafePath, OSError) as exc:
                 log.warning("left %s out of the work tree: %s", path, exc)
         if self.durability == "fsync":
@@ -831,17 +838,19 @@ class GitEngine:
             self._stat_cache.note(path, st, blob_id)
         return blob_id
 
-    def _note_written(self, path: str, target: Path, data: bytes, written: tuple[int, int, int]) -> None:
+    def _note_written(self, path: str, target: Path, data: bytes, written: tuple[int, int, int],
+                      blob_id: str | None) -> None:
         """Remember the blob id of the file gitmem just wrote at ``path`` (``written``: its
-        inode, size and mtime), so the next write's checks need not read it back. Its mtime
-        was set seconds back (_write_tmp): a save changes it even within the same timestamp
-        tick, so the entry is not racy; and a save that got in before this look is no entry."""
+        inode, size and mtime; ``blob_id``: that of ``data``, if known), so the next write's
+        checks need not read it back. Its mtime was set seconds back (_write_tmp): a save
+        changes it even within the same timestamp tick, so the entry is not racy; and a
+        save that got in before this look is no entry."""
         try:
             st = os.lstat(target)
         except OSError:
             return
         if stat_key(st) == written:
-            self._stat_cache.note(path, st, git_blob_id(data))
+            self._stat_cache.note(path, st, blob_id or git_blob_id(data))
 
     def _content_id(self, data: bytes) -> str:
         """The blob id of work-tree content ``data``, kept in the cache under that id: when
@@ -850,9 +859,10 @@ class GitEngine:
         self._remember((pygit2.Oid(hex=blob_id), None), data, len(data))
         return blob_id
 
-    def _write_unless_edited(self, path: str, data: bytes | None, base_id: str | None) -> None:
-        """Write ``data`` to ``path`` (None: delete it) only while the work tree holds ``base_id``
-        there (None: no file)."""
+    def _write_unless_edited(self, path: str, data: bytes | None, base_id: str | None,
+                             blob_id: str | None) -> None:
+        """Write ``data`` (blob id ``blob_id``, if known) to ``path`` (None: delete it) only
+        while the work tree holds ``base_id`` there (None: no file)."""
         target = self._safe_target(path, create_parents=data is not None)
         if target is None:
             return
@@ -873,7 +883,7 @@ class GitEngine:
             elif self._file_id(path, tmp, moved=True) != base_id:
                 _renameat2(tmp, target, _RENAME_EXCHANGE)  # a save got in first: put it back
                 raise FileExistsError(target)
-            self._note_written(path, target, data, written)
+            self._note_written(path, target, data, written, blob_id)
         except (FileExistsError, FileNotFoundError):
             log.info("left %s alone: it holds an uncommitted hand edit", path)
         finally:
