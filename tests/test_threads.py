@@ -473,6 +473,8 @@ BAD_PARAMS = [  # (method, params, the param the error names)
     ("threads.readMessages", {"threadId": ["t"]}, "threadId"),
     ("threads.saveMessages", {"threadId": "t"}, "messages"),
     ("threads.saveMessages", {"threadId": "t", "messages": ["hi"]}, "messages"),
+    ("threads.saveMessages", {"threadId": "t", "messages": [{"id": "m1"}, ["{"], None]}, "messages"),
+    ("threads.saveMessages", {"threadId": "t", "messages": None}, "messages"),
     ("threads.list", {"filter": "alice"}, "filter"),
     ("threads.list", {"filter": {"ownerId": 1}}, "filter.ownerId"),
     ("threads.clear", {"threadId": 1}, "threadId"),

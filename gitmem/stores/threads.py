@@ -28,7 +28,7 @@ from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.stores.blobs import MARK
-from gitmem.stores.jsonl import ChunkedJsonl, dumps
+from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
 from gitmem.stores.sessions import meta_bytes, parse_meta
 
 log = logging.getLogger("gitmem.threads")
@@ -153,15 +153,17 @@ class ThreadStore:
         return self.engine.update(changes, f"threads: append {count} to {_brief(thread_id)}",
                                   _trailers("threads.append", thread_id, trailers), scope=folder)
 
-    def save_messages(self, thread_id: str, messages: Sequence[Mapping[str, Any]], *,
+    def save_messages(self, thread_id: str, messages: Sequence[Mapping[str, Any]] | JsonTexts, *,
                       trailers: Mapping[str, str] | None = None) -> str | None:
         """Replace the thread's message list; returns the commit id (None: nothing changed).
 
         Bumps ``updatedAt`` of a thread that exists. On a thread without events the
         messages are saved all the same, and the thread is not listed until its first
-        :meth:`append_events`.
+        :meth:`append_events`. Messages received as JSON can be given as
+        :class:`~gitmem.stores.jsonl.JsonTexts` (of objects, which the caller checks).
         """
-        messages = _objects("messages", messages)
+        if not isinstance(messages, JsonTexts):
+            messages = _objects("messages", messages)
         folder = self.folder(thread_id)
         messages_log = self._messages(thread_id)
 
