@@ -171,10 +171,12 @@ def test_bench_quick_prints_one_table_and_writes_json(tmp_path):
     assert targets.count(("store: MemoryStore.write / git CLI: commit -a", 0.4)) == 2
     assert ("store: append 1 message to 5,000 / store: append 1 message to 10", 1.5) in targets
     assert ("store: +1 message to 5,000 / store: +1 message to 10", None) in targets
-    for scenario, store in (("serve memory", "MemoryStore.write"), ("serve session", "SessionStore.write")):
+    for scenario, store in (("serve memory", "MemoryStore.write"),
+                            ("serve session", "SessionStore.write, 200 messages")):
         assert ("serve --no-watch: round trip / store: " + store, 1.2) in targets
         assert (scenario, "10 files", f"child process: {store}, asked over a pipe") in measured
-    assert targets.count(("  the protocol's own share: round trip / child process", None)) == 2
+    assert ("serve --no-watch: round trip / store: SessionStore.write, 400 messages", None) in targets
+    assert targets.count(("  the protocol's own share: round trip / child process", None)) == 3
     assert all(r["median_ms"] > 0 and r["p95_ms"] >= r["median_ms"] and r["n"] >= 2
                for r in rows if r["n"])
     assert all(r["value"] is not None for r in rows if not r["n"] and r["ratio"] is None)

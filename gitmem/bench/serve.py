@@ -36,6 +36,7 @@ from gitmem.engine import DURABILITIES, INDEX_IDLE
 
 COLD_START_BUDGET_MS = 250.0
 SESSION_SIZE = 200  # messages in the session that each write sends in full, as nui does
+LONG_SESSION = 2000  # messages in a long one (about 800 KB a request)
 SERVE = [sys.executable, "-m", "gitmem", "serve"]
 SERVED = "bench-served"  # the server's record, beside the in-process store's in one repository
 
@@ -120,10 +121,11 @@ class ChildWrite:
     """The in-process write made by a child process on the same repository, which the
     bench asks for over a pipe (a number in, an empty line back): what a second process
     costs a round trip (waking it, the pipe both ways, its colder caches) without the
-    protocol's decoding, dispatch and encoding. ``kind`` is "memory" or "session"."""
+    protocol's decoding, dispatch and encoding. ``kind`` is "memory" or "session" (of
+    ``messages`` messages)."""
 
-    def __init__(self, repo: Path, kind: str):
-        self.process = subprocess.Popen([sys.executable, "-c", _CHILD, kind, str(repo)],
+    def __init__(self, repo: Path, kind: str, messages: int = SESSION_SIZE):
+        self.process = subprocess.Popen([sys.executable, "-c", _CHILD, kind, str(repo), str(messages)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=GIT_ENV)
 
     def __call__(self, i: int) -> None:
@@ -147,10 +149,10 @@ CHILD = "bench-child"  # the child writer's record
 _CHILD = """
 import sys
 from pathlib import Path
-from gitmem.bench.serve import CHILD, SESSION_SIZE, StoreSessionWrite, StoreWrite, session_messages
-kind, repo = sys.argv[1], Path(sys.argv[2])
+from gitmem.bench.serve import CHILD, StoreSessionWrite, StoreWrite, session_messages
+kind, repo, messages = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 write = (StoreWrite(repo, CHILD) if kind == "memory"
-         else StoreSessionWrite(repo, session_messages(SESSION_SIZE), CHILD))
+         else StoreSessionWrite(repo, session_messages(messages), CHILD))
 for line in sys.stdin.buffer:
     write.settle() if line == b"settle\\n" else write(int(line))
     sys.stdout.buffer.write(b"\\n")
@@ -171,30 +173,30 @@ def memory_request(i: int, agent: str = AGENT) -> tuple[str, dict[str, Any]]:
 
 
 def serve_writes(bench) -> None:
-    """A memory write and a session write through ``gitmem serve`` against the store in-process."""
+    """A memory write and a session write through ``gitmem serve`` against the store
+    in-process, and a session of 2,000 messages (no target: what a long request costs)."""
     base = build_repository(bench.workdir / "serve-base", 10)
-    messages = session_messages(SESSION_SIZE)
-
-    def session_request(i: int) -> tuple[str, dict[str, Any]]:
-        return "storage.session.write", {
-            "agentSessionId": "resume", "agentType": AGENT_TYPE, "handlerId": "bench",
-            "messages": with_new_message(messages, i), "sessionId": SERVED, "workingDir": "/home/me"}
-
-    for label, store_what, make_store, request in (
-            ("memory", "MemoryStore.write", StoreWrite, lambda i: memory_request(i, SERVED)),
-            ("session", "SessionStore.write", lambda path: StoreSessionWrite(path, messages),
-             session_request)):
+    cases = [("memory", "10 files", "MemoryStore.write", StoreWrite,
+              lambda i: memory_request(i, SERVED), 0, 1.2)]
+    for size, repo, target in ((SESSION_SIZE, "10 files", 1.2),
+                               (bench.pick(400, LONG_SESSION), "10 files, long session", None)):
+        messages = session_messages(size)
+        cases.append(("session", repo, "SessionStore.write",
+                      lambda path, messages=messages: StoreSessionWrite(path, messages),
+                      session_request(messages), size, target))
+    for label, repo, store_what, make_store, request, size, target in cases:
         # One repository for all, each writing a record of its own (see memory_write).
         # The server does not watch it: its watcher would react to the store's writes
         # too; what a watcher costs is measured under "hand edits".
-        shared = copy_repository(base, bench.workdir / f"serve-{label}")
+        shared = copy_repository(base, bench.workdir / f"serve-{label}-{size}")
         store = make_store(shared)
-        child = ChildWrite(shared, label)
+        child = ChildWrite(shared, label, size)
         served = ServeWrite(shared, request, options=["--no-watch"])
+        what = f"{store_what}, {size:,} messages" if size else store_what
         try:
-            rows = bench.measure(f"serve {label}", "10 files", {
-                f"store: {store_what}": store,
-                f"child process: {store_what}, asked over a pipe": child,
+            rows = bench.measure(f"serve {label}", repo, {
+                f"store: {what}": store,
+                f"child process: {what}, asked over a pipe": child,
                 "serve --no-watch: round trip": served,
             })
         finally:
@@ -202,8 +204,17 @@ def serve_writes(bench) -> None:
             child.close()
             served.close()
         in_process, in_child, round_trip = rows.values()
-        bench.compare(round_trip, in_process, 1.2)
+        bench.compare(round_trip, in_process, target)
         bench.compare(round_trip, in_child, what="  the protocol's own share: round trip / child process")
+
+
+def session_request(messages: list[dict[str, Any]]) -> Callable[[int], tuple[str, dict[str, Any]]]:
+    """A session write as nui sends it: ``messages`` and a new last one, different for every ``i``."""
+    def request(i: int) -> tuple[str, dict[str, Any]]:
+        return "storage.session.write", {
+            "agentSessionId": "resume", "agentType": AGENT_TYPE, "handlerId": "bench",
+            "messages": with_new_message(messages, i), "sessionId": SERVED, "workingDir": "/home/me"}
+    return request
 
 
 def serve_durability(bench) -> None:

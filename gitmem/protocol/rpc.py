@@ -31,7 +31,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Union
 
 import msgspec
 
@@ -376,18 +376,21 @@ def parse_json(data: bytes) -> Any:
         raise RpcError(PARSE_ERROR, f"parse error: {_one_line(error)}") from None
 
 
+# A param as msgspec reads it in one pass over the line: an array as its items' texts.
+_Param = Union[list[msgspec.Raw], dict[str, Any], str, int, float, bool, None]
+
+
 class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
-    """A request's members, with each param still a JSON text. Members it does not know
-    would be skipped unread: a request with any goes to the json module."""
+    """A request's members. Members it does not know would be skipped unread: a request
+    with any goes to the json module."""
 
     jsonrpc: Any = msgspec.UNSET
     id: Any = msgspec.UNSET
     method: Any = msgspec.UNSET
-    params: dict[str, msgspec.Raw] = {}
+    params: dict[str, _Param] = {}
 
 
 _decode_envelope = msgspec.json.Decoder(_Envelope).decode
-_decode_texts = msgspec.json.Decoder(list[msgspec.Raw] | None).decode
 
 
 def _decode_request(line: bytes, methods: Mapping[str, Method]) -> Any:
@@ -398,10 +401,13 @@ def _decode_request(line: bytes, methods: Mapping[str, Method]) -> Any:
     try:
         envelope = _decode_envelope(line)
         texts = _texts_param(methods, envelope.method)
+        params = envelope.params
+        for name, value in params.items():
+            if isinstance(value, list) and name != texts:
+                params[name] = [_fast_decode(item) for item in value]
         request = {name: value for name in ("jsonrpc", "id", "method")
                    if (value := getattr(envelope, name)) is not msgspec.UNSET}
-        request["params"] = {name: _decode_texts(raw) if name == texts else _fast_decode(raw)
-                             for name, raw in envelope.params.items()}
+        request["params"] = params
         return request
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         pass
