@@ -39,9 +39,10 @@ _GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
-def go_json(value: Any) -> bytes:
-    """``value`` as Go's ``json.Marshal`` writes a map: compact, sorted keys, HTML-escaped."""
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+def go_json(value: Any, *, sort_keys: bool = True) -> bytes:
+    """``value`` as Go's ``json.Marshal`` writes a map: compact, sorted keys, HTML-escaped
+    (``sort_keys=False``: in the order given, as Go writes a struct)."""
+    text = json.dumps(value, ensure_ascii=False, sort_keys=sort_keys, separators=(",", ":"))
     # <, >, & and the two separators only ever occur inside strings: replacing is safe.
     for char, escaped in _GO_ESCAPES:
         text = text.replace(char, escaped)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from gitmem.ids import encode
 from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, chunk_texts, dumps, parse_chunk
+from nui_client import go_json
 
 AGENT = "claude-code"
 SESSION = "6f1c2a9e-0b7d-4c1e-9a57-3f2d1e0c9b8a"
@@ -127,11 +128,8 @@ def test_extending_a_5000_message_session_touches_one_chunk(mem, git):
 
 
 def go_style(value) -> bytes:
-    """``value`` as nui (Go) encodes it: compact, with <, >, &, U+2028 and U+2029 escaped."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    for char in "<>&\u2028\u2029":
-        text = text.replace(char, f"\\u{ord(char):04x}")
-    return text.encode()
+    """``value`` as nui (Go) encodes it, keys in the order given."""
+    return go_json(value, sort_keys=False)
 
 
 class Parsed(JsonTexts):
