@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 import pygit2
 
+from gitmem.journal import Journal
 from gitmem.lock import FileLock
 from gitmem.statcache import StatCache, git_blob_id, racy, read_regular, stat_key
 
@@ -38,6 +39,7 @@ log = logging.getLogger("gitmem.engine")
 
 BRANCH = "main"
 REF = f"refs/heads/{BRANCH}"
+_HEAD_ON_MAIN = f"ref: {REF}".encode()
 GITMEM_DIR = "gitmem"  # inside .git/
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -246,6 +248,7 @@ class GitEngine:
         # write for background packing.
         self.on_commit: Callable[[], None] | None = None
         self._stat_cache = StatCache(self.private_dir / STAT_CACHE_FILE)  # hand edits support
+        self.journal = Journal(self.private_dir)  # what gitmem last put in each work-tree file
         with self._lock:
             self._remove_stale_locks()
             self._clean_tmp()
@@ -279,6 +282,7 @@ class GitEngine:
             self._closed = True
             self._index_refresher.stop()
             self._stat_cache.save()
+            self.journal.save()
 
     def __enter__(self) -> GitEngine:
         return self
@@ -397,24 +401,27 @@ class GitEngine:
 
     def commit(self, changes: Changes, message: str, trailers: Mapping[str, str] | None = None,
                *, author: Identity | None = None, scope: str | None = None,
-               worktree: bool = True) -> str | None:
+               worktree_holds: Mapping[str, str | None] | None = None) -> str | None:
         """Apply ``changes`` ({path: bytes, or None to delete}) as one commit on ``main``.
 
         Returns the new commit id, or None when the changes alter nothing (no empty commit).
         """
         return self.update(lambda _snapshot: changes, message, trailers, author=author,
-                           scope=scope, worktree=worktree)
+                           scope=scope, worktree_holds=worktree_holds)
 
     def update(self, make_changes: Callable[[Snapshot], Changes | None], message: str,
                trailers: Mapping[str, str] | None = None, *,
                author: Identity | None = None, scope: str | None = None,
-               worktree: bool = True) -> str | None:
+               worktree_holds: Mapping[str, str | None] | None = None) -> str | None:
         """Like :meth:`commit`, with changes computed from the tip under the writers' lock.
 
         ``make_changes(snapshot)`` may run more than once when another writer moves the
         branch in between; it returns the changes, or None for none. ``scope`` names the
-        record being written (see :meth:`snapshot`). ``worktree=False`` commits changes the
-        work tree already holds (a hand edit) without touching it.
+        record being written (see :meth:`snapshot`). The work tree is brought to the new
+        commit for the changed paths, each file only while it holds its version in the
+        snapshot, or ``worktree_holds[path]`` (a blob id, None: no file) for a change made
+        from what the work tree holds (a hand edit); and the index with it, before this
+        returns, so that a plain ``git commit`` never undoes the write.
         """
         full_message = _with_trailers(message, trailers)
         with self._lock:
@@ -446,11 +453,11 @@ class GitEngine:
                     log.info("writing objects again after: %s", exc)
                     continue
                 if commit_id is not None:
-                    if worktree:
+                    if self.worktree_is_main():
                         tree = self._repo[tree_id]
-                        self.write_worktree(changes, expected=snapshot, blob_ids={
+                        self.write_worktree(changes, expected=worktree_holds or snapshot, blob_ids={
                             path: str(tree[path].id) for path, data in changes.items() if data is not None})
-                    self._index_refresher.mark(changes)
+                        self._stage(changes, tree)
                     if self.on_commit is not None:
                         self.on_commit()
                     return str(commit_id)
@@ -504,36 +511,90 @@ class GitEngine:
 
     # -- the work tree -----------------------------------------------------------
 
-    def write_worktree(self, changes: Changes, expected: Snapshot | None = None,
+    def write_worktree(self, changes: Changes,
+                       expected: Snapshot | Mapping[str, str | None] | None = None,
                        blob_ids: Mapping[str, str] | None = None) -> None:
         """Make the work tree hold ``changes``: atomic replace, 0600 files, 0700 folders.
 
-        A path that cannot be written (a symlink or a file where a folder belongs, an
-        I/O error) is logged and left as it is: the commit already holds the change, and
-        raising here would make a caller retry a write that landed. With ``expected``
-        (the snapshot the changes were made from), a file that no longer holds its
-        version there is a person's edit and is left alone too (see "hand edits support").
-        ``blob_ids`` (path: the blob id of its new content), when the caller has them,
-        spare hashing the content again.
+        With ``expected`` (the snapshot the changes were made from, or ``{path: blob id or
+        None}``), a file that no longer holds its expected version is a person's edit and
+        is left alone (see "hand edits support"). A path that cannot be written (a symlink
+        or a file where a folder belongs, a full disk, a read-only folder) is left as it is
+        and recorded in the journal as out of step: the commit already holds the change,
+        and raising here would make a caller retry a write that landed. ``blob_ids`` (path:
+        the blob id of its new content), when the caller has them, spare hashing it again.
         """
         blob_ids = blob_ids or {}
         for path, data in changes.items():
+            blob_id = blob_ids.get(path) or (git_blob_id(data) if data is not None else None)
             try:
-                if expected is not None:
-                    self._write_unless_edited(path, data, expected.blob_id(path), blob_ids.get(path))
-                    continue
-                target = self._safe_target(path, create_parents=data is not None)
-                if data is None:
-                    if target is not None:
-                        _unlink(target)
-                        self._prune_empty_dirs(target.parent)
+                if expected is None:
+                    self._write_file(path, data, blob_id)
                 else:
-                    self._note_written(path, target, data, self._replace_file(target, data),
-                                       blob_ids.get(path))
+                    base_id = expected.blob_id(path) if isinstance(expected, Snapshot) \
+                        else expected.get(path)
+                    self._write_unless_edited(path, data, base_id, blob_id)
             except (UnsafePath, OSError) as exc:
-                log.warning("left %s out of the work tree: %s", path, exc)
+                if self.journal.failed(path, _reason(exc)):
+                    log.warning("left %s out of the work tree (gitmem status lists it; the next "
+                                "access tries again): %s", path, _reason(exc))
         if self.durability == "fsync":
             self._fsync_folders(changes)
+
+    def _write_file(self, path: str, data: bytes | None, blob_id: str | None) -> None:
+        """Write ``data`` to ``path`` whatever the work tree holds there (None: delete it)."""
+        target = self._safe_target(path, create_parents=data is not None)
+        if data is None:
+            if target is not None:
+                _unlink(target)
+                self._prune_empty_dirs(target.parent)
+        else:
+            self._note_written(path, target, data, self._replace_file(target, data), blob_id)
+        self.journal.wrote(path, blob_id)
+
+    def _stage(self, changes: Changes, tree: pygit2.Tree) -> None:
+        """Make the index hold ``tree``'s version of the changed paths now (no stat data:
+        the background refresher adds it), so that ``git status`` and ``git commit`` after
+        a crash never see an answered write as undone. One index write (measured in
+        ``gitmem bench``); a git command holding ``index.lock`` leaves it to the refresher."""
+        try:
+            index = self._repo.index
+            index.read(force=False)  # reads the file again only if someone changed it
+            for path in changes:
+                try:
+                    entry = tree[path]
+                except KeyError:
+                    entry = None
+                if entry is None or entry.type_str != "blob":
+                    if path in index:
+                        index.remove(path)
+                elif path not in index or index[path].id != entry.id:
+                    index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+            index.write()
+        except (pygit2.GitError, OSError) as exc:
+            log.warning("index not updated now (the refresher tries again): %s", exc)
+        self._index_refresher.mark(changes)
+
+    def worktree_is_main(self) -> bool:
+        """True when the work tree is ``main``'s: HEAD is the branch, not a detached commit
+        or another branch a person checked out. Otherwise gitmem still commits to ``main``
+        but leaves the work tree and the index to the person."""
+        try:
+            with open(self.gitdir / "HEAD", "rb") as file:
+                return file.read(64).strip() == _HEAD_ON_MAIN
+        except OSError:
+            return False
+
+    def checked_out(self) -> str:
+        """What the work tree holds, for a person: "main", "branch NAME" or "commit ID"."""
+        try:
+            head = (self.gitdir / "HEAD").read_text().strip()
+        except OSError as exc:
+            return f"unknown ({exc.strerror})"
+        if head.startswith("ref: refs/heads/"):
+            name = head[len("ref: refs/heads/"):]
+            return BRANCH if name == BRANCH else f"branch {name}"
+        return f"commit {head[:12]}"
 
     def _fsync_folders(self, paths) -> None:
         """fsync the work-tree folders that hold ``paths``, up to the root, so that renames,
@@ -613,6 +674,8 @@ class GitEngine:
         gets HEAD's blob id without stat data, so git still reports it as modified.
         """
         with self._lock:
+            if not self.worktree_is_main():  # the index is the checked-out commit's
+                return
             index = self._repo.index
             index.read(force=True)
             head = Snapshot(self, self._tip())
@@ -642,6 +705,13 @@ class GitEngine:
             pass
         index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
 
+    def in_index(self, path: str) -> bool:
+        """True when the index has an entry for ``path``."""
+        with self._lock:  # the index refresher thread shares the repository's index
+            index = self._repo.index
+            index.read(force=False)
+            return path in index
+
     def index_in_step(self) -> bool:
         """True when the index holds exactly HEAD's tree."""
         index = self._repo.index
@@ -668,15 +738,18 @@ class GitEngine:
             log.exception("recovery after a dead writer failed")
 
     def _remove_stale_locks(self, since: float | None = None) -> None:
-        """Remove git lock files left by a killed process (we hold the writers' lock): those
-        older than STALE_GIT_LOCK_AGE, and those made ``since`` a writer that then died took it."""
+        """Remove git lock files left by a killed gitmem writer (we hold the writers' lock):
+        those made ``since`` a writer that then died took it, and ref locks older than
+        STALE_GIT_LOCK_AGE (git holds one for milliseconds). ``index.lock`` only in the first
+        case: a person's ``git commit`` holds it while their editor is open."""
         for lock in (self.gitdir / "index.lock", self.gitdir / f"{REF}.lock", self.gitdir / "HEAD.lock"):
             try:
                 mtime = lock.stat().st_mtime
             except FileNotFoundError:
                 continue
             age = time.time() - mtime
-            if age > STALE_GIT_LOCK_AGE or (since is not None and mtime >= since):
+            old_ref_lock = age > STALE_GIT_LOCK_AGE and lock.name != "index.lock"
+            if old_ref_lock or (since is not None and mtime >= since):
                 log.warning("removing stale lock %s (%.0f s old)", lock, age)
                 _unlink(lock)
 
@@ -689,14 +762,15 @@ class GitEngine:
     def _recover_worktree(self) -> None:
         """Finish work-tree updates that a killed writer left undone.
 
-        The index records the last state known to agree between work tree and HEAD.
-        For each path where the index lags HEAD: a work-tree file still equal to the
-        index's version, or to a version committed since (the index is refreshed in
-        the background, so it may lag several writes), was left behind, so it gets
-        HEAD's; one equal to HEAD is fine; anything else is a hand edit and is left alone.
+        For each path where the index differs from HEAD (a write cut short before its
+        index update, or a person's ``git add``): a work-tree file holding an older
+        committed version of the path was gitmem's and gets HEAD's, as does a missing
+        file the index does not know either (a new file not yet written); one equal to
+        HEAD is fine; anything else is a hand edit (staged or not) and is left alone.
+        Nothing is done while the work tree is not ``main``'s.
         """
         tip = self._tip()
-        if tip is None:
+        if tip is None or not self.worktree_is_main():
             return
         index = self._repo.index
         index.read(force=True)
@@ -706,15 +780,14 @@ class GitEngine:
         if not lagging:
             return
         for path in lagging:
-            in_index = index[path].id if path in index else None
             on_disk = self.worktree_id(path)
             head_id = head.blob_id(path)
             if on_disk == head_id:
                 continue
-            committed = {str(v) if v else None for v in self._versions_since(path, in_index, tip)}
-            if on_disk == (str(in_index) if in_index else None) or on_disk in committed:
+            if on_disk is None and path not in index and not os.path.lexists(self.workdir / path) \
+                    or on_disk is not None and on_disk in self.path_versions(path):
                 log.warning("recovering %s from HEAD after an interrupted write", path)
-                self.write_worktree({path: head.read(path) if head_id else None})
+                self.write_worktree({path: head.read(path) if head_id else None}, expected={path: on_disk})
             else:
                 log.info("leaving %s alone: it holds an uncommitted hand edit", path)
         try:
@@ -723,16 +796,20 @@ class GitEngine:
             log.warning("index not refreshed after recovery: %s", exc)
             self._index_refresher.mark(lagging)
 
-    def _versions_since(self, path: str, baseline: pygit2.Oid | None, tip: pygit2.Oid) -> set:
-        """The versions of ``path`` (blob ids; None: no file) in the commits from ``tip`` back
-        to one holding ``baseline`` there, at most RECOVERY_DEPTH of them."""
-        found = set()
+    def path_versions(self, path: str, *, limit: int | None = None) -> list[str]:
+        """The versions of file ``path`` on ``main`` (blob ids, each once), newest first, from
+        the last RECOVERY_DEPTH commits; at most ``limit`` of them."""
+        tip = self._tip()
+        found: dict[str, None] = {}
+        if tip is None:
+            return []
         for depth, commit in enumerate(self._repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)):
-            version = _entry_id(commit.tree, path)
-            if version == baseline or depth >= RECOVERY_DEPTH:
+            if depth >= RECOVERY_DEPTH or (limit is not None and len(found) >= limit):
                 break
-            found.add(version)
-        return found
+            version = _entry_id(commit.tree, path)
+            if version is not None:
+                found.setdefault(str(version))
+        return list(found)
 
     # -- plumbing for the layers above ------------------------------------------
 
@@ -863,14 +940,20 @@ class GitEngine:
                              blob_id: str | None) -> None:
         """Write ``data`` (blob id ``blob_id``, if known) to ``path`` (None: delete it) only
         while the work tree holds ``base_id`` there (None: no file)."""
+        if base_id == blob_id:  # it holds the new version already (a hand edit committed as saved)
+            self.journal.wrote(path, blob_id)
+            return
         target = self._safe_target(path, create_parents=data is not None)
         if target is None:
+            if data is None:
+                self.journal.wrote(path, None)
             return
         if os.path.islink(target):  # never an edit to keep: replaced itself, never followed
-            _unlink(target) if data is None else self._replace_file(target, data)
+            self._write_file(path, data, blob_id)
             return
         if data is None:
-            self._delete_unless_edited(path, target, base_id)
+            if self._delete_unless_edited(path, target, base_id):
+                self.journal.wrote(path, None)
             return
         tmp, written = self._write_tmp(data)
         try:
@@ -884,33 +967,37 @@ class GitEngine:
                 _renameat2(tmp, target, _RENAME_EXCHANGE)  # a save got in first: put it back
                 raise FileExistsError(target)
             self._note_written(path, target, data, written, blob_id)
+            self.journal.wrote(path, blob_id)
         except (FileExistsError, FileNotFoundError):
             log.info("left %s alone: it holds an uncommitted hand edit", path)
         finally:
             _unlink(tmp)
 
-    def _delete_unless_edited(self, path: str, target: Path, base_id: str | None) -> None:
-        if base_id is None:
-            return  # no file in the base: whatever is there now is someone's
+    def _delete_unless_edited(self, path: str, target: Path, base_id: str | None) -> bool:
+        """Delete the file at ``path`` if it holds ``base_id``; True when no file is left of
+        gitmem's there (deleted, or none)."""
         try:
             if not stat.S_ISREG(os.lstat(target).st_mode):
-                return  # a symlink or folder is not ours to delete
+                return False  # a symlink or folder is not ours to delete
         except FileNotFoundError:
-            return
+            return True
+        if base_id is None:
+            return False  # no file in the base: whatever is there now is someone's
         hold = self._tmp_path()
         try:
             os.rename(target, hold)
         except FileNotFoundError:
-            return
+            return True
         if self._file_id(path, hold, moved=True) == base_id:
             _unlink(hold)
             self._prune_empty_dirs(target.parent)
-            return
+            return True
         try:
             _rename_noreplace(hold, target)  # an edit: put it back
         except FileExistsError:
             log.warning("%s was saved twice while gitmem deleted it; kept the newer save", path)
             _unlink(hold)
+        return False
 
     # -- sync support ------------------------------------------------------------
     # For gitmem.sync. The network part runs `git fetch`/`git push` as subprocesses,
@@ -1026,6 +1113,14 @@ class GitEngine:
         two commits (None: no commit, or no file there)."""
         return _changed_files(self._tree_of(old), self._tree_of(new))
 
+    def store_blob(self, data: bytes) -> str:
+        """Put ``data`` in the object database (no commit refers to it); returns its blob id."""
+        return str(self._repo.create_blob(data))
+
+    def has_blob(self, blob_id: str) -> bool:
+        """True when the object database holds blob ``blob_id``."""
+        return pygit2.Oid(hex=blob_id) in self._repo.odb
+
     def read_blob(self, blob_id: str) -> bytes:
         """The bytes of a blob (cached like every read)."""
         return self._blob(pygit2.Oid(hex=blob_id))
@@ -1099,10 +1194,12 @@ class GitEngine:
             check_path(path)
         if not self._move_branch(old, new, message):
             raise EngineError("the branch moved while syncing; try again")
+        if not self.worktree_is_main():
+            return []
         writes = {path: self.read_blob(new_id) if new_id else None
                   for path, (_, new_id) in changed.items() if self.worktree_id(path) != new_id}
         self.write_worktree(writes, expected=Snapshot(self, old))
-        self._index_refresher.mark(changed)
+        self._stage(changed, self._repo[new].peel(pygit2.Tree))
         return [path for path in writes if self.worktree_id(path) != changed[path][1]]
 
     def _tree_of(self, commit: str | pygit2.Oid | None) -> pygit2.Tree | None:
@@ -1332,6 +1429,13 @@ def _entry_id(tree: pygit2.Tree, path: str) -> pygit2.Oid | None:
         return tree[path].id
     except KeyError:
         return None
+
+
+def _reason(exc: BaseException) -> str:
+    """An OSError's cause in words ("No space left on device"), else the exception's text."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def _unlink(path: Path) -> None:

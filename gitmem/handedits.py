@@ -11,12 +11,31 @@ trailer ``Gitmem-Op: hand-edit`` and a message listing the files:
   of it instead of over it;
 - from the watcher (:mod:`gitmem.watch`), once the edits settle.
 
+One rule decides what a work-tree file that differs from HEAD is:
+
+- **gitmem's own stale file**: it holds an older version of that path committed on
+  ``main`` (a write that failed or was cut short left it), or it is missing where
+  gitmem never managed to write it. It is repaired (HEAD's version written again),
+  never committed. One gitmem cannot write (full disk, read-only or symlinked folder)
+  is listed by ``gitmem status`` and tried again at the next access.
+- **a person's save**: anything else. It was made from the version their editor had:
+  the one gitmem last put in the work tree (the journal, :mod:`gitmem.journal`), or an
+  older one where the saved text shows it (it holds lines that version added and none
+  of those the versions after it added). When HEAD has moved past that base, the save
+  is merged three-way onto HEAD (base, HEAD, the save) with the sync merge rules
+  (:mod:`gitmem.merge`): lines the person never saw are kept, lines they saw and
+  deleted stay deleted. The result is committed as the person and written back to
+  the file (while it still holds the save).
+
 Only files under the layout folders count (``memory/``, ``sessions/``, ``threads/``),
 and not editor by-products (:func:`is_watched`). A JSONL chunk with a line that does
 not parse, or a ``.json`` metadata file that does not parse as an object, is
 refused: it stays out of HEAD, so readers keep the committed version; the log says
 which file, line and why, and :meth:`HandEdits.scan` (``gitmem status``) lists it
-until it is fixed, when it is committed like any edit. Markdown is always valid.
+until it is fixed, when it is merged like any save (its base stays the version the
+person started from, so what the API added meanwhile is kept). Markdown is always
+valid. While the work tree is not ``main``'s (a person checked out another commit or
+branch), nothing in it is an edit.
 
     edits = HandEdits.of(engine)      # installs engine.on_access
     edits.commit_pending()            # commit every edit waiting now
@@ -32,11 +51,14 @@ import logging
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
+from gitmem.journal import UNKNOWN
+from gitmem.merge import merge_file
 from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX
 from gitmem.stores.jsonl import parse_chunk
 from gitmem.stores.sessions import parse_meta
@@ -48,6 +70,7 @@ SETTLE = 0.05  # seconds a change must be old before it is committed (a save in 
 # Seconds a file must have been empty before a read or write commits that: an editor
 # saving in place truncates it first.
 EMPTY_SETTLE = 1.0
+BASE_CANDIDATES = 16  # versions of a file searched for the one a person's save was made from
 # Editor by-products: vim swap files and its write test, backups, emacs lock and
 # autosave files, JetBrains safe-write files, generic temp files. Names starting with
 # a dot are skipped too (no layout file starts with one).
@@ -126,10 +149,42 @@ class Edit:
 
 
 @dataclasses.dataclass(frozen=True)
+class OutOfStep:
+    """A work-tree file of gitmem's that does not hold HEAD's version yet, and why."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+@dataclasses.dataclass(frozen=True)
 class Scan:
-    """What the work tree holds that HEAD does not: edits to commit, and refused files."""
+    """What the work tree holds that HEAD does not: edits to commit, refused files, and
+    gitmem's own files not yet repaired; ``checked_out`` is what the work tree is of
+    (``main``, else a branch or commit a person checked out: then nothing is an edit)."""
 
     pending: list[Edit]
+    refused: list[Refusal]
+    out_of_step: list[OutOfStep] = dataclasses.field(default_factory=list)
+    checked_out: str = "main"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Save:
+    """A person's save: its content (None: deleted), blob id, and the version it was made from."""
+
+    path: str
+    data: bytes | None
+    blob_id: str | None
+    base_id: str | None
+
+
+@dataclasses.dataclass
+class _Plan:
+    saves: list[_Save]
+    repairs: dict[str, str | None]  # path: what the work tree holds there now (blob id)
     refused: list[Refusal]
 
 
@@ -175,38 +230,159 @@ class HandEdits:
         return self._commit(None if scopes is None else list(scopes), 0.0)
 
     def _commit(self, scopes: list[str] | None, hold_empty: float) -> str | None:
+        engine = self.engine
+
         def ready(head: Snapshot) -> list[str]:
             dirty = self._dirty(self._files(scopes, head), head)
             return [path for path in dirty if not self._emptied_within(path, head, hold_empty)]
 
-        if not ready(self.engine.snapshot()):
+        if not ready(engine.snapshot()) or not engine.worktree_is_main():
             return None  # the common case, decided without the lock
-        with self.engine.lock:
-            head = self.engine.snapshot()
+        with engine.lock:
+            head = engine.snapshot()
             dirty = ready(head)
             if dirty and self._wait_to_settle(dirty):
                 dirty = ready(head)
-            edits, refused = self._classify(dirty, head)
-            for refusal in refused:
-                previous = self._refused.get(refusal.path)
-                if previous is None or previous.blob_id != refusal.blob_id:
-                    log.warning("not committing hand edit of %s; readers keep the committed "
-                                "version until it is fixed", refusal)
-                self._refused[refusal.path] = refusal
-            if not edits:
+            plan = self._plan(dirty, head)
+            self._log_refusals(plan.refused)
+            self._repair(plan.repairs)
+            if not plan.saves:
                 return None
-            commit = self.engine.commit(edits, _message(edits, head), {"Gitmem-Op": OP},
-                                        author=self.engine.user_identity(), worktree=False)
-        log.info("committed hand edit of %s", ", ".join(sorted(edits)))
+            return self._commit_saves(plan.saves, head)
+
+    def _commit_saves(self, saves: list[_Save], head: Snapshot) -> str | None:
+        """Commit the saves, each merged onto HEAD from its base, as one commit by the person;
+        then bring the work-tree files whose merge differs from the save to the result."""
+        engine = self.engine
+        merged_paths: list[str] = []
+
+        def changes(snapshot: Snapshot) -> dict[str, bytes | None]:
+            if snapshot.id == head.id and first is not None:
+                return first
+            found: dict[str, bytes | None] = {}
+            merged_paths.clear()
+            for save in saves:
+                ours = snapshot.read(save.path)
+                if save.base_id == snapshot.blob_id(save.path):
+                    result = save.data
+                else:
+                    base = engine.read_blob(save.base_id) if save.base_id else None
+                    result, _ = merge_file(save.path, base, ours, save.data)
+                    merged_paths.append(save.path)
+                if result != ours:
+                    found[save.path] = result
+            return found
+
+        first = None
+        first = edits = changes(head)
+        for save in saves:  # a later save may be made from this one: keep it to merge from
+            if save.data is not None and edits.get(save.path) != save.data:
+                engine.store_blob(save.data)
+            engine.journal.wrote(save.path, save.blob_id)
+        commit = engine.update(changes, _message(edits, head, merged_paths), {"Gitmem-Op": OP},
+                               author=engine.user_identity(),
+                               worktree_holds={save.path: save.blob_id for save in saves})
+        # A save the merge left HEAD unchanged for (it brought nothing new): the file gets HEAD's.
+        now = engine.snapshot()
+        engine.write_worktree({save.path: now.read(save.path) for save in saves
+                               if save.path not in edits and now.blob_id(save.path) != save.blob_id},
+                              expected={save.path: save.blob_id for save in saves})
+        if commit is not None:
+            merged = [path for path in merged_paths if path in edits]
+            log.info("committed hand edit of %s%s", ", ".join(sorted(edits)),
+                     f" (merged onto newer versions: {', '.join(merged)})" if merged else "")
         return commit
 
-    def scan(self) -> Scan:
-        """The hand edits waiting now, valid and refused, committing nothing."""
+    def _plan(self, paths: list[str], head: Snapshot) -> _Plan:
+        """Sort the files that differ from HEAD into a person's saves, gitmem's own stale
+        files to repair, and refused saves (see the module doc)."""
+        engine = self.engine
+        plan = _Plan([], {}, [])
+        failures = engine.journal.failures()
+        for path in paths:
+            head_id = head.blob_id(path)
+            found = engine.read_worktree(path)
+            if found is None and os.path.lexists(engine.worktree_path(path)):
+                continue  # a symlink, folder or device: never committed, never deleted
+            data, on_disk = found if found is not None else (None, None)
+            if on_disk == head_id:
+                continue
+            written = engine.journal.written(path)
+            if data is None:
+                if head_id is None:
+                    continue
+                if path in failures or written is None or written == UNKNOWN and not engine.in_index(path):
+                    plan.repairs[path] = None  # never written here: gitmem's to finish
+                else:
+                    plan.saves.append(_Save(path, None, None, head_id if written == UNKNOWN else written))
+                continue
+            versions = engine.path_versions(path)
+            if on_disk in versions:
+                plan.repairs[path] = on_disk  # an older version: gitmem's own stale file
+                continue
+            problem = check(path, data)
+            if problem is not None:
+                plan.refused.append(Refusal(path, *problem, blob_id=on_disk))
+                continue
+            if head_id is None:
+                _warn_if_no_agent_reads(path)
+            plan.saves.append(_Save(path, data, on_disk, self._base(path, data, versions)))
+        return plan
+
+    def _base(self, path: str, data: bytes, versions: list[str]) -> str | None:
+        """The version a save of ``data`` was made from (None: no file). The candidates are
+        the versions the work-tree file held (the journal: gitmem's writes and the person's
+        earlier saves), then the older committed ones, newest first: the newest of them
+        whose own new lines the save mostly holds, else the newest."""
+        states = self.engine.journal.states(path)
+        if states and states[0] is None:
+            return None  # the file was gone: the person made a new one
+        candidates = [s for s in states if s is not None and self.engine.has_blob(s)]
+        candidates = (candidates + [v for v in versions if v not in states])[:BASE_CANDIDATES]
+        if len(candidates) < 2:
+            return candidates[0] if candidates else None
+        saved = Counter(_lines(data))
+        texts = [Counter(_lines(self.engine.read_blob(blob))) for blob in candidates]
+        for newer, (version, older) in zip(texts, zip(candidates, texts[1:])):
+            added = newer - older
+            total = sum(added.values())
+            if total and 2 * sum((added & saved).values()) >= total:
+                return version
+        return candidates[0]
+
+    def _repair(self, repairs: dict[str, str | None]) -> None:
+        """Write HEAD's version over gitmem's own stale files (each only while it holds what it held)."""
+        if not repairs:
+            return
         head = self.engine.snapshot()
-        files = self._files(None, head)
-        edits, refused = self._classify(files, head)
-        pending = [Edit(path, _change(path, data, head)) for path, data in sorted(edits.items())]
-        return Scan(pending, refused)
+        for path in repairs:
+            log.warning("repairing %s: it held an older version gitmem wrote, not an edit", path)
+        self.engine.write_worktree({path: head.read(path) for path in repairs}, expected=repairs)
+
+    def _log_refusals(self, refused: list[Refusal]) -> None:
+        for refusal in refused:
+            previous = self._refused.get(refusal.path)
+            if previous is None or previous.blob_id != refusal.blob_id:
+                log.warning("not committing hand edit of %s; readers keep the committed "
+                            "version until it is fixed", refusal)
+            self._refused[refusal.path] = refusal
+
+    def scan(self) -> Scan:
+        """The hand edits waiting now, valid and refused, and gitmem's files out of step,
+        committing and repairing nothing."""
+        engine = self.engine
+        checked_out = engine.checked_out()
+        failures = [OutOfStep(path, reason) for path, reason in sorted(engine.journal.failures().items())]
+        if not engine.worktree_is_main():
+            return Scan([], [], failures, checked_out)
+        head = engine.snapshot()
+        plan = self._plan(self._files(None, head), head)
+        failed = {f.path for f in failures}
+        stale = [OutOfStep(path, "holds an older version gitmem wrote (repaired at the next access)")
+                 for path in sorted(plan.repairs) if path not in failed]
+        pending = [Edit(save.path, _change(save.path, save.data, head))
+                   for save in sorted(plan.saves, key=lambda save: save.path)]
+        return Scan(pending, plan.refused, sorted(failures + stale, key=lambda o: o.path), checked_out)
 
     def _files(self, scopes: list[str] | None, head: Snapshot) -> list[str]:
         """The files an edit under ``scopes`` may have touched: HEAD's and the work tree's."""
@@ -239,29 +415,6 @@ class HandEdits:
                 continue
             dirty.append(path)
         return dirty
-
-    def _classify(self, paths: list[str], head: Snapshot) -> tuple[dict[str, bytes | None], list[Refusal]]:
-        """Read ``paths`` from the work tree: ``({path: bytes, None when deleted}, refusals)``."""
-        edits: dict[str, bytes | None] = {}
-        refused = []
-        for path in paths:
-            head_id = head.blob_id(path)
-            found = self.engine.read_worktree(path)
-            if found is None:
-                if head_id is not None and not os.path.lexists(self.engine.worktree_path(path)):
-                    edits[path] = None
-                continue
-            data, blob_id = found
-            if blob_id == head_id:
-                continue
-            problem = check(path, data)
-            if problem is not None:
-                refused.append(Refusal(path, *problem, blob_id=blob_id))
-                continue
-            if head_id is None:
-                _warn_if_no_agent_reads(path)
-            edits[path] = data
-        return edits, refused
 
     def _wait_to_settle(self, paths: list[str]) -> bool:
         """Sleep until the newest change to ``paths`` is :attr:`settle` old; True if it slept.
@@ -302,11 +455,17 @@ def _change(path: str, data: bytes | None, head: Snapshot) -> str:
     return "new" if head.blob_id(path) is None else "edited"
 
 
-def _message(edits: Mapping[str, bytes | None], head: Snapshot) -> str:
+def _message(edits: Mapping[str, bytes | None], head: Snapshot, merged: list[str]) -> str:
     paths = sorted(edits)
     subject = ", ".join(paths) if len(paths) <= 3 else f"{len(paths)} files"
-    body = "\n".join(f"{_change(path, edits[path], head)}: {path}" for path in paths)
+    body = "\n".join(f"{_change(path, edits[path], head)}: {path}" +
+                     (" (saved from an older version: merged, keeping the changes made since)"
+                      if path in merged else "") for path in paths)
     return f"hand edit: {subject}\n\n{body}\n"
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return [line for line in data.split(b"\n") if line.strip()]
 
 
 def _warn_if_no_agent_reads(path: str) -> None:

@@ -6,8 +6,9 @@ the last sync, its error and the places a merge asks a person to tidy (from
 ``.git/gitmem/sync-state.json``, written by :mod:`gitmem.sync`); and whether the
 index is in step with HEAD. It commits nothing. ``--json`` prints one object:
 
-    {"repository": ..., "head": ..., "pending": [{"path", "change"}],
-     "refused": [{"path", "line", "reason"}],
+    {"repository": ..., "head": ..., "checked_out": "main" | "branch NAME" | "commit ID",
+     "pending": [{"path", "change"}], "refused": [{"path", "line", "reason"}],
+     "out_of_step": [{"path", "reason"}],
      "unpushed": null | {"remote", "fetched", "ahead", "behind"},
      "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
      "index_in_step": true}
@@ -34,8 +35,10 @@ def status(target) -> dict[str, Any]:
     return {
         "repository": str(engine.workdir),
         "head": engine.head(),
+        "checked_out": scan.checked_out,
         "pending": [{"path": edit.path, "change": edit.change} for edit in scan.pending],
         "refused": [{"path": r.path, "line": r.line, "reason": r.reason} for r in scan.refused],
+        "out_of_step": [{"path": o.path, "reason": o.reason} for o in scan.out_of_step],
         "unpushed": unpushed(engine),
         "sync": sync.read_state(engine),
         "index_in_step": in_step,
@@ -58,6 +61,9 @@ def unpushed(engine: GitEngine) -> dict[str, Any] | None:
 def describe(report: dict[str, Any]) -> list[str]:
     """The status as lines for a person."""
     lines = [f"repository  {report['repository']}"]
+    if report["checked_out"] != "main":
+        lines.append(f"work tree   holds {report['checked_out']}, not main: gitmem keeps writing "
+                     "to main and leaves the work tree and index alone until `git checkout main`")
     pending = report["pending"]
     lines.append(f"hand edits  {len(pending)} not committed yet" if pending else
                  "hand edits  none waiting")
@@ -66,6 +72,9 @@ def describe(report: dict[str, Any]) -> list[str]:
         where = f"{refusal['path']} line {refusal['line']}" if refusal["line"] else refusal["path"]
         lines.append(f"refused     {where}: {refusal['reason']} (readers keep the committed "
                      "version until it is fixed)")
+    for stale in report["out_of_step"]:
+        lines.append(f"out of step {stale['path']}: {stale['reason']} (committed; the work-tree "
+                     "file is gitmem's and is never committed from)")
     lines.append(f"unpushed    {_describe_unpushed(report['unpushed'])}")
     state = report["sync"]
     last = state.get("last_sync") or "never"
