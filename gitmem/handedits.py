@@ -19,9 +19,8 @@ One rule decides what a work-tree file that differs from HEAD is:
   never committed. One gitmem cannot write (full disk, read-only or symlinked folder)
   is listed by ``gitmem status`` and tried again at the next access.
 - **a person's save**: anything else. It was made from the version their editor had:
-  the one gitmem last put in the work tree (the journal, :mod:`gitmem.journal`), or an
-  older one where the saved text shows it (it holds lines that version added and none
-  of those the versions after it added). When HEAD has moved past that base, the save
+  of the versions the file held lately (the journal, :mod:`gitmem.journal`), the one
+  whose lines are most like the save's. When HEAD has moved past that base, the save
   is merged three-way onto HEAD (base, HEAD, the save) with the sync merge rules
   (:mod:`gitmem.merge`): lines the person never saw are kept, lines they saw and
   deleted stay deleted. The result is committed as the person and written back to
@@ -330,25 +329,32 @@ class HandEdits:
         return plan
 
     def _base(self, path: str, data: bytes, versions: list[str]) -> str | None:
-        """The version a save of ``data`` was made from (None: no file). The candidates are
-        the versions the work-tree file held (the journal: gitmem's writes and the person's
-        earlier saves), then the older committed ones, newest first: the newest of them
-        whose own new lines the save mostly holds, else the newest."""
+        """The version a save of ``data`` was made from (None: no file): of the versions the
+        work-tree file held (the journal: gitmem's writes and the person's earlier saves),
+        then the older committed ones (all of them when the journal knows none), the one
+        whose lines are most like the save's (shared lines over all lines); the newest on a tie."""
         states = self.engine.journal.states(path)
         if states and states[0] is None:
             return None  # the file was gone: the person made a new one
-        candidates = [s for s in states if s is not None and self.engine.has_blob(s)]
-        candidates = (candidates + [v for v in versions if v not in states])[:BASE_CANDIDATES]
+        known = [s for s in states if s is not None and self.engine.has_blob(s)]
+        if known:
+            held = [v for v in versions if v in known]
+            older = versions[versions.index(held[-1]) + 1:] if held else []
+            candidates = known + [v for v in older if v not in known]
+        else:
+            candidates = versions
+        candidates = candidates[:BASE_CANDIDATES]
         if len(candidates) < 2:
             return candidates[0] if candidates else None
         saved = Counter(_lines(data))
-        texts = [Counter(_lines(self.engine.read_blob(blob))) for blob in candidates]
-        for newer, (version, older) in zip(texts, zip(candidates, texts[1:])):
-            added = newer - older
-            total = sum(added.values())
-            if total and 2 * sum((added & saved).values()) >= total:
-                return version
-        return candidates[0]
+        best, best_score = candidates[0], -1.0
+        for version in candidates:
+            lines = Counter(_lines(self.engine.read_blob(version)))
+            union = sum((lines | saved).values())
+            score = sum((lines & saved).values()) / union if union else 1.0
+            if score > best_score:
+                best, best_score = version, score
+        return best
 
     def _repair(self, repairs: dict[str, str | None]) -> None:
         """Write HEAD's version over gitmem's own stale files (each only while it holds what it held)."""

@@ -348,3 +348,64 @@ def test_a_refused_edit_fixed_later_keeps_what_was_appended_meanwhile(repo_path,
     assert [json.loads(line)["n"] for line in git.show("main:threads/t1/events/000000.jsonl").splitlines()] \
         == [1, 2, 3, "mine"]
     git.fsck()
+
+
+# -- every writer at once, in random order ----------------------------------------------------
+
+from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from conftest import SUBPROCESS_ENV  # noqa: E402
+from gitmem.sync import sync  # noqa: E402
+
+STEPS = st.lists(st.one_of(st.just(("api",)), st.tuples(st.just("save"), st.integers(0, 5)),
+                           st.just(("sync",)), st.just(("read",))), min_size=1, max_size=12)
+
+
+@seed(14)
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_random_interleavings_of_api_writes_saves_and_syncs_lose_nothing(tmp_path_factory, monkeypatch, steps):
+    """API appends, a person saving from any version the file held before (their editor's
+    buffer that old), and syncs with a second machine appending to the same memory."""
+    for key in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+                "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(key, SUBPROCESS_ENV[key])
+    root = tmp_path_factory.mktemp("interleavings")
+    remote = root / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)], check=True)
+    with Gitmem.open(root / "a") as a:
+        a.engine.add_remote("origin", str(remote))
+        a.memory.write("start", "codex")
+        sync(a)
+        subprocess.run(["git", "clone", "-q", str(remote), str(root / "b")], check=True)
+        with Gitmem.open(root / "b", create=False) as b:
+            path = a.engine.worktree_path("memory/agents/codex.md")
+            held = [path.read_text()]  # what the work-tree file held, oldest first
+            wanted = []
+            for number, step in enumerate(steps):
+                if step[0] == "api":
+                    a.memory.write(f"api {number}", "codex", mode="append")
+                    wanted.append(f"api {number}")
+                elif step[0] == "save":
+                    base = held[max(0, len(held) - 1 - step[1])]
+                    path.write_text(base.rstrip("\n") + f"\n\nsaved {number}\n")
+                    wanted.append(f"saved {number}")
+                    if steps[number + 1:number + 2] != [("api",)]:
+                        a.memory.read("codex")  # the watcher commits it (else the next write does)
+                elif step[0] == "sync":
+                    b.memory.write(f"remote {number}", "codex", mode="append")
+                    wanted.append(f"remote {number}")
+                    sync(b)
+                    sync(a)
+                else:
+                    a.memory.read("codex")
+                if path.read_text() != held[-1]:
+                    held.append(path.read_text())
+            final = a.memory.read("codex")
+            sync(a)
+            sync(b)
+            assert [line for line in wanted if line not in final] == []
+            assert b.memory.read("codex") == a.memory.read("codex")
+            assert path.read_text() == a.memory.read("codex")
+            Git(root / "a").fsck()
