@@ -11,7 +11,8 @@ top of our side and the spots a person may want to tidy.
   same place is kept once, as git's ``merge=union`` does. A chunk created on both
   sides under the same name is merged the same way (from an empty base).
 - Metadata JSON (``*.json``): field by field: the earliest ``createdAt``, the latest
-  ``updatedAt``, every other field from the side updated later (ours on a tie).
+  ``updatedAt``, a field only one side changed since the base from that side, and a
+  field both changed from the side updated later (ours on a tie).
 - Markdown (and any other file): a line-level three-way merge. Where both sides
   changed the same lines, both versions are kept (ours, a blank line, theirs) and
   the place is reported as a :class:`Spot`; where both only inserted text at the
@@ -35,6 +36,7 @@ from difflib import SequenceMatcher
 from gitmem import layout
 from gitmem.stores.sessions import meta_bytes
 
+_GONE = object()  # a field missing from one side
 # {path: (blob id at the base, blob id on that side)}; None where there is no file.
 Changed = Mapping[str, "tuple[str | None, str | None]"]
 Lines = list[bytes]
@@ -135,10 +137,24 @@ def merge_meta(path: str, base: bytes | None, ours: bytes,
     if not isinstance(mine, dict) or not isinstance(other, dict):
         return ours, [Spot(path, 1, ours.decode("utf-8", "surrogateescape"),
                            "not mergeable JSON: kept ours, theirs is in the merge's second parent")]
+    try:
+        original = json.loads(base) if base is not None else {}
+    except (ValueError, UnicodeDecodeError):
+        original = {}
+    original = original if isinstance(original, dict) else {}
     newer, older = (other, mine) if _later(other.get("updatedAt"), mine.get("updatedAt")) \
         else (mine, other)
-    merged = {key: newer[key] if key in newer else older[key]
-              for key in [*mine, *(k for k in other if k not in mine)]}
+    merged = {}
+    for key in [*mine, *(k for k in other if k not in mine)]:
+        side = newer
+        for changed, unchanged in ((mine, other), (other, mine)):
+            if changed.get(key, _GONE) != original.get(key, _GONE) \
+                    and unchanged.get(key, _GONE) == original.get(key, _GONE):
+                side = changed  # only this side changed it
+        if key in side:
+            merged[key] = side[key]
+        elif side is newer and key in older:
+            merged[key] = older[key]
     for key, pick in (("createdAt", min), ("updatedAt", max)):
         times = [side[key] for side in (mine, other) if _time_key(side.get(key)) is not None]
         if times:

@@ -64,6 +64,14 @@ def test_meta_takes_earliest_created_latest_updated_and_the_newer_sides_fields()
     assert spots == []
 
 
+def test_meta_field_changed_on_one_side_only_comes_from_that_side_even_if_older():
+    base = json.dumps({"workingDir": "/a", "agentSessionId": "r1", "updatedAt": 100}).encode()
+    ours = json.dumps({"workingDir": "/a", "agentSessionId": "r2", "updatedAt": 300}).encode()
+    theirs = json.dumps({"workingDir": "/b", "agentSessionId": "r1", "updatedAt": 100}).encode()
+    merged = json.loads(merge_meta("sessions/a/s/meta.json", base, ours, theirs)[0])
+    assert merged == {"workingDir": "/b", "agentSessionId": "r2", "updatedAt": 300}
+
+
 def test_meta_compares_rfc3339_times_as_times():
     ours = json.dumps({"workingDir": "/a", "createdAt": "2024-05-01T10:00:00.000Z",
                        "updatedAt": "2024-05-03T10:00:00.000+02:00"}).encode()

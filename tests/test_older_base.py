@@ -350,6 +350,21 @@ def test_a_refused_edit_fixed_later_keeps_what_was_appended_meanwhile(repo_path,
     git.fsck()
 
 
+
+def test_a_metadata_field_edited_from_an_older_version_is_kept(repo_path, git, person):
+    with Gitmem.open(repo_path) as mem:
+        mem.sessions.write("codex", "s1", [{"id": "m1"}], "resume-1", "/old/dir")
+        meta = mem.engine.worktree_path("sessions/codex/s1/meta.json")
+        buffer = json.loads(meta.read_text())  # the person opens it in an editor
+        mem.sessions.write("codex", "s1", [{"id": "m1"}, {"id": "m2"}], "resume-2", "/old/dir")
+        buffer["workingDir"] = "/new/dir"
+        meta.write_text(json.dumps(buffer, indent=2) + "\n")  # and saves their (older) buffer
+        stored = mem.sessions.meta("codex", "s1") if mem.sessions.read("codex", "s1") else None
+    assert stored["workingDir"] == "/new/dir"  # their change
+    assert stored["agentSessionId"] == "resume-2"  # and the write they never saw
+    assert json.loads(git.show("main:sessions/codex/s1/meta.json"))["updatedAt"] == stored["updatedAt"]
+
+
 # -- every writer at once, in random order ----------------------------------------------------
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
