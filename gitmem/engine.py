@@ -282,7 +282,7 @@ class GitEngine:
             self._closed = True
             self._index_refresher.stop()
             self._stat_cache.save()
-            self.journal.save()
+            self.journal.close()
 
     def __enter__(self) -> GitEngine:
         return self

@@ -56,7 +56,6 @@ from collections.abc import Iterable, Mapping
 from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
-from gitmem.journal import UNKNOWN
 from gitmem.merge import merge_file
 from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX
 from gitmem.stores.jsonl import parse_chunk
@@ -306,14 +305,14 @@ class HandEdits:
             data, on_disk = found if found is not None else (None, None)
             if on_disk == head_id:
                 continue
-            written = engine.journal.written(path)
+            states = engine.journal.states(path)
             if data is None:
                 if head_id is None:
                     continue
-                if path in failures or written is None or written == UNKNOWN and not engine.in_index(path):
+                if path in failures or states[:1] == [None] or not states and not engine.in_index(path):
                     plan.repairs[path] = None  # never written here: gitmem's to finish
                 else:
-                    plan.saves.append(_Save(path, None, None, head_id if written == UNKNOWN else written))
+                    plan.saves.append(_Save(path, None, None, states[0] if states else head_id))
                 continue
             versions = engine.path_versions(path)
             if on_disk in versions:
@@ -325,15 +324,14 @@ class HandEdits:
                 continue
             if head_id is None:
                 _warn_if_no_agent_reads(path)
-            plan.saves.append(_Save(path, data, on_disk, self._base(path, data, versions)))
+            plan.saves.append(_Save(path, data, on_disk, self._base(data, states, versions)))
         return plan
 
-    def _base(self, path: str, data: bytes, versions: list[str]) -> str | None:
+    def _base(self, data: bytes, states: list[str | None], versions: list[str]) -> str | None:
         """The version a save of ``data`` was made from (None: no file): of the versions the
         work-tree file held (the journal: gitmem's writes and the person's earlier saves),
         then the older committed ones (all of them when the journal knows none), the one
         whose lines are most like the save's (shared lines over all lines); the newest on a tie."""
-        states = self.engine.journal.states(path)
         if states and states[0] is None:
             return None  # the file was gone: the person made a new one
         known = [s for s in states if s is not None and self.engine.has_blob(s)]

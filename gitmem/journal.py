@@ -7,15 +7,19 @@ the versions the file held before: those gitmem wrote there and the person's own
 saves, newest first (:meth:`Journal.states`). Files gitmem could not write (disk full, a
 read-only folder, a folder that is a symlink) are recorded with the reason
 (:meth:`Journal.failures`) until a later write succeeds; nothing is ever committed from
-them. Saved in ``.git/gitmem/`` (the states at close, failures at once) for the next
-process; losing it costs only a fallback on history, never data (see :mod:`gitmem.handedits`).
+them.
+
+Both live in ``.git/gitmem/``. A version is one line appended to ``worktree-journal``
+(a write of a few dozen bytes, no fsync, atomic between processes), so a killed
+process loses none; the file is read only when a work-tree file differs from HEAD,
+and compacted when it grows. Losing it costs a fallback on history, never data (see
+:mod:`gitmem.handedits`).
 
     journal = Journal(Path(".git/gitmem"))
     journal.wrote("memory/user.md", blob_id)       # after a work-tree write, or a save seen
     journal.failed("sessions/x/y/meta.json", "No space left on device")
-    journal.written("memory/user.md")              # blob_id (UNKNOWN when never recorded)
     journal.states("memory/user.md")               # [blob_id, older blob ids...]
-    journal.save()
+    journal.close()
 """
 
 from __future__ import annotations
@@ -29,52 +33,44 @@ from pathlib import Path
 
 log = logging.getLogger("gitmem.journal")
 
-WRITTEN_FILE = "worktree-journal"
+STATES_FILE = "worktree-journal"
 FAILED_FILE = "worktree-failed.json"
-MAX_ENTRIES = 50_000  # paths, the newest; an entry costs about 1 µs to load
 MAX_STATES = 16  # versions kept per path
+COMPACT_BYTES = 4 << 20  # the file is compacted at close beyond this size
+KEEP_PATHS = 20_000  # the newest, when compacting
 FILE_MODE = 0o600
-UNKNOWN = "?"  # written(): no record of that path
-ABSENT = ""  # in the saved file: gitmem removed the file there
 
 
 class Journal:
-    """Thread-safe; loaded on first use."""
+    """Thread-safe and shared between processes."""
 
     def __init__(self, folder: Path):
-        self._written_file = folder / WRITTEN_FILE
+        self._states_file = folder / STATES_FILE
         self._failed_file = folder / FAILED_FILE
         self._lock = threading.Lock()
-        self._states: OrderedDict[str, tuple[str | None, ...]] | None = None
-        self._failed: dict[str, str] | None = None
-        self._dirty = False
-
-    def written(self, path: str) -> str | None:
-        """The blob id the work tree last held at ``path`` as far as gitmem knows (None: no
-        file), or :data:`UNKNOWN`."""
-        with self._lock:
-            return self._all_states().get(path, (UNKNOWN,))[0]
-
-    def states(self, path: str) -> list[str | None]:
-        """The versions the work tree held at ``path``, newest first (blob ids; None: no file)."""
-        with self._lock:
-            return list(self._all_states().get(path, ()))
+        self._fd: int | None = None
+        self._loaded: tuple[tuple[int, int, int], OrderedDict] | None = None  # (stat key, states)
 
     def wrote(self, path: str, blob_id: str | None) -> None:
         """Record that the work tree now holds ``blob_id`` at ``path`` (None: no file): gitmem
         wrote it, or it is a person's save gitmem has read."""
+        line = (json.dumps([path, blob_id], ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
         with self._lock:
-            states = self._all_states()
-            old = states.get(path, ())
-            if not old or old[0] != blob_id:
-                states[path] = (blob_id, *(s for s in old if s != blob_id))[:MAX_STATES]
-                states.move_to_end(path)
-                self._dirty = True
-                while len(states) > MAX_ENTRIES:
-                    states.popitem(last=False)
-            if path in self._failures():
-                del self._failed[path]
-                self._save_failures()
+            try:
+                if self._fd is None:
+                    self._fd = os.open(self._states_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, FILE_MODE)
+                os.write(self._fd, line)
+            except OSError as exc:  # a full disk: the fallback on history takes over
+                log.debug("work-tree journal not written: %s", exc)
+            if self._failed_file.exists():  # rare: read afresh, as other processes change it
+                failures = self._failures()
+                if failures.pop(path, None) is not None:
+                    self._save_failures(failures)
+
+    def states(self, path: str) -> list[str | None]:
+        """The versions the work tree held at ``path``, newest first (blob ids; None: no file)."""
+        with self._lock:
+            return list(self._load().get(path, ()))
 
     def failed(self, path: str, reason: str) -> bool:
         """Record that the work-tree file at ``path`` could not be brought to HEAD; True when new."""
@@ -83,7 +79,7 @@ class Journal:
             if failures.get(path) == reason:
                 return False
             failures[path] = reason
-            self._save_failures()
+            self._save_failures(failures)
             return True
 
     def failures(self) -> dict[str, str]:
@@ -91,47 +87,59 @@ class Journal:
         with self._lock:
             return dict(self._failures())
 
-    def save(self) -> None:
-        """Save the states for the next process (only when something changed)."""
+    def close(self) -> None:
+        """Close the file, compacting it first when it has grown past :data:`COMPACT_BYTES`."""
         with self._lock:
-            if not self._dirty or self._states is None:
-                return
-            lines = "".join(f"{path}\0{','.join(blob or ABSENT for blob in blobs)}\n"
-                            for path, blobs in self._states.items())
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
             try:
-                _write_private(self._written_file, lines.encode("utf-8", "surrogateescape"))
-            except OSError as exc:  # the next process falls back on history (see the module doc)
-                log.warning("could not save the work-tree journal: %s", exc)
-                return
-            self._dirty = False
+                if self._states_file.stat().st_size > COMPACT_BYTES:
+                    self._compact()
+            except OSError as exc:
+                log.warning("work-tree journal not compacted: %s", exc)
 
-    def _all_states(self) -> OrderedDict[str, tuple[str | None, ...]]:
-        if self._states is None:
-            self._states = OrderedDict()
+    def _load(self) -> OrderedDict[str, tuple[str | None, ...]]:
+        """Every path's states, newest path last, from the file (parsed again only when it changed)."""
+        try:
+            st = os.stat(self._states_file)
+            key = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if self._loaded is not None and self._loaded[0] == key:
+                return self._loaded[1]
+            data = self._states_file.read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:
+            return OrderedDict()
+        states: OrderedDict[str, tuple[str | None, ...]] = OrderedDict()
+        for line in data.split("\n"):
             try:
-                data = self._written_file.read_bytes().decode("utf-8", "surrogateescape")
-            except OSError:
-                data = ""
-            for line in data.split("\n"):
-                path, sep, blobs = line.partition("\0")
-                if sep and path:
-                    self._states[path] = tuple(blob or None for blob in blobs.split(","))
-        return self._states
+                path, blob_id = json.loads(line)
+            except (ValueError, TypeError):
+                continue  # a line cut short by a crash, or the empty last one
+            old = states.pop(path, ())
+            if not old or old[0] != blob_id:
+                old = (blob_id, *(s for s in old if s != blob_id))[:MAX_STATES]
+            states[path] = old
+        self._loaded = (key, states)
+        return states
+
+    def _compact(self) -> None:
+        states = self._load()
+        kept = list(states.items())[-KEEP_PATHS:]
+        lines = "".join(json.dumps([path, blob_id], ensure_ascii=False) + "\n"
+                        for path, blobs in kept for blob_id in reversed(blobs))
+        _write_private(self._states_file, lines.encode("utf-8", "surrogateescape"))
 
     def _failures(self) -> dict[str, str]:
-        if self._failed is None:
-            try:
-                loaded = json.loads(self._failed_file.read_bytes())
-            except (OSError, ValueError):
-                loaded = {}
-            self._failed = {k: v for k, v in loaded.items() if isinstance(v, str)} \
-                if isinstance(loaded, dict) else {}
-        return self._failed
-
-    def _save_failures(self) -> None:
         try:
-            if self._failed:
-                _write_private(self._failed_file, json.dumps(self._failed, indent=1).encode())
+            loaded = json.loads(self._failed_file.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        return {k: v for k, v in loaded.items() if isinstance(v, str)} if isinstance(loaded, dict) else {}
+
+    def _save_failures(self, failures: dict[str, str]) -> None:
+        try:
+            if failures:
+                _write_private(self._failed_file, json.dumps(failures, indent=1).encode())
             else:
                 self._failed_file.unlink(missing_ok=True)
         except OSError as exc:  # a full disk: the process still knows, the next one may not
@@ -139,6 +147,7 @@ class Journal:
 
 
 def _write_private(target: Path, data: bytes) -> None:
+    """Replace ``target`` with ``data`` atomically, as a 0600 file."""
     tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
