@@ -1509,3 +1509,122 @@ def _rename_noreplace(source: Path, target: Path) -> None:
         if os.path.lexists(target):  # no atomic way here: a tiny window remains
             raise FileExistsError(target)
         os.replace(source, target)
+
+
+# -- rescue support ----------------------------------------------------------------
+# For gitmem.rescue: a commit a history rewrite by hand (`git commit --amend`, `git
+# reset`) dropped from main stays reachable under refs/gitmem/rescue/<commit id> until
+# it is merged back, so neither `git gc` nor a reflog expiry can delete it. The
+# former tips of main come from its reflog, read from the end of the file: the
+# reflog is never expired by gitmem and grows by one line a write.
+
+RESCUE_REFS = "refs/gitmem/rescue"
+REFLOG_SCAN = 1000  # the newest reflog entries of main searched for dropped tips
+_REFLOG_BLOCK = 1 << 16
+
+
+@dataclasses.dataclass(frozen=True)
+class ReflogEntry:
+    """One move of ``main``, as its reflog records it (ids None for "no commit")."""
+
+    old: str | None
+    new: str | None
+    name: str  # who moved it
+    email: str
+    time: int  # seconds since the epoch
+    message: str
+
+
+def reflog(engine: GitEngine, limit: int = REFLOG_SCAN) -> list[ReflogEntry]:
+    """The newest ``limit`` entries of main's reflog, newest first; [] when it has none.
+
+    Reads only the end of the file, whatever the reflog's length.
+    """
+    path = engine.gitdir / "logs" / REF
+    try:
+        with open(path, "rb") as file:
+            end = file.seek(0, os.SEEK_END)
+            start, data = end, b""
+            while start > 0 and data.count(b"\n") <= limit:
+                start = max(0, start - _REFLOG_BLOCK)
+                file.seek(start)
+                data = file.read(end - start)
+    except FileNotFoundError:
+        return []
+    lines = data.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # cut in the middle
+    entries = [entry for entry in map(_reflog_entry, reversed(lines)) if entry is not None]
+    return entries[:limit]
+
+
+def _reflog_entry(line: bytes) -> ReflogEntry | None:
+    """``<old> <new> <name> <<email>> <time> <zone>\\t<message>``; None for anything else."""
+    head, _, message = line.decode("utf-8", "replace").partition("\t")
+    old, _, rest = head.partition(" ")
+    new, _, rest = rest.partition(" ")
+    name, _, rest = rest.partition(" <")
+    email, _, rest = rest.partition("> ")
+    seconds = rest.split(" ", 1)[0]
+    if not (_is_hex(old) and _is_hex(new) and len(old) == len(new) >= 40 and seconds.isdigit()):
+        return None
+    return ReflogEntry(None if set(old) == {"0"} else old, None if set(new) == {"0"} else new,
+                       name, email, int(seconds), message)
+
+
+def dropped_tips(engine: GitEngine, candidates: list[str]) -> list[str]:
+    """The commits of ``candidates`` that main's history does not hold, leaving out any
+    that another one it does not hold has in its own history (those come along), in
+    the order given. Candidates that are no commits (gone, or never were) are skipped.
+
+    One walk from the candidates, stopping where main's history begins.
+    """
+    repo = engine._repo
+    wanted: dict[pygit2.Oid, str] = {}
+    for commit in candidates:
+        try:
+            oid = pygit2.Oid(hex=commit)
+            if isinstance(repo.get(oid), pygit2.Commit):
+                wanted.setdefault(oid, commit)
+        except (ValueError, pygit2.GitError):
+            continue
+    if not wanted:
+        return []
+    walker = repo.walk(None, pygit2.enums.SortMode.TOPOLOGICAL)
+    for oid in wanted:
+        walker.push(oid)
+    tip = engine._tip()
+    if tip is not None:
+        walker.hide(tip)
+    covered: set[pygit2.Oid] = set()  # in the history of a dropped candidate
+    tips = set()
+    for commit in walker:  # children before their parents
+        if commit.id in wanted and commit.id not in covered:
+            tips.add(commit.id)
+        if commit.id in wanted or commit.id in covered:
+            covered.update(commit.parent_ids)
+    return [commit for oid, commit in wanted.items() if oid in tips]
+
+
+def rescue_refs(engine: GitEngine) -> dict[str, str]:
+    """``{commit id: ref name}`` of the commits kept under ``refs/gitmem/rescue/``."""
+    prefix = f"{RESCUE_REFS}/"
+    return {str(engine._repo.references[name].target): name
+            for name in engine._repo.references if name.startswith(prefix)}
+
+
+def keep_for_rescue(engine: GitEngine, commit: str) -> str:
+    """Keep ``commit`` under ``refs/gitmem/rescue/<commit>``; returns the ref's name."""
+    name = f"{RESCUE_REFS}/{commit}"
+    engine._repo.references.create(name, pygit2.Oid(hex=commit), force=True)
+    return name
+
+
+def release_rescued(engine: GitEngine, commit: str) -> None:
+    """Delete ``refs/gitmem/rescue/<commit>`` (it is fine when there is none)."""
+    ref = engine._repo.references.get(f"{RESCUE_REFS}/{commit}")
+    if ref is not None:
+        try:
+            ref.delete()
+        except pygit2.GitError:  # deleted meanwhile by another process
+            pass
