@@ -1521,6 +1521,9 @@ def _rename_noreplace(source: Path, target: Path) -> None:
 RESCUE_REFS = "refs/gitmem/rescue"
 REFLOG_SCAN = 1000  # the newest reflog entries of main searched for dropped tips
 _REFLOG_BLOCK = 1 << 16
+# <old> <new> <name> <<email>> <seconds> <zone>[\t<message>], as git and libgit2 write it
+_REFLOG_LINE = re.compile(rb"([0-9a-f]{40,64}) ([0-9a-f]{40,64}) (.*?) <(.*?)> (\d+) [-+]\d{4}(?:\t(.*))?",
+                          re.DOTALL)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -1551,25 +1554,25 @@ def reflog(engine: GitEngine, limit: int = REFLOG_SCAN) -> list[ReflogEntry]:
                 data = file.read(end - start)
     except FileNotFoundError:
         return []
-    lines = data.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # cut in the middle
-    entries = [entry for entry in map(_reflog_entry, reversed(lines)) if entry is not None]
-    return entries[:limit]
+    lines = data.split(b"\n")[1 if start > 0 else 0:]  # the first may be cut in the middle
+    entries = []
+    for line in reversed(lines):
+        found = _REFLOG_LINE.fullmatch(line)
+        if found is not None:
+            entries.append(_reflog_entry(*found.groups()))
+            if len(entries) == limit:
+                break
+    return entries
 
 
-def _reflog_entry(line: bytes) -> ReflogEntry | None:
-    """``<old> <new> <name> <<email>> <time> <zone>\\t<message>``; None for anything else."""
-    head, _, message = line.decode("utf-8", "replace").partition("\t")
-    old, _, rest = head.partition(" ")
-    new, _, rest = rest.partition(" ")
-    name, _, rest = rest.partition(" <")
-    email, _, rest = rest.partition("> ")
-    seconds = rest.split(" ", 1)[0]
-    if not (_is_hex(old) and _is_hex(new) and len(old) == len(new) >= 40 and seconds.isdigit()):
-        return None
-    return ReflogEntry(None if set(old) == {"0"} else old, None if set(new) == {"0"} else new,
-                       name, email, int(seconds), message)
+def _reflog_entry(old: bytes, new: bytes, name: bytes, email: bytes, seconds: bytes,
+                  message: bytes) -> ReflogEntry:
+    def commit(oid: bytes) -> str | None:
+        return None if oid.strip(b"0") == b"" else oid.decode()
+
+    return ReflogEntry(commit(old), commit(new), name.decode("utf-8", "replace"),
+                       email.decode("utf-8", "replace"), int(seconds),
+                       (message or b"").decode("utf-8", "replace"))
 
 
 def dropped_tips(engine: GitEngine, candidates: list[str]) -> list[str]:
@@ -1604,6 +1607,12 @@ def dropped_tips(engine: GitEngine, candidates: list[str]) -> list[str]:
         if commit.id in wanted or commit.id in covered:
             covered.update(commit.parent_ids)
     return [commit for oid, commit in wanted.items() if oid in tips]
+
+
+def committer_of(engine: GitEngine, commit: str) -> Identity:
+    """Who committed ``commit`` (EngineError when there is no such commit)."""
+    signature = engine._repo[engine.resolve(commit)].committer
+    return Identity(signature.name, signature.email)
 
 
 def rescue_refs(engine: GitEngine) -> dict[str, str]:

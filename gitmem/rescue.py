@@ -26,8 +26,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from gitmem.engine import (EngineError, GitEngine, dropped_tips, keep_for_rescue, reflog,
-                           release_rescued, rescue_refs)
+from gitmem.engine import (EngineError, GitEngine, Identity, ReflogEntry, committer_of,
+                           dropped_tips, keep_for_rescue, reflog, release_rescued, rescue_refs)
 from gitmem.handedits import HandEdits
 from gitmem.history import format_date
 from gitmem.merge import Spot, merge_changes
@@ -79,13 +79,21 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
 
     Searches the newest entries of main's reflog (engine.REFLOG_SCAN) and the refs kept
     before; a kept ref whose commit main holds again (merged back, or restored by hand)
-    is released.
+    is released. Only a move of main that gitmem did not make can drop a commit (each of
+    gitmem's is a commit on top, a merge or a fast-forward): without one, and with no
+    ref kept, nothing is walked.
     """
     with engine.lock:
         kept = rescue_refs(engine)
-        ours = [entry.new for entry in reflog(engine)
-                if entry.new and _made_by_gitmem(engine, entry)]
-        dropped = dropped_tips(engine, [*kept, *ours])
+        entries = reflog(engine)
+        rewrites = [entry for entry in entries if entry.old and not _made_by_gitmem(engine, entry)
+                    and not _descends(engine, entry.new, entry.old)]
+        if not kept and not rewrites:
+            return []
+        # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made.
+        candidates = [*kept, *(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
+                      *(e.new for e in entries if e.new and _made_by_gitmem(engine, e))]
+        dropped = dropped_tips(engine, candidates)
         for commit in kept.keys() - set(dropped):
             release_rescued(engine, commit)
         found = []
@@ -100,11 +108,23 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
     return sorted(found, key=lambda d: d.time, reverse=True)
 
 
-def _made_by_gitmem(engine: GitEngine, entry) -> bool:
+def _made_by_gitmem(engine: GitEngine, entry: ReflogEntry) -> bool:
     """True for a reflog entry of gitmem's: a commit by its identity, or a move it made."""
-    identity = engine.identity
-    return entry.message.startswith("gitmem: ") or (entry.name, entry.email) == (
-        identity.name, identity.email)
+    return entry.message.startswith("gitmem: ") or Identity(entry.name, entry.email) == engine.identity
+
+
+def _committed_by_gitmem(engine: GitEngine, commit: str) -> bool:
+    try:
+        return committer_of(engine, commit) == engine.identity
+    except EngineError:  # gone (pruned)
+        return False
+
+
+def _descends(engine: GitEngine, commit: str | None, ancestor: str) -> bool:
+    try:
+        return commit is not None and engine.is_ancestor(ancestor, commit)
+    except EngineError:  # one of them is gone: nothing to tell
+        return False
 
 
 def rescue(mem: Gitmem, commits: Iterable[str] | None = None) -> list[Rescued]:
