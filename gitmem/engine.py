@@ -1520,7 +1520,7 @@ def _rename_noreplace(source: Path, target: Path) -> None:
 
 RESCUE_REFS = "refs/gitmem/rescue"
 REFLOG_SCAN = 1000  # the newest reflog entries of main searched for dropped tips
-_REFLOG_BLOCK = 1 << 16
+_REFLOG_BLOCK = 4096  # bytes read first from the end of the reflog (then twice as many, ...)
 # <old> <new> <name> <<email>> <seconds> <zone>[\t<message>], as git and libgit2 write it
 _REFLOG_LINE = re.compile(rb"([0-9a-f]{40,64}) ([0-9a-f]{40,64}) (.*?) <(.*?)> (\d+) [-+]\d{4}(?:\t(.*))?",
                           re.DOTALL)
@@ -1547,9 +1547,9 @@ def reflog(engine: GitEngine, limit: int = REFLOG_SCAN) -> list[ReflogEntry]:
     try:
         with open(path, "rb") as file:
             end = file.seek(0, os.SEEK_END)
-            start, data = end, b""
+            start, data, block = end, b"", _REFLOG_BLOCK
             while start > 0 and data.count(b"\n") <= limit:
-                start = max(0, start - _REFLOG_BLOCK)
+                start, block = max(0, start - block), block * 2
                 file.seek(start)
                 data = file.read(end - start)
     except FileNotFoundError:

@@ -142,6 +142,29 @@ def test_rescue_names_one_commit_lists_and_refuses_others(repo_path, cli, git):
     git.fsck()
 
 
+def test_a_hand_edit_waiting_during_the_rescue_is_kept_too(repo_path, cli, git):
+    cli("memory", "write", "--user", input="one")
+    cli("memory", "write", "--user", "--append", input="two")
+    git("reset", "-q", "--hard", "HEAD~1")
+    with open(repo_path / USER_FILE, "a") as file:  # saved, not committed yet
+        file.write("\nthree, by hand\n")
+    cli("rescue")
+    assert git.show(f"main:{USER_FILE}") == "one\n\nthree, by hand\n\ntwo\n"
+    assert (repo_path / USER_FILE).read_text() == git.show(f"main:{USER_FILE}")
+    assert git.status() == ""
+    git.fsck()
+
+
+def test_a_commit_main_holds_again_is_released(repo_path, cli, git):
+    cli("memory", "write", "--user", input="one")
+    cli("memory", "write", "--user", "--append", input="two")
+    two = git("rev-parse", "main").strip()
+    git("reset", "-q", "--hard", "HEAD~1")
+    assert [d["commit"] for d in dropped(cli)] == [two]
+    git("reset", "-q", "--hard", two)  # the person undoes the reset
+    assert dropped(cli) == [] and rescue_refs(git) == []
+
+
 def test_only_gitmem_commits_are_kept(repo_path, cli, git):
     cli("memory", "write", "--user", input="one")
     (repo_path / "notes.txt").write_text("the person's own file\n")
