@@ -1575,38 +1575,44 @@ def _reflog_entry(old: bytes, new: bytes, name: bytes, email: bytes, seconds: by
                        (message or b"").decode("utf-8", "replace"))
 
 
-def dropped_tips(engine: GitEngine, candidates: list[str]) -> list[str]:
+def dropped_tips(engine: GitEngine, candidates: list[str], settled: list[str] | None = None) -> list[str]:
     """The commits of ``candidates`` that main's history does not hold, leaving out any
-    that another one it does not hold has in its own history (those come along), in
-    the order given. Candidates that are no commits (gone, or never were) are skipped.
+    that another one it does not hold, or one of ``settled`` (let go on purpose), has in
+    its own history (those come along), in the order given. Candidates that are no
+    commits (gone, or never were) are skipped.
 
     One walk from the candidates, stopping where main's history begins.
     """
-    repo = engine._repo
-    wanted: dict[pygit2.Oid, str] = {}
-    for commit in candidates:
-        try:
-            oid = pygit2.Oid(hex=commit)
-            if isinstance(repo.get(oid), pygit2.Commit):
-                wanted.setdefault(oid, commit)
-        except (ValueError, pygit2.GitError):
-            continue
+    wanted, done = _commit_ids(engine, candidates), set(_commit_ids(engine, settled or []))
     if not wanted:
         return []
-    walker = repo.walk(None, pygit2.enums.SortMode.TOPOLOGICAL)
-    for oid in wanted:
+    walker = engine._repo.walk(None, pygit2.enums.SortMode.TOPOLOGICAL)
+    for oid in wanted.keys() | done:
         walker.push(oid)
     tip = engine._tip()
     if tip is not None:
         walker.hide(tip)
-    covered: set[pygit2.Oid] = set()  # in the history of a dropped candidate
+    covered: set[pygit2.Oid] = set()  # in the history of a dropped candidate or a settled one
     tips = set()
     for commit in walker:  # children before their parents
-        if commit.id in wanted and commit.id not in covered:
+        if commit.id in wanted and commit.id not in covered and commit.id not in done:
             tips.add(commit.id)
-        if commit.id in wanted or commit.id in covered:
+        if commit.id in wanted or commit.id in covered or commit.id in done:
             covered.update(commit.parent_ids)
     return [commit for oid, commit in wanted.items() if oid in tips]
+
+
+def _commit_ids(engine: GitEngine, commits: list[str]) -> dict[pygit2.Oid, str]:
+    """``{oid: id}`` of those of ``commits`` that are commits here, in the order given."""
+    found: dict[pygit2.Oid, str] = {}
+    for commit in commits:
+        try:
+            oid = pygit2.Oid(hex=commit)
+        except ValueError:
+            continue
+        if isinstance(engine._repo.get(oid), pygit2.Commit):
+            found.setdefault(oid, commit)
+    return found
 
 
 def committer_of(engine: GitEngine, commit: str) -> Identity:

@@ -9,11 +9,14 @@ comes along), so neither ``git gc`` nor a reflog expiry can delete it, and
 ``gitmem status`` lists it. :func:`rescue` merges it back with the sync merge rules
 (:func:`gitmem.merge.merge_changes`; base: the common ancestor) as one merge commit
 on ``main``, which puts it back in main's history, and releases the ref. Nothing is
-reset: what the rewrite added (an amend's own change) stays.
+reset: what the rewrite added (an amend's own change) stays. :func:`let_go` is for a
+commit the person dropped on purpose: its ref is released and it is listed no more
+(its id is kept in ``.git/gitmem/rescue-let-go``); it never enters main's history.
 
     for dropped in find_lost(mem.engine):
         print(dropped.commit[:10], dropped.summary)
     rescue(mem)          # every dropped commit; rescue(mem, ["1a2b3c"]) just that one
+    let_go(mem.engine, ["1a2b3c"])
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -36,6 +40,7 @@ from gitmem.repository import Gitmem
 log = logging.getLogger("gitmem.rescue")
 
 OP = "rescue"  # the Gitmem-Op trailer of the merge commits
+LET_GO_FILE = "rescue-let-go"  # in .git/gitmem/: ids of dropped commits the person let go
 MOVED_RETRIES = 5  # merges computed again when plain git moves main meanwhile
 
 
@@ -93,7 +98,7 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
         # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made.
         candidates = [*kept, *(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
                       *(e.new for e in entries if e.new and _made_by_gitmem(engine, e))]
-        dropped = dropped_tips(engine, candidates)
+        dropped = dropped_tips(engine, candidates, _let_go(engine))
         for commit in kept.keys() - set(dropped):
             release_rescued(engine, commit)
         found = []
@@ -106,6 +111,29 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
             info = engine.commit_info(commit)
             found.append(Dropped(commit, info.time, info.offset, info.summary, ref))
     return sorted(found, key=lambda d: d.time, reverse=True)
+
+
+def let_go(engine: GitEngine, commits: Iterable[str]) -> list[Dropped]:
+    """Stop keeping the dropped commits named by ``commits`` (ids or unique prefixes):
+    their refs are released and they (and their history) are listed no more."""
+    with engine.lock:
+        chosen = _chosen(find_lost(engine), commits)
+        with open(engine.private_dir / LET_GO_FILE, "a", encoding="ascii", opener=_private) as file:
+            file.writelines(f"{d.commit}\n" for d in chosen)
+        for d in chosen:
+            release_rescued(engine, d.commit)
+    return chosen
+
+
+def _let_go(engine: GitEngine) -> list[str]:
+    try:
+        return (engine.private_dir / LET_GO_FILE).read_text(encoding="ascii").split()
+    except FileNotFoundError:
+        return []
+
+
+def _private(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o600)
 
 
 def _made_by_gitmem(engine: GitEngine, entry: ReflogEntry) -> bool:
@@ -200,6 +228,8 @@ example (runs as it is, in a scratch repository):
   gitmem status                               # lists it under "dropped"
   gitmem rescue                               # merges it back: one commit
   gitmem memory read --user                   # one, then two
+
+A commit dropped on purpose: `gitmem rescue --let-go COMMIT` stops keeping it.
 """
 
 
@@ -211,16 +241,24 @@ def add_commands(commands, command) -> None:
     parser.epilog = EXAMPLE
     parser.add_argument("commits", nargs="*", metavar="COMMIT",
                         help="only these dropped commits (ids or unique prefixes; default: all)")
-    parser.add_argument("--list", action="store_true", help="list the dropped commits, merge nothing")
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--list", action="store_true", help="list the dropped commits, merge nothing")
+    action.add_argument("--let-go", action="store_true",
+                        help="stop keeping the COMMITs named (dropped on purpose): they are "
+                             "listed no more and never merged back")
     parser.add_argument("--json", action="store_true", help="JSON, for scripts")
 
 
 def cmd_rescue(args) -> None:
+    if args.let_go and not args.commits:
+        raise RescueError("--let-go needs the COMMITs to let go (see `gitmem rescue --list`)")
     with Gitmem.open(args.repo, create=False) as mem:
-        if args.list:
-            dropped = _chosen(find_lost(mem.engine), args.commits or None)
+        if args.list or args.let_go:
+            dropped = (let_go(mem.engine, args.commits) if args.let_go else
+                       _chosen(find_lost(mem.engine), args.commits or None))
             report = [d.to_json() for d in dropped]
-            lines = [f"{d.commit[:10]}  {format_date(d.time, d.offset)}  {d.summary}" for d in dropped]
+            lines = [f"{'let go ' if args.let_go else ''}{d.commit[:10]}  "
+                     f"{format_date(d.time, d.offset)}  {d.summary}" for d in dropped]
         else:
             rescued = rescue(mem, args.commits or None)
             report = [r.to_json() for r in rescued]

@@ -165,6 +165,25 @@ def test_a_commit_main_holds_again_is_released(repo_path, cli, git):
     assert dropped(cli) == [] and rescue_refs(git) == []
 
 
+def test_a_commit_let_go_is_listed_no_more_nor_its_history(repo_path, cli, git):
+    cli("memory", "write", "--user", input="one")
+    cli("memory", "write", "--user", "--append", input="a secret")
+    cli("memory", "write", "--user", "--append", input="another")
+    meant = git("rev-parse", "main").strip()
+    git("reset", "-q", "--hard", "HEAD~2")  # on purpose
+    assert cli("rescue", "--let-go", check=False).returncode == 1
+    out = cli("rescue", "--let-go", meant[:12]).stdout
+    assert out.startswith(f"let go {meant[:10]}")
+    assert dropped(cli) == [] and rescue_refs(git) == []  # its parent does not come up either
+    cli("memory", "write", "--user", "--append", input="two")
+    two = git("rev-parse", "main").strip()
+    git("reset", "-q", "--hard", "HEAD~1")  # another drop is still noticed
+    assert [d["commit"] for d in dropped(cli)] == [two]
+    cli("rescue")
+    assert git.show(f"main:{USER_FILE}") == "one\n\ntwo\n"
+    git.fsck()
+
+
 def test_only_gitmem_commits_are_kept(repo_path, cli, git):
     cli("memory", "write", "--user", input="one")
     (repo_path / "notes.txt").write_text("the person's own file\n")
