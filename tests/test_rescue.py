@@ -40,6 +40,17 @@ def rescue_refs(git: Git) -> list[str]:
     return git("for-each-ref", "--format=%(refname)", "refs/gitmem/rescue/").split()
 
 
+def write_then_reset(cli, git, *appends: str) -> str:
+    """Write user memory "one", append each of ``appends``, then take those appends off
+    main with ``git reset --hard``; returns the newest commit dropped."""
+    cli("memory", "write", "--user", input="one")
+    for block in appends:
+        cli("memory", "write", "--user", "--append", input=block)
+    newest = git("rev-parse", "main").strip()
+    git("reset", "-q", "--hard", f"HEAD~{len(appends)}")
+    return newest
+
+
 def in_main(git: Git, commit: str) -> bool:
     """True when ``commit`` is in main's history."""
     return commit in git("rev-list", "main").split()
@@ -117,10 +128,7 @@ def test_reset_hard_drops_three_writes_kept_through_gc_and_reflog_expiry(repo_pa
 
 
 def test_rescue_names_one_commit_lists_and_refuses_others(repo_path, cli, git):
-    cli("memory", "write", "--user", input="one")
-    cli("memory", "write", "--user", "--append", input="two")
-    two = git("rev-parse", "main").strip()
-    git("reset", "-q", "--hard", "HEAD~1")
+    two = write_then_reset(cli, git, "two")
     cli("memory", "write", "--agent", "reviewer", input="three")  # gitmem writes on the reset tip
     three = git("rev-parse", "main").strip()
     git("reset", "-q", "--hard", "HEAD~1")
@@ -143,9 +151,7 @@ def test_rescue_names_one_commit_lists_and_refuses_others(repo_path, cli, git):
 
 
 def test_a_hand_edit_waiting_during_the_rescue_is_kept_too(repo_path, cli, git):
-    cli("memory", "write", "--user", input="one")
-    cli("memory", "write", "--user", "--append", input="two")
-    git("reset", "-q", "--hard", "HEAD~1")
+    write_then_reset(cli, git, "two")
     with open(repo_path / USER_FILE, "a") as file:  # saved, not committed yet
         file.write("\nthree, by hand\n")
     cli("rescue")
@@ -156,21 +162,14 @@ def test_a_hand_edit_waiting_during_the_rescue_is_kept_too(repo_path, cli, git):
 
 
 def test_a_commit_main_holds_again_is_released(repo_path, cli, git):
-    cli("memory", "write", "--user", input="one")
-    cli("memory", "write", "--user", "--append", input="two")
-    two = git("rev-parse", "main").strip()
-    git("reset", "-q", "--hard", "HEAD~1")
+    two = write_then_reset(cli, git, "two")
     assert [d["commit"] for d in dropped(cli)] == [two]
     git("reset", "-q", "--hard", two)  # the person undoes the reset
     assert dropped(cli) == [] and rescue_refs(git) == []
 
 
 def test_a_commit_let_go_is_listed_no_more_nor_its_history(repo_path, cli, git):
-    cli("memory", "write", "--user", input="one")
-    cli("memory", "write", "--user", "--append", input="a secret")
-    cli("memory", "write", "--user", "--append", input="another")
-    meant = git("rev-parse", "main").strip()
-    git("reset", "-q", "--hard", "HEAD~2")  # on purpose
+    meant = write_then_reset(cli, git, "a secret", "another")  # on purpose
     assert cli("rescue", "--let-go", check=False).returncode == 1
     out = cli("rescue", "--let-go", meant[:12]).stdout
     assert out.startswith(f"let go {meant[:10]}")
