@@ -192,7 +192,7 @@ def test_only_gitmem_commits_are_kept(repo_path, cli, git):
     assert dropped(cli) == []
 
 
-def test_an_untouched_history_costs_one_walk_and_keeps_nothing(mem, repo_path, git):
+def test_an_untouched_history_has_nothing_dropped(mem, repo_path, git):
     for i in range(30):
         mem.memory.write(f"block {i}", mode="append")
     tips = [e.new for e in engine_module.reflog(mem.engine)]
