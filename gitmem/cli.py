@@ -13,6 +13,7 @@ import sys
 
 from gitmem import (__version__, history, kaboo_adapter, maintenance, nui_extension,
                     nui_import, serve, status, sync, watch)
+from gitmem import rescue
 from gitmem.repository import Gitmem, default_repo_path
 
 
@@ -91,6 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (history, nui_import, maintenance, serve, nui_extension, kaboo_adapter,
                    sync, watch, status):
         module.add_commands(commands, _command)
+    # gitmem rescue: merge back gitmem commits a history rewrite by hand took off main
+    rescue.add_commands(commands, _command)
 
     bench = _command(commands, "bench", "measure write and read costs against baselines",
                      cmd_bench)

@@ -3,14 +3,17 @@
 It shows the hand edits not yet committed; the hand-edited files refused and why
 (file, line, reason); the commits not yet pushed to the remote ``gitmem sync`` uses;
 the last sync, its error and the places a merge asks a person to tidy (from
-``.git/gitmem/sync-state.json``, written by :mod:`gitmem.sync`); and whether the
-index is in step with HEAD. It commits nothing. ``--json`` prints one object:
+``.git/gitmem/sync-state.json``, written by :mod:`gitmem.sync`); the gitmem commits a
+history rewrite by hand took off main (:mod:`gitmem.rescue`, which keeps them under a
+ref of its own); and whether the index is in step with HEAD. It commits nothing.
+``--json`` prints one object:
 
     {"repository": ..., "head": ..., "checked_out": "main" | "branch NAME" | "commit ID",
      "pending": [{"path", "change"}], "refused": [{"path", "line", "reason"}],
      "out_of_step": [{"path", "reason"}],
      "unpushed": null | {"remote", "fetched", "ahead", "behind"},
      "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
+     "dropped": [{"commit", "time", "summary", "ref"}],
      "index_in_step": true}
 """
 
@@ -20,7 +23,7 @@ import json
 import sys
 from typing import Any
 
-from gitmem import sync
+from gitmem import rescue, sync
 from gitmem.engine import GitEngine
 from gitmem.handedits import HandEdits
 from gitmem.repository import Gitmem
@@ -41,6 +44,7 @@ def status(target) -> dict[str, Any]:
         "out_of_step": [{"path": o.path, "reason": o.reason} for o in scan.out_of_step],
         "unpushed": unpushed(engine),
         "sync": sync.read_state(engine),
+        "dropped": [dropped.to_json() for dropped in rescue.find_lost(engine)],
         "index_in_step": in_step,
     }
 
@@ -83,10 +87,20 @@ def describe(report: dict[str, Any]) -> list[str]:
         lines.append(f"sync error  {state['last_error']} (at {state.get('last_attempt') or '?'})")
     for spot in state.get("merge_spots") or []:
         lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
+    lines += _describe_dropped(report["dropped"])
     lines.append("index       " + ("in step with HEAD" if report["index_in_step"] else
                                    "not in step with HEAD yet (gitmem refreshes it within a "
                                    "second of its last write)"))
     return lines
+
+
+def _describe_dropped(dropped: list[dict[str, Any]]) -> list[str]:
+    if not dropped:
+        return []
+    count = f"{len(dropped)} gitmem commit{'s' if len(dropped) != 1 else ''}"
+    return [f"dropped     {count} a history rewrite by hand took off main, kept until "
+            "`gitmem rescue` merges them back:",
+            *(f"              {d['commit'][:10]}  {d['time']}  {d['summary']}" for d in dropped)]
 
 
 def _describe_unpushed(unpushed: dict[str, Any] | None) -> str:
