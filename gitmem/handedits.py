@@ -252,32 +252,14 @@ class HandEdits:
         """Commit the saves, each merged onto HEAD from its base, as one commit by the person;
         then bring the work-tree files whose merge differs from the save to the result."""
         engine = self.engine
-        merged_paths: list[str] = []
-
-        def changes(snapshot: Snapshot) -> dict[str, bytes | None]:
-            if snapshot.id == head.id and first is not None:
-                return first
-            found: dict[str, bytes | None] = {}
-            merged_paths.clear()
-            for save in saves:
-                ours = snapshot.read(save.path)
-                if save.base_id == snapshot.blob_id(save.path):
-                    result = save.data
-                else:
-                    base = engine.read_blob(save.base_id) if save.base_id else None
-                    result, _ = merge_file(save.path, base, ours, save.data)
-                    merged_paths.append(save.path)
-                if result != ours:
-                    found[save.path] = result
-            return found
-
-        first = None
-        first = edits = changes(head)
+        edits, merged = self._merged(saves, head)
         for save in saves:  # a later save may be made from this one: keep it to merge from
             if save.data is not None and edits.get(save.path) != save.data:
                 engine.store_blob(save.data)
             engine.journal.wrote(save.path, save.blob_id)
-        commit = engine.update(changes, _message(edits, head, merged_paths), {"Gitmem-Op": OP},
+        commit = engine.update(lambda snapshot: edits if snapshot.id == head.id
+                               else self._merged(saves, snapshot)[0],
+                               _message(edits, head, merged), {"Gitmem-Op": OP},
                                author=engine.user_identity(),
                                worktree_holds={save.path: save.blob_id for save in saves})
         # A save the merge left HEAD unchanged for (it brought nothing new): the file gets HEAD's.
@@ -286,10 +268,28 @@ class HandEdits:
                                if save.path not in edits and now.blob_id(save.path) != save.blob_id},
                               expected={save.path: save.blob_id for save in saves})
         if commit is not None:
-            merged = [path for path in merged_paths if path in edits]
             log.info("committed hand edit of %s%s", ", ".join(sorted(edits)),
-                     f" (merged onto newer versions: {', '.join(merged)})" if merged else "")
+                     f" (saved from older versions, merged: {', '.join(merged)})" if merged else "")
         return commit
+
+    def _merged(self, saves: list[_Save], head: Snapshot) -> tuple[dict[str, bytes | None], list[str]]:
+        """The changes that put the saves onto ``head`` (each merged three-way from its base
+        when ``head`` moved past it), and the paths merged."""
+        changes: dict[str, bytes | None] = {}
+        merged: list[str] = []
+        for save in saves:
+            ours = head.read(save.path)
+            result = save.data
+            if save.base_id != head.blob_id(save.path):
+                base = self.engine.read_blob(save.base_id) if save.base_id else None
+                result, spots = merge_file(save.path, base, ours, save.data)
+                for spot in spots:
+                    log.warning("hand edit merged with a newer version: %s", spot)
+                if result != ours:
+                    merged.append(save.path)
+            if result != ours:
+                changes[save.path] = result
+        return changes, merged
 
     def _plan(self, paths: list[str], head: Snapshot) -> _Plan:
         """Sort the files that differ from HEAD into a person's saves, gitmem's own stale
