@@ -88,9 +88,12 @@ def describe(report: dict[str, Any]) -> list[str]:
     for spot in state.get("merge_spots") or []:
         lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
     lines += _describe_dropped(report["dropped"])
-    lines.append("index       " + ("in step with HEAD" if report["index_in_step"] else
-                                   "not in step with HEAD yet (gitmem refreshes it within a "
-                                   "second of its last write)"))
+    if report["checked_out"] != "main":
+        lines.append(f"index       {report['checked_out']}'s (left alone)")
+    else:
+        lines.append("index       " + ("in step with HEAD" if report["index_in_step"] else
+                                       "not in step with HEAD yet (gitmem refreshes it within a "
+                                       "second of its last write)"))
     return lines
 
 
