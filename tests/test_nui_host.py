@@ -26,32 +26,18 @@ import pytest
 from conftest import SUBPROCESS_ENV
 from gitmem import layout
 from gitmem.repository import Gitmem
-from nui_client import NUI_LINE_LIMIT, NuiHost, go_json, install_as_nui, manifest_command
-from test_serve import AGENT_MEMORY, AGENT_TYPES, SESSIONS, USER_MEMORY, image, message, session, stop
+from nui_client import NUI_LINE_LIMIT, NuiHost, go_json, manifest_command
+from test_serve import (AGENT_MEMORY, SESSIONS, USER_MEMORY, extension, image, message, repo_path,  # noqa: F401
+                        session, spawn, stop)
 
 AGENT = {"handlerId": AGENT_MEMORY, "agentId": "codex"}
 
 
-@pytest.fixture
-def extension(tmp_path: Path, repo_path: Path) -> Path:
-    return install_as_nui(tmp_path, repo_path, AGENT_TYPES)
-
-
-@pytest.fixture
-def spawn(extension: Path):
-    """``spawn(*extra_args)``: the extension started as nui starts it; all killed afterwards."""
-    started: list[NuiHost] = []
-
-    def start(*extra_args: str) -> NuiHost:
-        host = NuiHost.spawn(extension, extra_args=extra_args)
-        host.call("storage.info")  # sent first, right after the spawn
-        started.append(host)
-        return host
-
-    yield start
-    for host in started:
-        host.close()
-    assert [problem for host in started for problem in host.problems] == []
+def started(spawn, *extra_args: str) -> NuiHost:
+    """The extension started as nui starts it (``spawn`` from test_serve), ``storage.info`` sent."""
+    host = spawn(extra_args=extra_args)
+    host.call("storage.info")  # sent first, right after the spawn
+    return host
 
 
 class Coordinator:
@@ -133,7 +119,7 @@ def serve_log(repo_path: Path) -> str:
 
 
 def test_back_to_back_snapshots_leave_the_newest_at_head(spawn, git, repo_path):
-    nui = Coordinator(spawn())
+    nui = Coordinator(started(spawn))
     messages: list[dict] = []
     for pair in range(100):  # a turn: the user's message, then the assistant's, both snapshots
         older = messages + [message(2 * pair)]
@@ -158,7 +144,7 @@ def test_back_to_back_snapshots_leave_the_newest_at_head(spawn, git, repo_path):
 
 
 def test_a_truncation_outside_the_window_is_applied(spawn, git, repo_path):
-    host = spawn("--late-window", "0.3")
+    host = started(spawn, "--late-window", "0.3")
     first = [message(i) for i in range(4)]
     host.call("storage.session.write", session("cut", messages=first))
     time.sleep(0.5)  # past the window: a shorter list is a truncation
@@ -178,7 +164,7 @@ def test_a_truncation_outside_the_window_is_applied(spawn, git, repo_path):
 
 
 def test_back_to_back_appends_keep_every_block(spawn, git):
-    nui = Coordinator(spawn())
+    nui = Coordinator(started(spawn))
     nui.call("storage.agentMemory.write", {**AGENT, "content": "# codex\n\nuse tabs", "writeMode": "replace"})
     blocks = ["use tabs"]
     for trial in range(20):
@@ -198,7 +184,7 @@ def test_back_to_back_appends_keep_every_block(spawn, git):
 
 
 def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git):
-    host = spawn()
+    host = started(spawn)
     write = {**AGENT, "writeMode": "replace"}
     host.call("storage.agentMemory.write", {**write, "content": "likes tea"})
     host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nshort answers"})
@@ -214,7 +200,7 @@ def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git)
     assert git.show("main:memory/agents/codex.md") == "something else\n"
     stop(host)
 
-    host = spawn("--late-window", "0.3")
+    host = started(spawn, "--late-window", "0.3")
     host.call("storage.agentMemory.write", {**write, "content": "likes tea"})
     host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nshort answers"})
     time.sleep(1.5)  # past the window (commit times are whole seconds)
@@ -229,7 +215,7 @@ def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git)
 
 
 def test_a_session_with_two_3_mb_images_survives_a_read_and_the_next_turn(spawn, repo_path, git):
-    host = spawn()
+    host = started(spawn)
     nui = Coordinator(host)
     messages = [message(i) for i in range(40)]
     pictures = [image(3_000_000), image(3_000_000)]
@@ -258,7 +244,7 @@ def test_a_session_with_two_3_mb_images_survives_a_read_and_the_next_turn(spawn,
 
 
 def test_a_session_whose_text_passes_4_mib_keeps_its_head_across_a_restart(spawn, repo_path):
-    host = spawn()
+    host = started(spawn)
     messages = [message(i, f"{i}: " + "long answer text " * 700) for i in range(400)]  # ~5 MB
     host.call("storage.session.write", session("long", messages=messages))
     got = host.call("storage.session.read", session("long"))["messages"]
@@ -266,7 +252,7 @@ def test_a_session_whose_text_passes_4_mib_keeps_its_head_across_a_restart(spawn
     assert 0 < len(got) < 400 and got == messages[-len(got):]  # the newest that fit
     stop(host)
 
-    nui = Coordinator(spawn())  # restarted: the cut is remembered on disk
+    nui = Coordinator(started(spawn))  # restarted: the cut is remembered on disk
     turn = got + [message(400)]
     nui.fire([snapshot_write("long", turn), snapshot_write("long", turn + [message(401)])])
     nui.settle()
@@ -310,7 +296,7 @@ def test_the_log_holds_the_shutdown_lines_when_killed_right_after_the_answer(ext
 
 @pytest.mark.parametrize("messages, index", [([1, 2], 0), ([message(0), "hi"], 1), ([message(0), None], 1)])
 def test_messages_that_are_not_objects_are_refused(spawn, git, messages, index):
-    host = spawn()
+    host = started(spawn)
     head = git("rev-parse", "main")
     error = host.error("storage.session.write", session("bad", messages=messages))
     assert error["code"] == -32602 and error["data"] == {"param": "messages", "index": index}

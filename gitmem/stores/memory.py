@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Mapping
 from typing import NamedTuple
 
@@ -33,6 +34,7 @@ log = logging.getLogger("gitmem.memory")
 MODES = ("replace", "append")
 BLOCK = "\n\n"  # what nui puts between the blocks it appends
 STALE_BASES = 4  # earlier versions a replace may extend that are looked for, longest first
+STALE_VERSIONS = 32  # versions of a record remembered for the stale checks
 STALE_WALK = 64  # commits walked back at most, looking for them
 STALE_ATTEMPTS = 3  # merges tried again when another writer moves the record meanwhile
 
@@ -55,6 +57,10 @@ class MemoryStore:
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
+        # {path: (monotonic time, blob id)} of the versions replace checks saw at HEAD or
+        # wrote: only those can be the earlier version a stale replace was made from
+        self._seen: dict[str, deque[tuple[float, str]]] = {}
+        self._written: dict[str, tuple[str, str]] = {}  # {path: (blob id, text)} last checked
 
     @staticmethod
     def path(agent_id: str | None = None) -> str:
@@ -82,72 +88,82 @@ class MemoryStore:
         if mode not in MODES:
             raise ValueError(f"writeMode must be 'replace' or 'append', not {mode!r}")
         path = self.path(agent_id)
-        if mode == "replace" and stale_window:
-            for _ in range(STALE_ATTEMPTS):
-                stale = self._stale(path, content, stale_window)
-                if stale is None:
-                    break
-                if stale.merged is None:
-                    log.info("late duplicate of %s not applied: it is the version of %s, which "
-                             "HEAD extends", _describe(agent_id), stale.base)
-                    return None
-                commit, moved = self._merge(path, agent_id, stale, trailers)
-                if not moved:
-                    return commit
-
-        def changes(snapshot: Snapshot):
-            new = content
-            if mode == "append":
-                new = join_blocks(self.read(agent_id, snapshot=snapshot), content)
-            return {path: normalise(new).encode("utf-8", "surrogateescape")}
-
         verb = "append to" if mode == "append" else "replace"
-        return self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
-                                  _trailers(f"memory.{mode}", agent_id, trailers), scope=path)
+        for attempt in range(STALE_ATTEMPTS + 1):
+            check = mode == "replace" and bool(stale_window) and attempt < STALE_ATTEMPTS
+            found: list[Stale] = []
 
-    def _stale(self, path: str, content: str, window: float) -> Stale | None:
+            def changes(snapshot: Snapshot):
+                new = content
+                if mode == "append":
+                    new = join_blocks(self.read(agent_id, snapshot=snapshot), content)
+                elif check:
+                    stale = self._stale(path, snapshot, content, stale_window)
+                    if stale is not None:
+                        found.append(stale)
+                        return None
+                return {path: normalise(new).encode("utf-8", "surrogateescape")}
+
+            commit = self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
+                                        _trailers(f"memory.{mode}", agent_id, trailers), scope=path)
+            if not found:
+                return commit
+            if found[0].merged is None:
+                log.info("late duplicate of %s not applied: it is the version of %s, which "
+                         "HEAD extends", _describe(agent_id), found[0].base)
+                return None
+            commit, moved = self._merge(path, agent_id, found[0], trailers)
+            if not moved:
+                return commit
+        raise AssertionError("unreachable: the last attempt checks nothing")
+
+    def _stale(self, path: str, snapshot: Snapshot, content: str, window: float) -> Stale | None:
         """What to do with a replace that may be stale (see :meth:`write`); None: replace.
 
         Cheap checks first: a replace that extends HEAD (nui's append in order) or
-        shares no block with it needs no history; an earlier version that is not in the
-        object database was never committed; only then are commits walked, at most
+        shares no block with it needs no history, nor one whose earlier version this
+        store has not seen at HEAD in the window; only then are commits walked, at most
         :data:`STALE_WALK` and none older than the window. (A memory's first blocks,
         appended back to back onto nothing, share nothing: they are replaces.)
         """
-        snapshot = self.engine.snapshot(scope=path)
-        head = snapshot.read_parsed(path, _decode) or ""
+        head_id = snapshot.blob_id(path)
+        written = self._written.get(path)
+        if written is not None and written[0] == head_id:  # spares reading the file just written
+            head = written[1]
+        else:
+            head = snapshot.read_parsed(path, _decode) or ""
         new = normalise(content)
+        seen = self._seen.setdefault(path, deque(maxlen=STALE_VERSIONS))
+        now = time.monotonic()
+        recent = {version for stamp, version in seen if now - stamp <= window}
+        new_id = git_blob_id(new.encode("utf-8", "surrogateescape"))
+        if head_id is not None:
+            seen.append((now, head_id))  # the version this write replaces
+        seen.append((now, new_id))
+        self._written[path] = (new_id, new)
         if not head or new == head or new.startswith(head.rstrip("\n") + BLOCK):
             return None
         wanted: dict[str, str] = {}  # version (blob id) -> its text
         if new and head.startswith(new.rstrip("\n") + BLOCK):  # new may be a late duplicate
-            wanted[git_blob_id(new.encode("utf-8", "surrogateescape"))] = new
+            wanted[new_id] = new
         end, bases = len(new), 0
         while bases < STALE_BASES and (end := new.rfind(BLOCK, 0, end)) > 0:
             if head.startswith(new[:end + len(BLOCK)]):  # new extends new[:end], and so does HEAD
                 bases += 1
                 base = normalise(new[:end])
                 wanted[git_blob_id(base.encode("utf-8", "surrogateescape"))] = base
-        wanted = {version: text for version, text in wanted.items() if self._stored(version)}
+        wanted = {version: text for version, text in wanted.items() if version in recent}
         found = self._recent(path, snapshot, wanted, window) if wanted else None
         if found is None:
             return None
         commit, version = found
         base = wanted[version]
         if base == new:
-            return Stale(commit, snapshot.blob_id(path), None)
+            return Stale(commit, head_id, None)
         merged, _ = merge_file(path, base.encode("utf-8", "surrogateescape"),
                                head.encode("utf-8", "surrogateescape"),
                                new.encode("utf-8", "surrogateescape"))
-        return Stale(commit, snapshot.blob_id(path), merged)
-
-    def _stored(self, blob_id: str) -> bool:
-        """True when the object database holds the blob (a version once committed)."""
-        try:
-            self.engine.read_blob(blob_id)
-        except KeyError:
-            return False
-        return True
+        return Stale(commit, head_id, merged)
 
     def _recent(self, path: str, snapshot: Snapshot, versions: Mapping[str, object],
                 window: float) -> tuple[str, str] | None:

@@ -191,8 +191,8 @@ class SessionStore:
         if cut["first"] is not None:
             starts_there = _message_key(first) == cut["first"]
         else:
-            stored_first = chunks.sent_lines(snapshot, 0, 1)
-            starts_there = bool(stored_first) and _message_key(json.loads(stored_first[0])) != _message_key(first)
+            stored = chunks.sent_lines(snapshot, 0, 1)
+            starts_there = bool(stored) and _message_key(json.loads(stored[0])) != _message_key(first)
         if not starts_there:
             return messages
         head = chunks.sent_lines(snapshot, 0, cut["from"])
