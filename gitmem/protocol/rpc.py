@@ -10,7 +10,7 @@ may raise `RpcError` (answered as that error; `InvalidParams` for a bad param),
 `Shutdown` (answered with its result, then the loop ends) or anything else (answered
 as -32603 with a one-line message; the traceback goes to the log). A method marked
 with `json_texts(name)` gets its array param `name` as the JSON texts of the items,
-undecoded (`parse_json` reads one).
+undecoded (`parse_json` reads one; `object_texts` checks they are objects).
 
 Nothing but answer lines is written to stdout, and no request ends the loop except
 through `Shutdown`. `serve` returns at end of input, after `Shutdown`, when stdout is
