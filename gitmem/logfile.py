@@ -7,6 +7,7 @@ at once), rotating the file at :data:`MAX_BYTES` and keeping :data:`BACKUPS`.
 
     writer = logfile.start(Path(".git/gitmem/serve.log"), "INFO")
     ...
+    logging.getLogger().handlers[0].flush()   # on disk now (before a last answer)
     writer.stop()   # writes out what is set aside
 """
 
@@ -17,6 +18,7 @@ import logging.handlers
 import os
 import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 MAX_BYTES = 2 * 1024 * 1024
@@ -42,13 +44,15 @@ def start(path: Path, level: str) -> LogWriter:
 
 class PendingRecords(logging.Handler):
     """Sets records aside for the writer thread, waking it for the first of a batch and
-    for every warning or error: per record, the serving thread pays a list append."""
+    for every warning or error: per record, the serving thread pays a list append.
+    :meth:`flush` writes them out at once, on the calling thread."""
 
-    def __init__(self, wake: threading.Event):
+    def __init__(self, wake: threading.Event, write_out: Callable[[], None]):
         super().__init__()
         self.records: list[logging.LogRecord] = []
         self.urgent = False
         self.wake = wake
+        self.write_out = write_out
 
     def emit(self, record: logging.LogRecord) -> None:  # called under self.lock
         try:
@@ -60,6 +64,11 @@ class PendingRecords(logging.Handler):
         if not self.records or self.urgent:
             self.wake.set()
         self.records.append(record)
+
+    def flush(self) -> None:
+        """Write every record set aside to the file before returning (nui kills the process
+        right after the answer to its shutdown call)."""
+        self.write_out()
 
     def take(self) -> list[logging.LogRecord]:
         """The records set aside; none are left, and none is urgent any more."""
@@ -79,8 +88,9 @@ class LogWriter(threading.Thread):
         super().__init__(name="gitmem-log", daemon=True)
         self.handler = handler
         self.wake = threading.Event()
-        self.pending = PendingRecords(self.wake)
+        self.pending = PendingRecords(self.wake, self.write_out)
         self.stopping = False
+        self.writing = threading.Lock()  # the thread and a flush: one batch after the other
 
     def run(self) -> None:
         while not self.stopping:
@@ -93,11 +103,13 @@ class LogWriter(threading.Thread):
         self.write_out()
 
     def write_out(self) -> None:
-        records = self.pending.take()
-        for record in records:
-            self.handler.handle(record)
-        if records:
-            self.handler.write_out()
+        """Write the records set aside to the file, in order."""
+        with self.writing:
+            records = self.pending.take()
+            for record in records:
+                self.handler.handle(record)
+            if records:
+                self.handler.write_out()
 
     def stop(self) -> None:
         """Write out what is set aside and end the thread."""

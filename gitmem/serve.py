@@ -26,13 +26,14 @@ from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
-from gitmem.protocol.nui import storage_methods
+from gitmem.protocol.nui import LATE_WINDOW, storage_methods
 from gitmem.engine import DURABILITIES
 from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.serve")
 
 LOG_NAME = "serve.log"
+LATE_WINDOW_ENV = "GITMEM_LATE_WINDOW"
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
 PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)
 MAINTENANCE_GRACE = 10.0  # seconds a running pack may take to finish at exit
@@ -43,8 +44,8 @@ def add_commands(commands, command) -> None:
     serve = command(commands, "serve", "speak nui's storage protocol (and threads.*) on "
                     "stdin/stdout", cmd_serve)
     serve.add_argument("--handlers", metavar="FILE",
-                       help="storage-handlers.yaml (default: the one in $NUI_EXTENSION_DIR, "
-                            "else accept every handler id)")
+                       help="storage-handlers.yaml (default: the one in $NUI_EXTENSION_DIR, or "
+                            "$LOOP_EXTENSION_DIR, else accept every handler id)")
     serve.add_argument("--log-file", metavar="FILE",
                        help=f"where to log (default: .git/gitmem/{LOG_NAME} in the repository)")
     serve.add_argument("--log-level", default="INFO",
@@ -57,6 +58,12 @@ def add_commands(commands, command) -> None:
                        help="longest answer line to write; longer ones become error -32000 "
                             "(default: nui's reader limit, 4 MiB; 0: no limit, for the kaboo "
                             "adapter, which reads lines of any length)")
+    serve.add_argument("--late-window", type=float, metavar="SECONDS",
+                       default=os.environ.get(LATE_WINDOW_ENV) or str(LATE_WINDOW),
+                       help="how long after a write an older write of the same session or "
+                            "memory may still arrive (nui sends writes from goroutines) and is "
+                            f"not taken over it; 0: off (default: ${LATE_WINDOW_ENV}, else "
+                            f"{LATE_WINDOW:g})")
     watch.add_serve_options(serve)
     sync.add_serve_options(serve)
 
@@ -96,6 +103,7 @@ def cmd_serve(args) -> int:
         if finished:
             return
         finished = True
+        log.info("finishing: pending hand edits, background work")
         if syncer is not None:
             syncer.stop()
         if watcher is not None:
@@ -105,7 +113,8 @@ def cmd_serve(args) -> int:
 
     try:
         serve(mem, handlers, _protocol_in(), protocol_out,
-              max_response=args.max_response or sys.maxsize, on_shutdown=finish)
+              max_response=args.max_response or sys.maxsize, on_shutdown=finish,
+              late_window=args.late_window)
     finally:
         finish()
         log.info("stopped")
@@ -115,13 +124,16 @@ def cmd_serve(args) -> int:
 
 def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO, *,
           max_response: int = rpc.MAX_RESPONSE,
-          on_shutdown: Callable[[], None] = lambda: None) -> None:
+          on_shutdown: Callable[[], None] = lambda: None,
+          late_window: float = LATE_WINDOW) -> None:
     """Answer requests until end of input, a shutdown call or SIGTERM.
 
-    ``on_shutdown`` runs before ``storage.shutdown``/``extension.shutdown`` is answered.
+    ``on_shutdown`` runs before ``storage.shutdown``/``extension.shutdown`` is answered
+    (and the log is flushed after it, before the answer: nui kills the process at once).
     """
     name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
-    methods = storage_methods(mem, handlers, name=name, on_shutdown=on_shutdown)
+    methods = storage_methods(mem, handlers, name=name, on_shutdown=on_shutdown,
+                              max_response=max_response, late_window=late_window)
     methods.update(thread_methods(mem.threads))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT))

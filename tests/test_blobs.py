@@ -175,3 +175,13 @@ def test_images_written_100_times_grow_the_repository_by_less_than_30_mb(tmp_pat
 
 def git_size(gitdir: Path) -> int:
     return sum(p.stat().st_size for p in gitdir.rglob("*") if p.is_file())
+
+
+def test_a_reference_to_a_stored_blob_comes_back_as_that_image(tmp_path):
+    payload = base64.b64encode(os.urandom(3000)).decode()
+    stored, files = blobs.extract({"data": payload})
+    (name,) = files
+    assert blobs.extract(stored, known={name})[0] == stored  # the reference, kept
+    assert blobs.extract(stored)[0] == {"data": blobs.TEXT + stored["data"]}  # unknown: text
+    line = dumps({"a": stored["data"], "b": blobs.TEXT + "gitmem:x"})
+    assert json.loads(blobs.restore_json(line, None)) == {"a": stored["data"], "b": "gitmem:x"}

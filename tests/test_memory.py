@@ -184,3 +184,20 @@ def test_log_names_records_as_the_user_knows_them(mem):
     assert len(mem.log()) == len(mem.log(limit=100)) == 5 and len(mem.log(limit=2)) == 2
     with pytest.raises(ValueError, match="not a record name"):
         mem.log("agent")
+
+
+def test_a_stale_replace_is_merged_and_a_late_copy_dropped(mem, git):
+    mem.memory.write("# notes\n\nlikes tea", "codex")
+    existing = mem.memory.read("codex").strip()
+    first, second = existing + "\n\nbe brief", existing + "\n\nuse tabs"  # both read `existing`
+    assert mem.memory.write(second, "codex", stale_window=60) is not None
+    merged = mem.memory.write(first, "codex", stale_window=60)
+    assert mem.memory.read("codex") == "# notes\n\nlikes tea\n\nuse tabs\n\nbe brief\n"
+    base = git("log", "-1", "--format=%(trailers:key=Gitmem-Merged-Base,valueonly)", merged).strip()
+    assert git.show(f"{base}:memory/agents/codex.md") == "# notes\n\nlikes tea\n"
+    commits = git.count()
+    assert mem.memory.write(existing, "codex", stale_window=60) is None  # HEAD extends it
+    assert mem.memory.write(second, "codex", stale_window=60) is None  # merged in already
+    assert git.count() == commits
+    assert mem.memory.write(existing, "codex") is not None  # no window: a replace
+    assert mem.memory.read("codex") == "# notes\n\nlikes tea\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from gitmem.protocol.rpc import (
     RpcError,
     Shutdown,
     json_texts,
+    object_texts,
     param,
     parse_json,
     serve,
@@ -494,3 +496,41 @@ def test_sigterm_during_a_request_lets_it_finish(process):
     assert json.loads(process.stdout.readline()) == {"jsonrpc": "2.0", "id": 2, "result": "done"}
     assert process.wait(timeout=5) == 0
     assert b"finished pending work" in process.stderr.read()
+
+
+def test_the_last_answer_is_written_after_its_log_line_is_flushed():
+    events: list[str] = []
+
+    class Recorder(logging.Handler):
+        def emit(self, record):
+            events.append("log " + record.getMessage().split(" ", 1)[0])
+
+        def flush(self):
+            events.append("flush")
+
+    class Out:
+        def write(self, data):
+            events.append("answer " + json.loads(bytes(data))["result"]["method"])
+            return len(data)
+
+        def flush(self):
+            pass
+
+    def stop(params):
+        raise Shutdown({"method": "stop"})
+
+    log = logging.getLogger("test.rpc.flush")
+    log.addHandler(Recorder())
+    log.propagate, log.level = False, logging.INFO
+    lines = [json.dumps(request(name, id=n)).encode() + b"\n" for n, name in enumerate(("echo", "stop"), 1)]
+    serve({"echo": lambda params: {"method": "echo"}, "stop": stop}, io.BytesIO(b"".join(lines)), Out(), log=log)
+    assert events == ["answer echo", "log echo", "log stop", "flush", "answer stop"]
+
+
+def test_object_texts():
+    assert object_texts({"m": [b'{"a":1}', memoryview(b"{}")]}, "m") == [b'{"a":1}', memoryview(b"{}")]
+    assert object_texts({}, "m", default=[]) == []
+    for texts, index in (([b"1"], 0), ([b"{}", b'"x"', b"[]"], 1), ([b"{}", b"null"], 1)):
+        with pytest.raises(InvalidParams) as raised:
+            object_texts({"m": texts}, "m")
+        assert raised.value.data == {"param": "m", "index": index}

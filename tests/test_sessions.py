@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gitmem.ids import encode
+from gitmem.repository import Gitmem
 from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, chunk_texts, dumps, parse_chunk
 from nui_client import go_json
 
@@ -348,3 +350,50 @@ json_values = st.recursive(
 def test_any_json_round_trips(mem, messages):
     mem.sessions.write(AGENT, "prop", messages, "r")
     assert mem.sessions.read(AGENT, "prop") == (messages, "r")
+
+
+# -- nui's late snapshots and size-limited reads -----------------------------------------
+
+
+def test_a_late_prefix_is_not_applied_within_the_window(mem, git):
+    messages = [{"id": f"m{i}", "role": "user", "content": f"q{i}"} for i in range(4)]
+    mem.sessions.write("pi", "s", messages, late_window=60)
+    commits = git.count()
+    assert mem.sessions.write("pi", "s", messages[:2], late_window=60) is None
+    assert mem.sessions.write("pi", "s", JsonTexts([go_json(m, sort_keys=False) for m in messages[:3]]),
+                              late_window=60) is None
+    assert git.count() == commits and mem.sessions.read("pi", "s")[0] == messages
+    changed = [messages[0], {**messages[1], "content": "edited"}]  # not a prefix: applied
+    assert mem.sessions.write("pi", "s", changed, late_window=60) is not None
+    assert mem.sessions.write("pi", "s", changed[:1]) is not None  # no window: applied
+    assert mem.sessions.read("pi", "s")[0] == changed[:1]
+
+
+def test_a_prefix_with_its_image_inline_is_late_too(mem, git):
+    data = base64.b64encode(os.urandom(3000)).decode()
+    messages = [{"id": "m0", "images": [{"mediaType": "image/png", "data": data}]}, {"id": "m1"}]
+    mem.sessions.write("pi", "s", messages)
+    assert mem.sessions.write("pi", "s", messages[:1], late_window=60) is None
+
+
+def test_a_read_within_a_size_keeps_what_it_leaves_out(mem, git, repo_path):
+    data = base64.b64encode(os.urandom(30_000)).decode()
+    messages = [{"id": f"m{i}", "content": "x" * 1000} for i in range(20)]
+    messages[3]["images"] = [{"mediaType": "image/png", "data": data}]
+    messages[15]["images"] = [{"mediaType": "image/png", "data": data[::-1]}]
+    mem.sessions.write("pi", "s", messages)
+    whole = json.dumps(messages, separators=(",", ":")).encode()
+    assert mem.sessions.read_json_within("pi", "s", len(whole))[0] == whole
+    text, _ = mem.sessions.read_json_within("pi", "s", len(whole) - 1)  # the older image: a reference
+    sent = json.loads(text)
+    assert sent[3]["images"][0]["data"].startswith("gitmem:blob:") and sent[15] == messages[15]
+    text, _ = mem.sessions.read_json_within("pi", "s", 10_000)  # the newest that fit
+    sent = json.loads(text)
+    assert len(text) <= 10_000 and 0 < len(sent) < 20
+    assert [m["id"] for m in sent] == [m["id"] for m in messages[-len(sent):]]
+
+    with Gitmem.open(repo_path, create=False) as again:  # the cut outlives the process
+        assert again.sessions.write("pi", "s", sent + [{"id": "new"}]) is not None
+        assert again.sessions.read("pi", "s")[0] == messages + [{"id": "new"}]
+        assert again.sessions.write("pi", "s", [{"id": "other"}]) is not None  # starts elsewhere
+        assert again.sessions.read("pi", "s")[0] == [{"id": "other"}]

@@ -12,6 +12,9 @@
   interpreter, the imports, and the import time by package (``python -X importtime``).
 - Durability: a memory write through ``gitmem serve --durability fast`` and through
   ``--durability fsync`` (no target: what fsync costs on this disk).
+- A read of a 6 MB session (200 messages, two 3 MB screenshots) through ``gitmem serve``,
+  whose answer must fit nui's 4 MiB line (one image goes out as its blob reference),
+  beside the whole read in-process (no target: a read that blocks nui's request).
 
     gitmem bench --only serve
 """
@@ -34,6 +37,7 @@ from gitmem.bench.core import (AGENT, AGENT_TYPE, GIT_ENV, Row, StoreWrite, buil
                           copy_repository, memory_content, session_messages)
 from gitmem.bench.baselines import nui_message
 from gitmem.engine import DURABILITIES, INDEX_IDLE
+from gitmem.repository import Gitmem
 
 COLD_START_BUDGET_MS = 250.0
 SESSION_SIZE = 200  # messages in the session that each write sends in full, as nui does
@@ -212,6 +216,52 @@ def serve_writes(bench) -> None:
         bench.compare(round_trip, in_child, what="  the protocol's own share: round trip / child process")
 
 
+class StoreSessionRead:
+    """``SessionStore.read_json`` in-process of session ``record``: the whole session."""
+
+    def __init__(self, path: Path, record: str):
+        self.mem = Gitmem.open(path, create=False)
+        self.record = record
+
+    def __call__(self, i: int) -> None:
+        self.mem.sessions.read_json(AGENT_TYPE, self.record)
+
+    def close(self) -> None:
+        self.mem.close()
+
+
+SCREENSHOT = 3_000_000 * 3 // 4  # bytes of a screenshot whose base64 is 3 MB
+
+
+def serve_session_read(bench) -> None:
+    """A read of a 6 MB session through ``gitmem serve``, answered within 4 MiB, beside the
+    whole read in-process, and the size of the answer."""
+    repo = build_repository(bench.workdir / "serve-read", 10)
+    messages = session_messages(SESSION_SIZE)
+    for n in (SESSION_SIZE // 4, SESSION_SIZE // 2):
+        messages[n] = nui_message(0, n, image=os.urandom(SCREENSHOT))
+    with Gitmem.open(repo, create=False) as mem:
+        mem.sessions.write(AGENT_TYPE, SERVED, messages, "resume", "/home/me")
+    size = len(json.dumps(messages, separators=(",", ":")))
+    params = {"agentType": AGENT_TYPE, "handlerId": "bench", "sessionId": SERVED, "workingDir": "/home/me"}
+    store = StoreSessionRead(repo, SERVED)
+    served = ServeWrite(repo, lambda i: ("storage.session.read", params), options=["--no-watch"])
+    setting = f"{SESSION_SIZE} messages, {size / 1e6:.1f} MB"
+    try:
+        in_process, round_trip = bench.measure("serve session read", setting, {
+            "store: SessionStore.read_json, the whole session": store,
+            "serve --no-watch: storage.session.read round trip, within 4 MiB": served,
+        }).values()
+        served.server.process.stdin.write(served.server.encode("storage.session.read", params))
+        served.server.process.stdin.flush()
+        answer = len(served.server.process.stdout.readline())
+    finally:
+        store.close()
+        served.close()
+    bench.add(Row(round_trip.scenario, setting, "  the answer line", value=answer / 1e6, unit="MB"))
+    bench.compare(round_trip, in_process, what="  round trip / whole read in-process")
+
+
 def session_request(messages: list[dict[str, Any]]) -> Callable[[int], tuple[str, dict[str, Any]]]:
     """A session write as nui sends it: ``messages`` and a new last one, different for every ``i``."""
     def request(i: int) -> tuple[str, dict[str, Any]]:
@@ -326,4 +376,4 @@ def import_time(repo: Path, env: dict[str, str], runs: int = 3) -> list[tuple[st
     return sorted(medians.items(), key=lambda item: -item[1])
 
 
-SCENARIOS = [serve_writes, serve_cold_start]
+SCENARIOS = [serve_writes, serve_session_read, serve_cold_start]

@@ -95,14 +95,16 @@ def load_handlers(path: str | os.PathLike[str]) -> HandlerTable:
 
 def find_handlers_file(explicit: str | None, env: Mapping[str, str] = os.environ) -> Path | None:
     """The handler list to use: `explicit` (from `--handlers`) if given; else, in
-    `$NUI_EXTENSION_DIR`, the file its `extension.yaml` names in
+    the extension folder (`$NUI_EXTENSION_DIR`, or `$LOOP_EXTENSION_DIR` from loop-era
+    nui builds), the file its `extension.yaml` names in
     `contributions.storage.source.file` or `storage-handlers.yaml`, whichever exists
     first; else None (no list: every handler id is accepted)."""
     if explicit:
         return Path(explicit)
-    if not env.get("NUI_EXTENSION_DIR"):
+    folder = env.get("NUI_EXTENSION_DIR") or env.get("LOOP_EXTENSION_DIR")
+    if not folder:
         return None
-    directory = Path(env["NUI_EXTENSION_DIR"])
+    directory = Path(folder)
     names = [_manifest_source(directory), DEFAULT_FILE]
     return next((directory / name for name in names if name and (directory / name).is_file()), None)
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gitmem.protocol.rpc import InvalidParams, RawJSON, json_texts, param, parse_json
+from gitmem.protocol.rpc import (InvalidParams, RawJSON, json_texts, not_an_object, object_texts,
+                                 param, parse_json)
 from gitmem.stores.jsonl import JsonTexts
 from gitmem.stores.threads import UNSET, ThreadStore
 
@@ -38,7 +39,7 @@ def thread_methods(store: ThreadStore) -> dict[str, Callable[[dict], Any]]:
     @json_texts("messages")  # the runner saves the whole list after every run
     def save_messages(params: dict) -> dict:
         thread_id = param(params, "threadId")
-        store.save_messages(thread_id, JsonTexts(_object_texts(params, "messages"), parse_json))
+        store.save_messages(thread_id, JsonTexts(object_texts(params, "messages"), parse_json))
         return OK
 
     def read_messages(params: dict) -> dict:
@@ -75,20 +76,5 @@ def _objects(params: dict, name: str) -> list[Any]:
     values = param(params, name, list)
     for i, value in enumerate(values):
         if not isinstance(value, dict):
-            raise _not_an_object(name, i)
+            raise not_an_object(name, i)
     return values
-
-
-def _object_texts(params: dict, name: str) -> list[Any]:
-    """``params[name]`` of a ``json_texts`` method: the texts of an array of JSON objects
-    (a text without spaces around it is an object's when it starts with a brace)."""
-    texts = param(params, name, list)
-    for i, text in enumerate(texts):
-        if memoryview(text)[:1] != b"{":
-            raise _not_an_object(name, i)
-    return texts
-
-
-def _not_an_object(name: str, index: int) -> InvalidParams:
-    return InvalidParams(f'param "{name}" must hold objects; item {index} is not one',
-                         {"param": name, "index": index})

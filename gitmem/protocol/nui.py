@@ -5,6 +5,13 @@ Each method takes the params nui sends and answers what the nui host expects (se
 agentSessionId}`` or ``{content}``, writes and deletes ``{"ok": true}`` once their
 commit exists. Every call is checked against the handler table first.
 
+nui sends every write from a goroutine of its own, so two writes made back to back
+arrive in either order (and an append is a read, a join and such a replace): within
+:data:`LATE_WINDOW` seconds of a write, a session snapshot older than the stored one is
+not applied and a memory replace made from an earlier version is merged onto HEAD (see
+the stores). A session read answers within ``max_response`` (nui's 4 MiB line limit):
+nui takes an error for an empty session, which its next write would store.
+
     methods = storage_methods(mem, HandlerTable(), name="gitmem")  # no list: any handler id
     rpc.serve(methods, stdin, stdout)
 """
@@ -16,17 +23,32 @@ from typing import Any
 
 from gitmem import __version__
 from gitmem.protocol.handlers import HandlerTable
-from gitmem.protocol.rpc import InvalidParams, RawJSON, Shutdown, json_texts, param, parse_json
+from gitmem.protocol.rpc import (MAX_RESPONSE, InvalidParams, RawJSON, Shutdown, json_texts,
+                                 object_texts, param, parse_json)
 from gitmem.repository import Gitmem
 from gitmem.stores.jsonl import JsonTexts
 
 OK = {"ok": True}
 WRITE_MODES = ("replace", "append")
+LATE_WINDOW = 5.0
+"""Seconds after a write in which an older write of the same record may still arrive.
+nui's writes queue on one mutex, each in a goroutine, so the spread is the length of
+that queue times a write's time: a burst of 50 snapshots is through in well under a
+second; 5 s leaves room for a loaded machine and long sessions, while a truncation or
+an undo made by hand comes later than that."""
+ANSWER_ROOM = 64 * 1024
+"""Bytes of an answer kept for all but a session's messages (envelope, id, agentSessionId)."""
 
 
 def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem",
-                    on_shutdown: Callable[[], None] = lambda: None) -> dict[str, Callable[[dict], Any]]:
-    """The method table for ``gitmem serve``: ``storage.*`` and ``extension.*``."""
+                    on_shutdown: Callable[[], None] = lambda: None,
+                    max_response: int = MAX_RESPONSE,
+                    late_window: float = LATE_WINDOW) -> dict[str, Callable[[dict], Any]]:
+    """The method table for ``gitmem serve``: ``storage.*`` and ``extension.*``.
+
+    ``max_response`` is the longest answer line the server writes (a session read
+    fits in it); ``late_window`` is :data:`LATE_WINDOW` unless told otherwise.
+    """
 
     def handler(params: dict, kind: str, agent_type: str | None = None) -> dict[str, str]:
         handler_id = param(params, "handlerId")
@@ -56,18 +78,19 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
         param(params, "workingDir", default="")
         handler(params, "sessionHistory", agent_type)
-        messages, agent_session_id = mem.sessions.read_json(agent_type, session_id)
+        messages, agent_session_id = mem.sessions.read_json_within(
+            agent_type, session_id, max(max_response - ANSWER_ROOM, 2))
         return {"messages": RawJSON(messages), "agentSessionId": agent_session_id}
 
     @json_texts("messages")  # nui sends the whole session on every write
     def session_write(params: dict) -> dict:
         agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
-        messages = param(params, "messages", list, default=[])
+        messages = object_texts(params, "messages", default=[])  # a message is an object
         agent_session_id = param(params, "agentSessionId", default="")
         working_dir = param(params, "workingDir", default="")
         trailers = handler(params, "sessionHistory", agent_type)
         mem.sessions.write(agent_type, session_id, JsonTexts(messages, parse_json), agent_session_id,
-                           working_dir, trailers=trailers)
+                           working_dir, trailers=trailers, late_window=late_window)
         return OK
 
     def session_delete(params: dict) -> dict:
@@ -85,7 +108,7 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         agent_id, text = param(params, "agentId"), content(params)
         mode = write_mode(params)
         trailers = handler(params, "agentMemory", agent_id)
-        mem.memory.write(text, agent_id, mode, trailers=trailers)
+        mem.memory.write(text, agent_id, mode, trailers=trailers, stale_window=late_window)
         return OK
 
     def agent_memory_delete(params: dict) -> dict:
@@ -101,7 +124,7 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
     def user_memory_write(params: dict) -> dict:
         text, mode = content(params), write_mode(params)
         trailers = handler(params, "userMemory")
-        mem.memory.write(text, None, mode, trailers=trailers)
+        mem.memory.write(text, None, mode, trailers=trailers, stale_window=late_window)
         return OK
 
     def user_memory_delete(params: dict) -> dict:

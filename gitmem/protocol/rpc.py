@@ -10,7 +10,7 @@ may raise `RpcError` (answered as that error; `InvalidParams` for a bad param),
 `Shutdown` (answered with its result, then the loop ends) or anything else (answered
 as -32603 with a one-line message; the traceback goes to the log). A method marked
 with `json_texts(name)` gets its array param `name` as the JSON texts of the items,
-undecoded (`parse_json` reads one).
+undecoded (`parse_json` reads one; `object_texts` checks they are objects).
 
 Nothing but answer lines is written to stdout, and no request ends the loop except
 through `Shutdown`. `serve` returns at end of input, after `Shutdown`, when stdout is
@@ -25,6 +25,7 @@ import contextlib
 import json
 import logging
 import math
+import operator
 import os
 import re
 import signal
@@ -128,6 +129,28 @@ def json_texts(name: str) -> Callable[[Method], Method]:
     return mark
 
 
+def object_texts(params: Mapping[str, Any], name: str, default: Any = _REQUIRED) -> Sequence[Any]:
+    """`params[name]` of a `json_texts` method: the texts of an array of JSON objects,
+    checked by their first byte (a text has no space around it: an object's starts with
+    a brace). Raises `InvalidParams` naming the param and the first item that is not one;
+    `default` as for `param`."""
+    texts = param(params, name, list, default)
+    firsts = bytes(map(_first_byte, map(memoryview, texts)))
+    if firsts.count(b"{") != len(texts):
+        raise not_an_object(name, next(i for i, byte in enumerate(firsts) if byte != _BRACE))
+    return texts
+
+
+def not_an_object(name: str, index: int) -> InvalidParams:
+    """-32602 for item `index` of array param `name`, which must hold JSON objects."""
+    return InvalidParams(f'param "{name}" must hold objects; item {index} is not one',
+                         {"param": name, "index": index})
+
+
+_first_byte = operator.itemgetter(0)
+_BRACE = ord("{")
+
+
 def param(params: Mapping[str, Any], name: str, kind: type = str, default: Any = _REQUIRED) -> Any:
     """`params[name]`, checked to be a `kind` (str, list, dict or bool).
 
@@ -164,11 +187,16 @@ def serve(
     bytes is skipped unread and answered -32600; an answer longer than `max_response`
     bytes is replaced by a -32000 error. For each signal in `stop_signals` (only
     possible from the main thread) a handler is installed for the duration of the
-    call: the request in progress is finished and answered, then `serve` returns.
+    call: the request in progress is finished and answered, then `serve` returns. The
+    last answer (to `Shutdown`, or after a stop signal) is written only once its log
+    line is and every handler of `log` is flushed: the caller may be killed right after.
     """
     loop = _Loop(methods, stdout, log or logging.getLogger(__name__), log_context, max_line, max_response)
     with _stopped_by(stop_signals, loop):
         loop.run(stdin)
+    if loop.signalled is not None:
+        loop.log.info("stopped by %s", signal.Signals(loop.signalled).name)
+        _flush(loop.log)
 
 
 @dataclass
@@ -191,6 +219,7 @@ class _Loop:
         self.max_line = max_line
         self.max_response = max_response
         self.stopping = False
+        self.signalled: int | None = None  # the stop signal received
         self.idle = False  # blocked on input, where a stop signal may interrupt
 
     def run(self, stdin: BinaryIO) -> None:
@@ -238,11 +267,15 @@ class _Loop:
         return call
 
     def respond(self, call: _Call, started: float, size_in: int) -> None:
-        data = b""
-        if not call.notification:
-            data = self.encode(call)
+        data = b"" if call.notification else self.encode(call)
+        last = self.stopping  # nui kills the process right after a shutdown answer
+        if last:
+            self.log_call(call, started, size_in, len(data))
+            _flush(self.log)
+        if data:
             self.write(data)
-        self.log_call(call, started, size_in, len(data))
+        if not last:
+            self.log_call(call, started, size_in, len(data))
 
     def encode(self, call: _Call) -> bytes:
         """The answer line for `call`, its reply replaced by an error if it can't be sent."""
@@ -306,6 +339,7 @@ class _Stop(BaseException):
 def _stopped_by(signals: Sequence[int], loop: _Loop) -> Iterator[None]:
     def handler(signum, frame):
         loop.stopping = True
+        loop.signalled = signum
         if loop.idle:  # nothing in progress: interrupt the read
             loop.idle = False
             raise _Stop
@@ -318,6 +352,15 @@ def _stopped_by(signals: Sequence[int], loop: _Loop) -> Iterator[None]:
     finally:
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+def _flush(log: logging.Logger) -> None:
+    """Flush every handler a record of `log` goes to: its lines are written out now."""
+    logger: logging.Logger | None = log
+    while logger is not None:
+        for handler in logger.handlers:
+            handler.flush()
+        logger = logger.parent if logger.propagate else None
 
 
 def _skip_rest_of_line(stdin: BinaryIO) -> None:

@@ -23,7 +23,9 @@ that encoding the bytes again gives the very same string):
 
 References are ``gitmem:blob:<sha256><.ext>`` (``|<data-url header>,`` appended for a
 data URL). Any other string that starts with ``gitmem:`` is stored with a
-``gitmem:text:`` prefix, so no value a caller writes can be mistaken for a reference.
+``gitmem:text:`` prefix, so no value a caller writes can be mistaken for a reference;
+except a reference to a blob the log already holds, which a caller brings back after a
+read that left images as references (a nui session over 4 MiB): it stays that image.
 
     values, files = extract([message])        # files: {"9f86...png": b"\\x89PNG..."}
     restore(values, read=files.get) == [message]
@@ -38,7 +40,7 @@ import mimetypes
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from gitmem.engine import Snapshot
@@ -51,6 +53,7 @@ TEXT = "gitmem:text:"
 MARK = '"' + NAMESPACE
 """How a reference or an escaped string starts inside a JSON line: lines without it
 need no restoring."""
+MARK_BYTES = MARK.encode()
 
 MEDIA_TYPE_KEYS = ("mediaType", "mimeType", "media_type", "mime_type", "contentType", "content_type")
 _NAME = re.compile(r"[0-9a-f]{64}\.[a-z0-9]{1,10}")
@@ -65,13 +68,14 @@ class MissingBlob(ValueError):
     """A reference whose file is not in the log's blob folder."""
 
 
-def extract(value: Any) -> tuple[Any, dict[str, bytes]]:
-    """``value`` with base64 payloads replaced by references, and ``{file name: bytes}``.
+def extract(value: Any, known: Set[str] = frozenset()) -> tuple[Any, dict[str, bytes]]:
+    """``value`` with base64 payloads replaced by references, and ``{file name: bytes}``;
+    a reference to one of the ``known`` file names is kept as it is.
 
     Parts of ``value`` that change are copied; the rest is shared, never modified.
     """
     files: dict[str, bytes] = {}
-    return _extract(value, None, None, files), files
+    return _extract(value, None, None, files, known), files
 
 
 def restore(value: Any, read: Callable[[str], bytes | None]) -> Any:
@@ -88,10 +92,11 @@ def restore(value: Any, read: Callable[[str], bytes | None]) -> Any:
     return value
 
 
-def restore_json(text: str, read: Callable[[str], bytes | None]) -> str:
+def restore_json(text: str, read: Callable[[str], bytes | None] | None) -> str:
     """:func:`restore` on JSON text, without decoding it: each string that is a
     reference becomes the JSON of the original string, the rest is left as it is, so
-    the result is the very text the original value encodes to."""
+    the result is the very text the original value encodes to. ``read=None`` leaves the
+    references in (and undoes only the ``gitmem:text:`` prefixes)."""
     if MARK not in text:
         return text
 
@@ -99,7 +104,7 @@ def restore_json(text: str, read: Callable[[str], bytes | None]) -> str:
         string = match[0]
         if string.startswith(_QUOTED_TEXT):
             return '"' + string[len(_QUOTED_TEXT):]
-        if string.startswith(_QUOTED_REF):
+        if string.startswith(_QUOTED_REF) and read is not None:
             # base64 and the data URL header need no escaping beyond what the header has
             return '"' + _resolve(string[1:-1], read) + '"'
         return string
@@ -146,9 +151,10 @@ class Blobs:
         out: list[Any] = []
         files: dict[str, bytes] = {}
         referenced: set[str] = set()
+        present = set(self.names(snapshot))
 
         def take(value: Any) -> None:
-            value = _extract(value, None, None, files)
+            value = _extract(value, None, None, files, present)
             if prune:
                 _collect(value, referenced)
             out.append(value)
@@ -169,22 +175,25 @@ class Blobs:
                     take(value)
         for value in values[pos:]:
             take(value)
-        present = set(self.names(snapshot))
         changes: dict[str, bytes | None] = {
             f"{self.folder}/{name}": data for name, data in files.items() if name not in present}
         if prune:
             changes.update({f"{self.folder}/{name}": None for name in present - referenced})
         return out, changes
 
-    def restore_lines(self, snapshot: Snapshot, lines: Sequence[str]) -> list[str]:
-        """The lines as they were written (lines without references are returned as they are)."""
-        return [self.restore_json(snapshot, line) for line in lines]
+    def restore_lines(self, snapshot: Snapshot, lines: Sequence[str], *,
+                      keep_references: bool = False) -> list[str]:
+        """The lines as they were written (lines without references are returned as they
+        are); with ``keep_references``, as they were written but with the images left as
+        their references, which :meth:`prepare` takes back as those images."""
+        return [self.restore_json(snapshot, line, keep_references=keep_references) for line in lines]
 
-    def restore_json(self, snapshot: Snapshot, text: str) -> str:
+    def restore_json(self, snapshot: Snapshot, text: str, *, keep_references: bool = False) -> str:
         """JSON text with its references put back (see :func:`restore_json`)."""
         if MARK not in text:
             return text
-        return restore_json(text, lambda name: snapshot.read(f"{self.folder}/{name}"))
+        return restore_json(text, None if keep_references else
+                            lambda name: snapshot.read(f"{self.folder}/{name}"))
 
     def delete(self, snapshot: Snapshot) -> dict[str, None]:
         return {f"{self.folder}/{name}": None for name in snapshot.list(self.folder)}
@@ -193,21 +202,22 @@ class Blobs:
 # -- the walk -----------------------------------------------------------------------
 
 
-def _extract(value: Any, key: str | None, media_type: str | None, files: dict[str, bytes]) -> Any:
+def _extract(value: Any, key: str | None, media_type: str | None, files: dict[str, bytes],
+             known: Set[str]) -> Any:
     if isinstance(value, str):
-        return _extract_string(value, key, media_type, files)
+        return _extract_string(value, key, media_type, files, known)
     if isinstance(value, list):
-        new = [_extract(item, None, None, files) for item in value]
+        new = [_extract(item, None, None, files, known) for item in value]
         return new if any(a is not b for a, b in zip(new, value)) else value
     if isinstance(value, dict):
         sibling_type = next((value[k] for k in MEDIA_TYPE_KEYS if isinstance(value.get(k), str)), None)
-        new_dict = {k: _extract(v, k, sibling_type, files) for k, v in value.items()}
+        new_dict = {k: _extract(v, k, sibling_type, files, known) for k, v in value.items()}
         return new_dict if any(new_dict[k] is not v for k, v in value.items()) else value
     return value
 
 
 def _extract_string(text: str, key: str | None, media_type: str | None,
-                    files: dict[str, bytes]) -> str:
+                    files: dict[str, bytes], known: Set[str]) -> str:
     if len(text) >= MIN_CHARS:
         header, payload = "", text
         if text.startswith("data:"):
@@ -221,7 +231,11 @@ def _extract_string(text: str, key: str | None, media_type: str | None,
                 name, data = found
                 files[name] = data
                 return f"{REF}{name}|{header}" if header else f"{REF}{name}"
-    return TEXT + text if text.startswith(NAMESPACE) else text
+    if not text.startswith(NAMESPACE):
+        return text
+    if text.startswith(REF) and text[len(REF):].partition("|")[0] in known:
+        return text  # a reference handed out by a read, coming back
+    return TEXT + text
 
 
 def _blob_of(payload: str, media_type: str | None) -> tuple[str, bytes] | None:

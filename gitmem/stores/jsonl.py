@@ -77,6 +77,29 @@ def chunk_texts(data: bytes) -> tuple[bytes, bytes]:
     return text, escaped
 
 
+class Fitted(NamedTuple):
+    """A log read to fit a size: the JSON array's text, how many of the first values it
+    leaves out, and how many of its values hold images as blob references."""
+
+    text: bytes
+    left_out: int
+    references: int
+
+
+_LINE_SEPARATORS = ("\u2028".encode(), "\u2029".encode())
+
+
+def _wire_size(line: bytes) -> int:
+    """The bytes ``line`` takes in an answer line, whose encoder escapes U+2028 and U+2029."""
+    if b"\xe2\x80" not in line:
+        return len(line)
+    return len(line) + 3 * sum(line.count(separator) for separator in _LINE_SEPARATORS)
+
+
+def _json_array(lines: Sequence[bytes]) -> bytes:
+    return b"[" + b",".join(lines) + b"]"
+
+
 class JsonTexts:
     """Values given as their JSON texts (bytes, one value each), parsed only where needed.
 
@@ -149,8 +172,90 @@ class ChunkedJsonl:
         blob references put back; ``text`` itself when the log keeps no blobs."""
         return self.blobs.restore_json(snapshot, text) if self.blobs is not None else text
 
+    def read_json_within(self, snapshot: Snapshot, max_bytes: int) -> Fitted:
+        """The log as the UTF-8 text of one JSON array of at most ``max_bytes`` bytes as a
+        JSON-RPC answer writes it (U+2028 and U+2029 escaped), losing nothing that the
+        writer of the next full list would not give back:
+
+        - the whole log, if it fits;
+        - else with images left as their blob references (:mod:`gitmem.stores.blobs`),
+          the newest ones put back as far as they fit;
+        - else the newest values that fit, with references; ``left_out`` says how many
+          of the first values are not in the text.
+        """
+        lines = [line.encode() for _, chunk in self.chunks(snapshot) for line in chunk.lines]
+        whole = lines if self.blobs is None else [
+            line if blob_refs.MARK_BYTES not in line else
+            self.blobs.restore_json(snapshot, line.decode()).encode() for line in lines]
+        sizes = list(map(_wire_size, whole))
+        if sum(sizes) + max(len(lines) - 1, 0) + 2 <= max_bytes:
+            return Fitted(_json_array(whole), 0, 0)
+        sent = [line if line is image else self.blobs.restore_json(
+                    snapshot, line.decode(), keep_references=True).encode()
+                for line, image in zip(lines, whole)]
+        sent_sizes = list(map(_wire_size, sent))
+        total = sum(sent_sizes) + max(len(lines) - 1, 0) + 2
+        if total <= max_bytes:
+            for i in reversed(range(len(sent))):  # the newest images first, as far as they fit
+                if sent[i] is not whole[i] and total + sizes[i] - sent_sizes[i] <= max_bytes:
+                    total += sizes[i] - sent_sizes[i]
+                    sent[i] = whole[i]
+            return Fitted(_json_array(sent), 0, sum(a is not b for a, b in zip(sent, whole)))
+        start, total = len(sent), 2
+        while start and total + sent_sizes[start - 1] + (start < len(sent)) <= max_bytes:
+            start -= 1
+            total += sent_sizes[start] + (start < len(sent) - 1)
+        kept = sent[start:]
+        return Fitted(_json_array(kept), start, sum(a is not b for a, b in zip(kept, whole[start:])))
+
+    def sent_lines(self, snapshot: Snapshot, start: int, stop: int) -> list[bytes]:
+        """Lines ``start`` to ``stop`` as :meth:`read_json_within` hands them out with
+        references left in: as written, images aside."""
+        lines = [line for _, chunk in self.chunks(snapshot) for line in chunk.lines][start:stop]
+        if self.blobs is not None:
+            lines = self.blobs.restore_lines(snapshot, lines, keep_references=True)
+        return [line.encode() for line in lines]
+
     def count(self, snapshot: Snapshot) -> int:
         return sum(len(chunk.lines) for _, chunk in self.chunks(snapshot))
+
+    def starts_with(self, snapshot: Snapshot, values: Sequence[Any] | JsonTexts) -> bool:
+        """True when the log's first ``len(values)`` values are ``values`` (the log holds at
+        least that many). Texts are compared with the stored chunks (in either form that
+        :func:`chunk_texts` gives) before any is parsed: only a text written differently
+        (an image inline, another escape) is parsed and compared as a value."""
+        pos, total = 0, len(values)
+        for path, chunk in self.chunks(snapshot):
+            if pos >= total:
+                break
+            count = min(len(chunk.lines), total - pos)
+            if isinstance(values, JsonTexts):
+                part = values.texts[pos:pos + count]
+                joined = b"\n".join(part)
+                forms = snapshot.read_parsed(path, chunk_texts)
+                if count == len(chunk.lines) and joined in forms:
+                    pos += count
+                    continue
+                if count < len(chunk.lines) and any(form.startswith(joined + b"\n") for form in forms):
+                    pos += count
+                    continue
+                pairs = zip(part, *(form.split(b"\n") for form in forms))
+                for j, (text, *stored) in enumerate(pairs):
+                    if bytes(text) not in stored and not self._same(
+                            snapshot, values.parse(text), chunk.lines[j], chunk.values[j]):
+                        return False
+            else:
+                for j, value in enumerate(values[pos:pos + count]):
+                    if not self._same(snapshot, value, chunk.lines[j], chunk.values[j]):
+                        return False
+            pos += count
+        return pos >= total
+
+    def _same(self, snapshot: Snapshot, value: Any, line: str, stored: Any) -> bool:
+        """True when ``value`` is stored as ``line`` (whose parsed value is ``stored``)."""
+        if self.blobs is not None and blob_refs.MARK in line:
+            value = blob_refs.extract(value, set(self.blobs.names(snapshot)))[0]
+        return value == stored
 
     def append(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes]:
         """The changes that add ``values`` after the last line; earlier chunks are not even read."""

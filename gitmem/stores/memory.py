@@ -4,6 +4,12 @@
 a block after a blank line; ``delete`` removes it. A write that changes nothing
 makes no commit, and neither does deleting what is not there.
 
+nui appends by reading, joining ``existing + "\n\n" + block`` and sending a replace from
+a thread of its own, so two appends made back to back both extend the same version
+and arrive in either order. With ``stale_window`` a replace is checked against the
+versions of the last seconds (see :meth:`MemoryStore.write`): one that extends an
+earlier version is merged onto HEAD, one that *is* an earlier version is dropped.
+
     memory = MemoryStore(engine)
     memory.write("likes tea", agent_id="reviewer", mode="append")
     memory.read(agent_id="reviewer")   # "likes tea\\n"
@@ -11,13 +17,26 @@ makes no commit, and neither does deleting what is not there.
 
 from __future__ import annotations
 
+import logging
+import time
+from collections import deque
 from collections.abc import Mapping
+from typing import NamedTuple
 
 from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
+from gitmem.merge import merge_file
+from gitmem.statcache import git_blob_id
+
+log = logging.getLogger("gitmem.memory")
 
 MODES = ("replace", "append")
+BLOCK = "\n\n"  # what nui puts between the blocks it appends
+STALE_BASES = 4  # earlier versions a replace may extend that are looked for, longest first
+STALE_VERSIONS = 32  # versions of a record remembered for the stale checks
+STALE_WALK = 64  # commits walked back at most, looking for them
+STALE_ATTEMPTS = 3  # merges tried again when another writer moves the record meanwhile
 
 
 def join_blocks(existing: str, new: str) -> str:
@@ -38,6 +57,10 @@ class MemoryStore:
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
+        # {path: (monotonic time, blob id)} of the versions replace checks saw at HEAD or
+        # wrote: only those can be the earlier version a stale replace was made from
+        self._seen: dict[str, deque[tuple[float, str]]] = {}
+        self._written: dict[str, tuple[str, str]] = {}  # {path: (blob id, text)} last checked
 
     @staticmethod
     def path(agent_id: str | None = None) -> str:
@@ -51,21 +74,137 @@ class MemoryStore:
         return data or ""
 
     def write(self, content: str, agent_id: str | None = None, mode: str = "replace",
-              *, trailers: Mapping[str, str] | None = None) -> str | None:
-        """Replace the memory with ``content`` or append it; returns the commit id (None: no change)."""
+              *, trailers: Mapping[str, str] | None = None,
+              stale_window: float | None = None) -> str | None:
+        """Replace the memory with ``content`` or append it; returns the commit id (None: no change).
+
+        With ``stale_window`` (seconds; None or 0: off), a replace that does not extend HEAD is compared
+        with the versions of the last ``stale_window`` seconds (and the one they
+        replaced): if it extends one, V (V, a blank line, more), it was made from V
+        before HEAD moved on, and is merged three-way onto HEAD from V (the commit's
+        ``Gitmem-Merged-Base`` trailer names V's commit); if it *is* one that HEAD
+        extends, it is a late duplicate and makes no commit.
+        """
         if mode not in MODES:
             raise ValueError(f"writeMode must be 'replace' or 'append', not {mode!r}")
         path = self.path(agent_id)
+        verb = "append to" if mode == "append" else "replace"
+        for attempt in range(STALE_ATTEMPTS + 1):
+            check = mode == "replace" and bool(stale_window) and attempt < STALE_ATTEMPTS
+            found: list[Stale] = []
+
+            def changes(snapshot: Snapshot):
+                new = content
+                if mode == "append":
+                    new = join_blocks(self.read(agent_id, snapshot=snapshot), content)
+                elif check:
+                    stale = self._stale(path, snapshot, content, stale_window)
+                    if stale is not None:
+                        found.append(stale)
+                        return None
+                return {path: normalise(new).encode("utf-8", "surrogateescape")}
+
+            commit = self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
+                                        _trailers(f"memory.{mode}", agent_id, trailers), scope=path)
+            if not found:
+                return commit
+            if found[0].merged is None:
+                log.info("late duplicate of %s not applied: it is the version of %s, which "
+                         "HEAD extends", _describe(agent_id), found[0].base)
+                return None
+            commit, moved = self._merge(path, agent_id, found[0], trailers)
+            if not moved:
+                return commit
+        raise AssertionError("unreachable: the last attempt checks nothing")
+
+    def _stale(self, path: str, snapshot: Snapshot, content: str, window: float) -> Stale | None:
+        """What to do with a replace that may be stale (see :meth:`write`); None: replace.
+
+        Cheap checks first: a replace that extends HEAD (nui's append in order) or
+        shares no block with it needs no history, nor one whose earlier version this
+        store has not seen at HEAD in the window; only then are commits walked, at most
+        :data:`STALE_WALK` and none older than the window. (A memory's first blocks,
+        appended back to back onto nothing, share nothing: they are replaces.)
+        """
+        head_id = snapshot.blob_id(path)
+        written = self._written.get(path)
+        if written is not None and written[0] == head_id:  # spares reading the file just written
+            head = written[1]
+        else:
+            head = snapshot.read_parsed(path, _decode) or ""
+        new = normalise(content)
+        seen = self._seen.setdefault(path, deque(maxlen=STALE_VERSIONS))
+        now = time.monotonic()
+        recent = {version for stamp, version in seen if now - stamp <= window}
+        new_id = git_blob_id(new.encode("utf-8", "surrogateescape"))
+        if head_id is not None:
+            seen.append((now, head_id))  # the version this write replaces
+        seen.append((now, new_id))
+        self._written[path] = (new_id, new)
+        if not head or new == head or new.startswith(head.rstrip("\n") + BLOCK):
+            return None
+        wanted: dict[str, str] = {}  # version (blob id) -> its text
+        if new and head.startswith(new.rstrip("\n") + BLOCK):  # new may be a late duplicate
+            wanted[new_id] = new
+        end, bases = len(new), 0
+        while bases < STALE_BASES and (end := new.rfind(BLOCK, 0, end)) > 0:
+            if head.startswith(new[:end + len(BLOCK)]):  # new extends new[:end], and so does HEAD
+                bases += 1
+                base = normalise(new[:end])
+                wanted[git_blob_id(base.encode("utf-8", "surrogateescape"))] = base
+        wanted = {version: text for version, text in wanted.items() if version in recent}
+        found = self._recent(path, snapshot, wanted, window) if wanted else None
+        if found is None:
+            return None
+        commit, version = found
+        base = wanted[version]
+        if base == new:
+            return Stale(commit, head_id, None)
+        merged, _ = merge_file(path, base.encode("utf-8", "surrogateescape"),
+                               head.encode("utf-8", "surrogateescape"),
+                               new.encode("utf-8", "surrogateescape"))
+        return Stale(commit, head_id, merged)
+
+    def _recent(self, path: str, snapshot: Snapshot, versions: Mapping[str, object],
+                window: float) -> tuple[str, str] | None:
+        """``(commit, version)``: the newest commit back from ``snapshot`` holding one of
+        ``versions`` at ``path``, among those of the last ``window`` seconds and the one
+        before them (whose version they replaced); None when there is none."""
+        cutoff = time.time() - window - 1  # commit times are whole seconds
+        commit = snapshot.id
+        for _ in range(STALE_WALK):
+            if commit is None:
+                return None
+            version = self.engine.snapshot(commit).blob_id(path)
+            if version in versions:
+                return commit, version
+            info = self.engine.commit_info(commit)
+            if info.time < cutoff or not info.parents:
+                return None
+            commit = info.parents[0]
+        return None
+
+    def _merge(self, path: str, agent_id: str | None, stale: Stale,
+               trailers: Mapping[str, str] | None) -> tuple[str | None, bool]:
+        """Commit ``stale.merged`` if HEAD's version is still the one merged onto;
+        ``(commit id, whether HEAD had moved)``."""
+        moved = []
 
         def changes(snapshot: Snapshot):
-            new = content
-            if mode == "append":
-                new = join_blocks(self.read(agent_id, snapshot=snapshot), content)
-            return {path: normalise(new).encode("utf-8", "surrogateescape")}
+            if snapshot.blob_id(path) != stale.head:
+                moved.append(True)
+                return None
+            return {path: normalise(stale.merged.decode("utf-8", "surrogateescape")).encode(
+                "utf-8", "surrogateescape")}
 
-        verb = "append to" if mode == "append" else "replace"
-        return self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
-                                  _trailers(f"memory.{mode}", agent_id, trailers), scope=path)
+        commit = self.engine.update(
+            changes, f"memory: merge a stale replace into {_describe(agent_id)}",
+            _trailers("memory.replace", agent_id, {**(trailers or {}), "Gitmem-Merged-Base": stale.base}),
+            scope=path)
+        if not moved:
+            log.info("stale replace of %s merged onto HEAD from the version of %s",
+                     _describe(agent_id), stale.base)
+        return commit, bool(moved)
 
     def delete(self, agent_id: str | None = None, *,
                trailers: Mapping[str, str] | None = None) -> str | None:
@@ -87,6 +226,15 @@ class MemoryStore:
                 except UndecodableId:
                     found.append(name[:-3])
         return found
+
+
+class Stale(NamedTuple):
+    """A replace made from an earlier version: the commit that holds that version, HEAD's
+    version (blob id) when it was checked, and the merge (None: a late duplicate)."""
+
+    base: str
+    head: str | None
+    merged: bytes | None
 
 
 def _decode(data: bytes) -> str:

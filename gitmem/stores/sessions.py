@@ -8,6 +8,13 @@ A write compares every given message with the stored one, so its cost grows with
 session; a caller that knows it is adding messages uses ``append``, which touches only
 the last chunk and never compares the earlier messages.
 
+Two rules serve a writer that sends snapshots from threads of its own and reads with a
+size limit, as nui does: with ``late_window``, a write of a strict prefix of the stored
+list made within that many seconds of the stored one is a late snapshot, not applied;
+and a read that had to leave the oldest messages out (:meth:`SessionStore.read_json_within`)
+is remembered, in ``.git/gitmem/session-cuts.json``, so that a write starting where that
+read started gets the left-out messages back in front.
+
     sessions = SessionStore(engine)
     sessions.write("claude-code", "6f1c...", [{"id": "m1", "role": "user", "content": "hi"}],
                    agent_session_id="resume-1", working_dir="/home/me/project")
@@ -17,14 +24,24 @@ the last chunk and never compares the earlier messages.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import os
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
-from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts
+from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
+
+log = logging.getLogger("gitmem.sessions")
+
+CUTS_FILE = "session-cuts.json"
 
 
 def now_iso() -> str:
@@ -52,6 +69,7 @@ class SessionStore:
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
+        self._cuts = ReadCuts(engine.private_dir / CUTS_FILE)
 
     @staticmethod
     def folder(agent_type: str, session_id: str) -> str:
@@ -74,6 +92,30 @@ class SessionStore:
         meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
         return self._log(agent_type, session_id).read_json(snapshot), meta.get("agentSessionId", "")
 
+    def read_json_within(self, agent_type: str, session_id: str, max_bytes: int, *,
+                         snapshot: Snapshot | None = None) -> tuple[bytes, str]:
+        """Like :meth:`read_json`, the messages' text at most ``max_bytes`` bytes (see
+        :meth:`ChunkedJsonl.read_json_within`): images as blob references if need be,
+        then only the newest messages. Such a cut is remembered until the next read of
+        the session: a write whose first message is the first one sent gets the messages
+        left out back in front of it (see :meth:`write`)."""
+        folder = self.folder(agent_type, session_id)
+        snapshot = snapshot or self.engine.snapshot(scope=folder)
+        meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        messages = self._log(agent_type, session_id)
+        fitted = messages.read_json_within(snapshot, max_bytes)
+        if fitted.left_out:
+            first = messages.sent_lines(snapshot, fitted.left_out, fitted.left_out + 1)
+            self._cuts.set(folder, {"from": fitted.left_out,
+                                    "first": _message_key(json.loads(first[0])) if first else None})
+        else:
+            self._cuts.drop(folder)
+        if fitted.left_out or fitted.references:
+            log.info("read of %s/%s cut to fit %d bytes: %d images as references, the first %d "
+                     "messages left out", agent_type, session_id, max_bytes, fitted.references,
+                     fitted.left_out)
+        return fitted.text, meta.get("agentSessionId", "")
+
     def meta(self, agent_type: str, session_id: str, *,
              snapshot: Snapshot | None = None) -> dict[str, Any] | None:
         """The session's metadata (agentSessionId, workingDir, createdAt, updatedAt, ids)."""
@@ -84,19 +126,79 @@ class SessionStore:
     def write(self, agent_type: str, session_id: str, messages: Sequence[Any] | JsonTexts | None,
               agent_session_id: str = "", working_dir: str = "", *,
               extra_meta: Mapping[str, Any] | None = None,
-              trailers: Mapping[str, str] | None = None) -> str | None:
+              trailers: Mapping[str, str] | None = None,
+              late_window: float | None = None) -> str | None:
         """Replace the session with ``messages``; returns the commit id (None: nothing changed).
 
         Messages received as JSON can be given as :class:`~gitmem.stores.jsonl.JsonTexts`:
         those already stored as they are then cost no parsing and no comparison.
+
+        With ``late_window`` (seconds; None or 0: off), a strict prefix of the stored messages is not
+        applied when the stored ones were written less than that long ago (by their
+        ``updatedAt``): it is a snapshot older than the stored one that arrived after it.
+        A write that starts with the first message of a cut read (:meth:`read_json_within`)
+        gets the messages that read left out in front of it.
         """
         if not isinstance(messages, JsonTexts):
             messages = list(messages or [])
-        log = self._log(agent_type, session_id)
+        folder = self.folder(agent_type, session_id)
+        chunks = self._log(agent_type, session_id)
+        cut = self._cuts.get(folder)
+        if cut is not None and len(messages):
+            messages = self._with_head(self.engine.snapshot(scope=folder), chunks, cut, messages)
+        late: list[tuple[int, float]] = []
+
+        def changes(snapshot: Snapshot) -> dict[str, bytes | None] | None:
+            if late_window:
+                found = self._lateness(snapshot, agent_type, session_id, chunks, messages, late_window)
+                if found is not None:
+                    late.append(found)
+                    return None
+            return chunks.replace(snapshot, messages)
+
         fields = {"agentSessionId": agent_session_id, "workingDir": working_dir, **(extra_meta or {})}
-        return self._update(agent_type, session_id, "write",
-                            f"write {agent_type}/{session_id} ({len(messages)} messages)",
-                            lambda snapshot: log.replace(snapshot, messages), fields, trailers)
+        commit = self._update(agent_type, session_id, "write",
+                              f"write {agent_type}/{session_id} ({len(messages)} messages)",
+                              changes, fields, trailers)
+        if late:
+            stored, age = late[-1]
+            log.info("late snapshot of %s/%s not applied: its %d messages begin the %d stored "
+                     "%.3f s ago", agent_type, session_id, len(messages), stored, age)
+        return commit
+
+    def _lateness(self, snapshot: Snapshot, agent_type: str, session_id: str, chunks: ChunkedJsonl,
+                  messages: Sequence[Any] | JsonTexts, window: float) -> tuple[int, float] | None:
+        """``(stored count, seconds since the stored write)`` when ``messages`` are a late
+        snapshot (see :meth:`write`), else None. Cheap checks first: the counts, the age,
+        then the texts of the chunks (compared, not parsed)."""
+        stored = chunks.count(snapshot)
+        if len(messages) >= stored:
+            return None
+        meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        try:
+            age = time.time() - datetime.fromisoformat(meta["updatedAt"]).timestamp()
+        except (KeyError, TypeError, ValueError):
+            return None
+        if abs(age) > window or not chunks.starts_with(snapshot, messages):
+            return None
+        return stored, age
+
+    def _with_head(self, snapshot: Snapshot, chunks: ChunkedJsonl, cut: Mapping[str, Any],
+                   messages: Sequence[Any] | JsonTexts) -> Sequence[Any] | JsonTexts:
+        """``messages`` with the stored messages a cut read left out in front, when they
+        start where that read started (when it sent none: anywhere but at the stored first)."""
+        first = messages.parse(messages.texts[0]) if isinstance(messages, JsonTexts) else messages[0]
+        if cut["first"] is not None:
+            starts_there = _message_key(first) == cut["first"]
+        else:
+            stored = chunks.sent_lines(snapshot, 0, 1)
+            starts_there = bool(stored) and _message_key(json.loads(stored[0])) != _message_key(first)
+        if not starts_there:
+            return messages
+        head = chunks.sent_lines(snapshot, 0, cut["from"])
+        if isinstance(messages, JsonTexts):
+            return JsonTexts(head + list(messages.texts), messages.parse)
+        return [json.loads(line) for line in head] + list(messages)
 
     def append(self, agent_type: str, session_id: str, messages: Sequence[Any] | None,
                agent_session_id: str | None = None, working_dir: str | None = None, *,
@@ -111,23 +213,27 @@ class SessionStore:
         messages = list(messages or [])
         if not messages:
             return None
-        log = self._log(agent_type, session_id)
+        chunks = self._log(agent_type, session_id)
         fields = {key: value for key, value in (("agentSessionId", agent_session_id),
                                                 ("workingDir", working_dir)) if value is not None}
         fields.update(extra_meta or {})
         count = f"{len(messages)} message{'s' if len(messages) != 1 else ''}"
         return self._update(agent_type, session_id, "append",
                             f"append {count} to {agent_type}/{session_id}",
-                            lambda snapshot: log.append(snapshot, messages), fields, trailers)
+                            lambda snapshot: chunks.append(snapshot, messages), fields, trailers)
 
     def _update(self, agent_type: str, session_id: str, op: str, summary: str,
-                log_changes: Callable[[Snapshot], dict[str, bytes | None]],
+                log_changes: Callable[[Snapshot], dict[str, bytes | None] | None],
                 fields: Mapping[str, Any], trailers: Mapping[str, str] | None) -> str | None:
-        """One commit of the log's changes and the metadata with ``fields`` (see _with_meta)."""
+        """One commit of the log's changes and the metadata with ``fields`` (see _with_meta);
+        none when ``log_changes`` gives None."""
+        def changes(snapshot: Snapshot) -> dict[str, bytes | None] | None:
+            found = log_changes(snapshot)
+            return None if found is None else self._with_meta(snapshot, agent_type, session_id,
+                                                               found, fields)
+
         return self.engine.update(
-            lambda snapshot: self._with_meta(snapshot, agent_type, session_id,
-                                             log_changes(snapshot), fields),
-            f"session: {summary}", _trailers(f"session.{op}", agent_type, session_id, trailers),
+            changes, f"session: {summary}", _trailers(f"session.{op}", agent_type, session_id, trailers),
             scope=self.folder(agent_type, session_id))
 
     def _with_meta(self, snapshot: Snapshot, agent_type: str, session_id: str,
@@ -152,6 +258,7 @@ class SessionStore:
                trailers: Mapping[str, str] | None = None) -> str | None:
         """Remove the session; returns the commit id (None when there was none)."""
         folder = self.folder(agent_type, session_id)
+        self._cuts.drop(folder)
         return self.engine.update(
             lambda snapshot: {path: None for path in snapshot.files(folder)},
             f"session: delete {agent_type}/{session_id}",
@@ -168,6 +275,52 @@ class SessionStore:
                 if meta is not None:
                     found.append((meta["agentType"], meta["sessionId"]))
         return found
+
+
+class ReadCuts:
+    """The cut reads still in force, ``{session folder: {"from": n, "first": key}}``, kept
+    in a file of the repository's private folder so that a restart does not forget them."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._cuts: dict[str, Any] | None = None  # read at the first use
+        self._lock = threading.Lock()
+
+    def get(self, folder: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._loaded().get(folder)
+
+    def set(self, folder: str, cut: dict[str, Any]) -> None:
+        with self._lock:
+            if self._loaded().get(folder) != cut:
+                self._cuts[folder] = cut
+                self._save()
+
+    def drop(self, folder: str) -> None:
+        with self._lock:
+            if self._loaded().pop(folder, None) is not None:
+                self._save()
+
+    def _loaded(self) -> dict[str, Any]:
+        if self._cuts is None:
+            try:
+                found = json.loads(self.path.read_text("utf-8"))
+            except (OSError, ValueError):  # none yet, or unreadable: no cut is in force
+                found = {}
+            self._cuts = found if isinstance(found, dict) else {}
+        return self._cuts
+
+    def _save(self) -> None:
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(self._cuts, ensure_ascii=False), "utf-8")
+        os.replace(tmp, self.path)
+
+
+def _message_key(message: Any) -> dict[str, str]:
+    """What tells a message apart when a writer sends it back: its id, else its content."""
+    if isinstance(message, dict) and isinstance(message.get("id"), str):
+        return {"id": message["id"]}
+    return {"sha256": hashlib.sha256(dumps(message).encode("utf-8", "surrogateescape")).hexdigest()}
 
 
 def _trailers(op: str, agent_type: str, session_id: str,
