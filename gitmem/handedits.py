@@ -59,7 +59,7 @@ from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
 from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX
 from gitmem.stores.jsonl import parse_chunk
-from gitmem.stores.sessions import parse_meta
+from gitmem.meta import parse_meta
 
 log = logging.getLogger("gitmem.handedits")
 

@@ -34,7 +34,7 @@ from datetime import datetime
 from difflib import SequenceMatcher
 
 from gitmem import layout
-from gitmem.stores.sessions import meta_bytes
+from gitmem.meta import meta_bytes
 
 _GONE = object()  # a field missing from one side
 # {path: (blob id at the base, blob id on that side)}; None where there is no file.

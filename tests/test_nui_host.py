@@ -12,9 +12,7 @@ request and its answer, as nui's client has.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
 import subprocess
 import threading
 import time

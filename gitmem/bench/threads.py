@@ -25,7 +25,7 @@ from gitmem.bench.core import SQLITE, ColdRead
 from gitmem.bench.baselines import JsonFileThreadStore, SqliteStore
 from gitmem.bench.serve import ServeProcess
 from gitmem.repository import Gitmem
-from gitmem.stores.sessions import meta_bytes
+from gitmem.meta import meta_bytes
 
 RUN_SIZE = 50
 READ_STATE_TARGET_MS = 5.0

@@ -31,37 +31,18 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
+from gitmem.meta import meta_bytes, now_iso, parse_meta
 from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
 
 log = logging.getLogger("gitmem.sessions")
 
 CUTS_FILE = "session-cuts.json"
-
-
-def now_iso() -> str:
-    """The current time as RFC 3339 in UTC with milliseconds."""
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def parse_meta(data: bytes) -> dict[str, Any]:
-    value = json.loads(data)
-    if not isinstance(value, dict):
-        raise ValueError("metadata is not a JSON object")
-    return value
-
-
-def meta_bytes(meta: Mapping[str, Any]) -> bytes:
-    text = json.dumps(meta, ensure_ascii=False, indent=2) + "\n"
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escaped, so the file stays UTF-8
-        return (json.dumps(meta, indent=2) + "\n").encode("ascii")
 
 
 class SessionStore:

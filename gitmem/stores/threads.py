@@ -29,7 +29,7 @@ from gitmem.engine import GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.stores.blobs import MARK
 from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
-from gitmem.stores.sessions import meta_bytes, parse_meta
+from gitmem.meta import meta_bytes, parse_meta
 
 log = logging.getLogger("gitmem.threads")
 
