@@ -19,7 +19,6 @@ import errno
 import logging
 import os
 import re
-import signal
 import socket
 import stat
 import subprocess
@@ -33,6 +32,7 @@ from typing import Any, TypeVar
 
 import pygit2
 
+from gitmem import gitproc
 from gitmem.lock import FileLock
 from gitmem.statcache import StatCache, git_blob_id, racy, read_regular, stat_key
 
@@ -953,15 +953,16 @@ class GitEngine:
         ref = self._repo.references.get(_tracking_ref(remote))
         return str(ref.target) if ref is not None else None
 
-    def fetch(self, remote: str, *, interactive: bool = True) -> str | None:
+    def fetch(self, remote: str, *, interactive: bool = True,
+              timeout: float | None = None) -> str | None:
         """Fetch the remote's ``main``; return its tip, or None when the remote has no ``main``.
 
-        ``interactive=False`` (background syncs) forbids password prompts and bounds
-        the time. Raises EngineError with git's reason, credentials removed.
+        ``interactive=False`` (background syncs) forbids password prompts. Gives up after
+        ``timeout`` seconds (default NETWORK_TIMEOUT). Raises EngineError with git's reason, credentials removed.
         """
         self._require_remote(remote)
         done = self._run_git(["fetch", "--quiet", "--no-tags", remote,
-                              f"+{REF}:{_tracking_ref(remote)}"], interactive)
+                              f"+{REF}:{_tracking_ref(remote)}"], interactive, timeout, remote)
         if done.returncode != 0:
             if "couldn't find remote ref" in done.stderr:
                 stale = self._repo.references.get(_tracking_ref(remote))
@@ -971,14 +972,16 @@ class GitEngine:
             raise EngineError(f"git fetch {remote} failed: {_git_reason(done.stderr)}")
         return self.remote_tip(remote)
 
-    def push(self, remote: str, commit: str, *, interactive: bool = True) -> bool:
+    def push(self, remote: str, commit: str, *, interactive: bool = True,
+             timeout: float | None = None) -> bool:
         """Push ``commit`` to the remote's ``main``, never forced.
 
         True when it landed; False when the remote's ``main`` moved since our fetch
         (fetch, merge and push again); EngineError for any other failure.
         """
         self._require_remote(remote)
-        done = self._run_git(["push", "--porcelain", remote, f"{commit}:{REF}"], interactive)
+        done = self._run_git(["push", "--porcelain", remote, f"{commit}:{REF}"], interactive,
+                             timeout, remote)
         if done.returncode == 0:
             self._repo.references.create(_tracking_ref(remote), pygit2.Oid(hex=commit), force=True)
             return True
@@ -995,32 +998,26 @@ class GitEngine:
             raise EngineError(f"no remote named {remote!r} (add one with `gitmem remote add "
                               "NAME URL` or `git remote add`)")
 
-    def _run_git(self, args: list[str], interactive: bool) -> subprocess.CompletedProcess:
-        # English messages (we read them), and no variables pointing git at another
-        # repository (set when gitmem runs inside a git hook).
-        env = {key: value for key, value in os.environ.items() if key not in _GIT_LOCATION_VARS}
-        env.update(LC_ALL="C", LANGUAGE="C")
-        options: dict[str, Any] = {}
+    def _run_git(self, args: list[str], interactive: bool, timeout: float | None,
+                 remote: str) -> subprocess.CompletedProcess:
+        """git with deadlines on the network: ssh's and http's own where the user set none,
+        and ``timeout`` for the whole command."""
+        timeout = timeout or NETWORK_TIMEOUT
+        env = {}
         if not interactive:
-            # Never wait on a prompt nobody sees; in a session of its own, so that a
-            # timeout can kill ssh along with git.
-            env["GIT_TERMINAL_PROMPT"] = "0"
-            if not ({"GIT_SSH", "GIT_SSH_COMMAND"} & env.keys() or self.config_get("core.sshCommand")):
-                env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
-            options = {"start_new_session": True}
+            env["GIT_TERMINAL_PROMPT"] = "0"  # never wait on a prompt nobody sees
+        if not ({"GIT_SSH", "GIT_SSH_COMMAND"} & os.environ.keys() or self.config_get("core.sshCommand")):
+            env["GIT_SSH_COMMAND"] = " ".join(["ssh", *_SSH_OPTIONS, *([] if interactive else _SSH_BATCH)])
+        limits = [arg for key, value in _HTTP_LIMITS.items() if self.config_get(key) is None
+                  for arg in ("-c", f"{key}={value}")]
         try:
-            proc = subprocess.Popen(["git", "-C", str(self.workdir), *args], env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, errors="replace", **options)
-        except FileNotFoundError:
+            return gitproc.run([*limits, *args], cwd=self.workdir, timeout=timeout, env=env)
+        except gitproc.GitMissing:
             raise EngineError("syncing needs the `git` command, and it is not installed") from None
-        try:
-            out, err = proc.communicate(timeout=None if interactive else NETWORK_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise EngineError(f"git {args[0]} gave no answer within {NETWORK_TIMEOUT:g} s") from None
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        except gitproc.GitTimeout:
+            raise EngineError(f"git {args[0]} {remote} failed: no answer within {timeout:.2g} s "
+                              "(for a longer bound: gitmem sync --timeout, or git config "
+                              "gitmem.syncTimeout)") from None
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of commits ``a`` and ``b`` (None: unrelated histories)."""
@@ -1492,13 +1489,19 @@ def _process_alive(pid: int) -> bool:
 
 # -- sync support ----------------------------------------------------------------
 
-NETWORK_TIMEOUT = 300.0  # seconds a background fetch or push may take
+NETWORK_TIMEOUT = 30.0  # seconds a fetch or push may take unless the caller says otherwise
+_SSH_OPTIONS = ("-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
+_SSH_BATCH = ("-o", "BatchMode=yes")  # no passphrase or host-key prompts in the background
+_HTTP_LIMITS = {"http.lowSpeedLimit": "1000", "http.lowSpeedTime": "10"}  # bytes/s, seconds
+# ssh's own reasons, which git follows with only "Could not read from remote repository."
+_SSH_REASONS = ("Host key verification failed", "REMOTE HOST IDENTIFICATION HAS CHANGED",
+                "Permission denied", "Could not resolve hostname", "Connection refused",
+                "Connection timed out", "No route to host", "Connection closed by",
+                "Too many authentication failures", "No such file or directory")
 BACKUP_REFS = "refs/gitmem/backup"
 # Words in `git push --porcelain` refusals meaning "the remote moved since we fetched".
 _REMOTE_MOVED = ("fetch first", "non-fast-forward", "stale info", "cannot lock ref",
                  "failed to update ref", "incorrect old value")
-_GIT_LOCATION_VARS = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX"}
 _URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s]*@")
 
 
@@ -1508,10 +1511,13 @@ def scrub_credentials(text: str) -> str:
 
 
 def _git_reason(stderr: str) -> str:
-    """git's own explanation in one line: its fatal/error lines, else its last line."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-1:]
-    return scrub_credentials("; ".join(reasons))[:500] or "no reason given"
+    """git's own explanation in one line: ssh's reason (a changed host key, a refused key,
+    an unknown host), then git's fatal/error lines, else its last line."""
+    lines = [line.strip().strip("@ ").strip() for line in stderr.splitlines() if line.strip()]
+    ssh = [line for line in lines if any(reason in line for reason in _SSH_REASONS)
+           and not line.startswith(("fatal:", "error:"))]
+    reasons = ssh[:2] + [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return scrub_credentials("; ".join(reasons or lines[-1:]))[:500] or "no reason given"
 
 
 def _tracking_ref(remote: str) -> str:

@@ -35,7 +35,6 @@ import os
 import posixpath
 import re
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -43,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.engine import EngineError, GitEngine
 from gitmem.lock import FileLock, LockTimeout
-from gitmem import layout
+from gitmem import gitproc, layout
 from gitmem.ids import decode
 from gitmem.stores import blobs
 from gitmem.stores.jsonl import SUFFIX, parse_chunk
@@ -94,8 +93,8 @@ def git_version() -> tuple[int, ...] | None:
     if shutil.which("git") is None:
         return None
     try:
-        out = subprocess.run(["git", "version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
+        out = gitproc.run(["version"], cwd=os.getcwd(), timeout=30).stdout
+    except (OSError, gitproc.GitMissing, gitproc.GitTimeout):
         return None
     match = re.search(r"(\d+)\.(\d+)", out)
     return (int(match[1]), int(match[2])) if match else None
@@ -144,10 +143,11 @@ def _pack_with_git(engine: GitEngine, full: bool) -> str:
 
 
 def _git(engine: GitEngine, *args: str) -> None:
-    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
-    env = {**os.environ, "LC_ALL": "C", "GIT_DIR": str(engine.gitdir)}
-    done = subprocess.run([*nice, "git", *args], cwd=engine.workdir, env=env, timeout=GIT_TIMEOUT,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    try:
+        done = gitproc.run(list(args), cwd=engine.workdir, timeout=GIT_TIMEOUT,
+                           env={"GIT_DIR": str(engine.gitdir)}, nice=True)
+    except gitproc.GitTimeout as exc:
+        raise EngineError(str(exc)) from None
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         command = next(arg for arg in args if arg in ("repack", "prune"))
@@ -202,8 +202,8 @@ class Maintenance:
 
     def close(self, timeout: float | None = None) -> None:
         """Stop the thread once a running pack has finished (or after ``timeout``
-        seconds: a git repack left running finishes on its own, and a killed one
-        leaves the repository as it was)."""
+        seconds). ``gitmem serve`` first ends a running git repack (gitproc.stop_all):
+        a killed repack leaves the repository as it was."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -337,9 +337,11 @@ def _record_of(where: str) -> str | None:
 
 
 def _git_fsck(engine: GitEngine) -> list[tuple[str, str]]:
-    done = subprocess.run(["git", "fsck", "--full", "--no-dangling", "--no-progress"],
-                          cwd=engine.workdir, capture_output=True, text=True, timeout=GIT_TIMEOUT,
-                          env={**os.environ, "LC_ALL": "C", "GIT_DIR": str(engine.gitdir)})
+    try:
+        done = gitproc.run(["fsck", "--full", "--no-dangling", "--no-progress"], cwd=engine.workdir,
+                           timeout=GIT_TIMEOUT, env={"GIT_DIR": str(engine.gitdir)})
+    except gitproc.GitTimeout as exc:
+        return [("objects", str(exc))]
     found: dict[str, list[str]] = {}
     for line in (done.stdout + done.stderr).splitlines():
         if not line.strip() or line.startswith(("Checking", "notice:", "dangling ")):

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import logfile, sync, watch
+from gitmem import gitproc, logfile, sync, watch
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
@@ -35,7 +35,8 @@ log = logging.getLogger("gitmem.serve")
 LOG_NAME = "serve.log"
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
 PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)
-MAINTENANCE_GRACE = 10.0  # seconds a running pack may take to finish at exit
+MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit (its git is ended)
+SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at exit
 
 
 def add_commands(commands, command) -> None:
@@ -97,9 +98,10 @@ def cmd_serve(args) -> int:
             return
         finished = True
         if syncer is not None:
-            syncer.stop()
+            syncer.stop(timeout=SYNC_GRACE)
         if watcher is not None:
             watcher.stop()
+        gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
         maintenance.close(timeout=MAINTENANCE_GRACE)
         mem.close()
 

@@ -7,13 +7,19 @@ subprocess timeout here is a guard against a hang only, never a measurement.
 
 from __future__ import annotations
 
+import shutil
+import socket
 import subprocess
 import sys
+import threading
+import time
+import uuid
 from pathlib import Path
 
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git
+from gitmem.maintenance import LOOSE_THRESHOLD
 from gitmem.repository import Gitmem
 from nui_client import NuiHost
 
@@ -133,3 +139,177 @@ def test_a_sound_repository_keeps_its_checked_root_for_the_next_process(mem, rep
     assert cli("memory", "read", "--user").stdout == "likes tea\n"
     recorded = (repo_path / ".git" / "gitmem" / "sound-tree").read_text().strip()
     assert recorded == Git(repo_path)("rev-parse", "HEAD^{tree}").strip()
+
+
+# -- a remote that never answers -----------------------------------------------------------
+
+
+@pytest.fixture
+def silent_listener():
+    """A TCP port on 127.0.0.1 that accepts every connection and never says a word."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stopping = threading.Event()
+
+    def accept() -> None:
+        while not stopping.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stopping.set()
+    server.close()
+    for connection in held:
+        connection.close()
+    thread.join(HANG_GUARD)
+
+
+def marked_env(tmp_path: Path, **extra: str) -> tuple[dict[str, str], str]:
+    """An environment whose every descendant process can be found by a mark in its environ."""
+    mark = f"gitmem-test-{uuid.uuid4().hex}"
+    return {**SUBPROCESS_ENV, "GITMEM_TEST_MARK": mark, **extra}, mark
+
+
+def marked_processes(mark: str) -> list[str]:
+    """``pid: command line`` of every live process carrying ``mark`` in its environment."""
+    found = []
+    needle = f"GITMEM_TEST_MARK={mark}".encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes().split(b"\0"):
+                command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                if command:  # a zombie has none: it is gone, only not yet reaped
+                    found.append(f"{entry.name}: {command}")
+        except OSError:  # exited meanwhile
+            continue
+    return found
+
+
+def wait_for(condition, what: str):
+    """Poll ``condition()`` until it returns something true (bounded by HANG_GUARD)."""
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def no_processes_left(mark: str) -> None:
+    """Killed process groups disappear as soon as their processes are reaped."""
+    left = []
+
+    def gone() -> bool:
+        left[:] = marked_processes(mark)
+        return not left
+
+    try:
+        wait_for(gone, "the marked processes ended")
+    except AssertionError:
+        raise AssertionError(f"processes left behind: {left}") from None
+
+
+def fake_ssh(tmp_path: Path, body: str) -> str:
+    script = tmp_path / f"fake-ssh-{uuid.uuid4().hex[:8]}"
+    script.write_text(f"#!/bin/sh\n{body}\n")
+    script.chmod(0o700)
+    return str(script)
+
+
+@pytest.mark.parametrize("scheme", ["http", "git", "ssh"])
+def test_cli_sync_against_a_remote_that_never_answers_gives_up_and_leaves_nothing(
+        scheme, silent_listener, mem, repo_path, tmp_path):
+    url = {"http": f"http://127.0.0.1:{silent_listener}/memory.git",
+           "git": f"git://127.0.0.1:{silent_listener}/memory.git",
+           "ssh": "ssh://memory.example/memory.git"}[scheme]
+    mem.engine.add_remote("origin", url)
+    extra = {"GIT_SSH_COMMAND": fake_ssh(tmp_path, "exec sleep 600")} if scheme == "ssh" else {}
+    env, mark = marked_env(tmp_path, **extra)
+    done = subprocess.run([sys.executable, "-m", "gitmem", "sync", "--timeout", "2", "--repo",
+                           str(repo_path)], capture_output=True, text=True, env=env,
+                          timeout=HANG_GUARD)
+    error = one_line_error(done)
+    assert "git fetch origin failed: no answer within 2 s" in error
+    no_processes_left(mark)
+
+
+def test_the_sync_bound_comes_from_git_config(silent_listener, mem, repo_path, tmp_path):
+    mem.engine.add_remote("origin", f"git://127.0.0.1:{silent_listener}/memory.git")
+    Git(repo_path)("config", "gitmem.syncTimeout", "1.5")
+    env, mark = marked_env(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "gitmem", "sync", "--repo", str(repo_path)],
+                          capture_output=True, text=True, env=env, timeout=HANG_GUARD)
+    assert "no answer within 1.5 s" in one_line_error(done)
+    no_processes_left(mark)
+
+
+@pytest.mark.parametrize("said, shown", [
+    ("Host key verification failed.", "Host key verification failed."),
+    ("git@memory.example: Permission denied (publickey).", "Permission denied (publickey)"),
+    ("ssh: Could not resolve hostname memory.example: Name or service not known",
+     "Could not resolve hostname memory.example"),
+])
+def test_ssh_says_why_in_one_line(said, shown, mem, repo_path, tmp_path):
+    mem.engine.add_remote("origin", "ssh://user:hunter2@memory.example/memory.git")
+    ssh = fake_ssh(tmp_path, f"echo '{said}' >&2; exit 255")
+    done = subprocess.run([sys.executable, "-m", "gitmem", "sync", "--repo", str(repo_path)],
+                          capture_output=True, text=True, timeout=HANG_GUARD,
+                          env={**SUBPROCESS_ENV, "GIT_SSH_COMMAND": ssh})
+    error = one_line_error(done)
+    assert shown in error
+    assert "hunter2" not in done.stderr
+
+
+def test_sigterm_of_serve_during_a_stuck_background_fetch_leaves_no_process(
+        silent_listener, mem, repo_path, tmp_path):
+    mem.engine.add_remote("origin", f"http://127.0.0.1:{silent_listener}/memory.git")
+    env, mark = marked_env(tmp_path)
+    host = NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo_path),
+                    "--sync-interval", "60"], cwd=tmp_path, env=env)
+    with host:
+        assert host.call("storage.info", timeout=HANG_GUARD)["name"] == "gitmem"
+        wait_for(lambda: [p for p in marked_processes(mark) if "remote-http" in p],
+                 "the background fetch is under way")
+        host.terminate()
+        assert host.wait(HANG_GUARD) == 0
+    no_processes_left(mark)
+
+
+def test_sigterm_of_serve_during_a_background_repack_leaves_no_process(mem, repo_path, tmp_path):
+    # git itself, with its repack held up long enough to be caught in the act
+    real_git = shutil.which("git")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(
+        f'#!/bin/sh\ncase " $* " in *" repack "*) sleep 600;; esac\nexec {real_git} "$@"\n')
+    (bin_dir / "git").chmod(0o700)
+    loose = "\n".join(f"loose object {n}" for n in range(LOOSE_THRESHOLD))
+    for n, line in enumerate(loose.splitlines()):
+        (tmp_path / "blobs").mkdir(exist_ok=True)
+        (tmp_path / "blobs" / str(n)).write_text(line)
+    Git(repo_path)("hash-object", "-w", "--stdin-paths",
+                   input="\n".join(str(p) for p in (tmp_path / "blobs").iterdir()) + "\n")
+    env, mark = marked_env(tmp_path, PATH=f"{bin_dir}:{SUBPROCESS_ENV['PATH']}")
+    with serve_env(repo_path, tmp_path, env) as host:
+        assert host.call("storage.userMemory.write", {**USER, "content": "x", "writeMode": "replace"},
+                         timeout=HANG_GUARD) == {"ok": True}
+        wait_for(lambda: [p for p in marked_processes(mark) if "repack" in p],
+                 "the background repack is under way")
+        host.terminate()
+        assert host.wait(HANG_GUARD) == 0
+    no_processes_left(mark)
+
+
+def serve_env(repo: Path, tmp_path: Path, env: dict[str, str]) -> NuiHost:
+    return NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo)], cwd=tmp_path,
+                   env=env)
