@@ -1120,7 +1120,7 @@ class GitEngine:
         for path in changed:
             check_path(path)
         if not self._move_branch(old, new, message):
-            raise EngineError("the branch moved while syncing; try again")
+            raise BranchMoved("the branch moved while syncing; try again")
         writes = {path: self.read_blob(new_id) if new_id else None
                   for path, (_, new_id) in changed.items() if self.worktree_id(path) != new_id}
         self.write_worktree(writes, expected=Snapshot(self, old))
@@ -1503,6 +1503,10 @@ BACKUP_REFS = "refs/gitmem/backup"
 _REMOTE_MOVED = ("fetch first", "non-fast-forward", "stale info", "cannot lock ref",
                  "failed to update ref", "incorrect old value")
 _URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s]*@")
+
+
+class BranchMoved(EngineError):
+    """``main`` is no longer where a merge or fast-forward started from."""
 
 
 def scrub_credentials(text: str) -> str:

@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gitmem import secrets
-from gitmem.engine import GitEngine, scrub_credentials
+from gitmem.engine import BranchMoved, GitEngine, scrub_credentials
 from gitmem.handedits import HandEdits
 from gitmem.merge import Spot, merge_changes
 from gitmem.repository import Gitmem
@@ -41,6 +41,7 @@ log = logging.getLogger("gitmem.sync")
 
 STATE_FILE = "sync-state.json"  # inside .git/gitmem/
 MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote that keeps moving
+UNLOCKED_MERGE_ATTEMPTS = 3  # merges made without the writers' lock before one is made with it
 MAX_BACKOFF = 3600.0  # seconds between background attempts after repeated failures
 SYNC_TIMEOUT = 30.0
 """Seconds one sync may spend on the network, all fetches and pushes together (git
@@ -181,11 +182,9 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool
     for attempt in range(1, max_attempts + 1):
         result.attempts = attempt
         remote_tip = engine.fetch(remote, interactive=interactive, timeout=network.left())
-        with engine.lock:  # writers wait only for this local part, never for the network
-            # Pending hand edits first: they travel, and no file moves under one (a file
-            # saved after this is left alone by the engine).
-            HandEdits.of(engine).commit_pending()
-            local = _integrate(engine, remote, remote_tip, result)
+        # Pending hand edits first: they travel (a file saved after this is left alone).
+        HandEdits.of(engine).commit_pending()
+        local = _integrate(engine, remote, remote_tip, result)
         if local is None or local == remote_tip:
             return result
         outgoing = engine.new_commits(local, [remote_tip] if remote_tip else [])
@@ -203,11 +202,32 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool
 
 def _integrate(engine: GitEngine, remote: str, remote_tip: str | None,
                result: SyncResult) -> str | None:
-    """Bring the remote's commits into ``main`` (under the writers' lock); return the new tip."""
+    """Bring the remote's commits into ``main``; return the new tip.
+
+    The merge is made from a snapshot, without the writers' lock, so no writer waits for
+    it; the engine moves the branch only from the commit the merge started from, and a
+    writer's commit in between makes the merge start again on top of it. Writers that
+    keep committing faster than a merge is made cannot starve it: the last attempt holds
+    the lock (for as long as one merge takes, a fraction of a second even for large files).
+    """
     local = engine.head()
     if remote_tip is None or remote_tip == local or (local and engine.is_ancestor(remote_tip, local)):
         return local
     result.incoming += len(engine.new_commits(remote_tip, [local] if local else []))
+    for _ in range(UNLOCKED_MERGE_ATTEMPTS):
+        try:
+            return _merge_into(engine, remote, local, remote_tip, result)
+        except BranchMoved:
+            log.info("a writer committed while we merged %s/main: merging again", remote)
+            local = engine.head()
+    with engine.lock:
+        return _merge_into(engine, remote, engine.head(), remote_tip, result)
+
+
+def _merge_into(engine: GitEngine, remote: str, local: str | None, remote_tip: str,
+                result: SyncResult) -> str:
+    """Fast-forward ``main`` from ``local`` to ``remote_tip``, or merge the two; BranchMoved
+    when ``main`` is no longer at ``local``."""
     if local is None or engine.is_ancestor(local, remote_tip):
         result.kept += engine.fast_forward(local, remote_tip)
         result.how = "fast-forward"

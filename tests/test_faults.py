@@ -7,6 +7,7 @@ subprocess timeout here is a guard against a hang only, never a measurement.
 
 from __future__ import annotations
 
+import random
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 from conftest import SUBPROCESS_ENV, Git
 from gitmem.maintenance import LOOSE_THRESHOLD
 from gitmem.repository import Gitmem
+from gitmem.sync import sync
 from nui_client import NuiHost
 
 HANG_GUARD = 20.0  # seconds; the operations under test answer at once
@@ -313,3 +315,73 @@ def test_sigterm_of_serve_during_a_background_repack_leaves_no_process(mem, repo
 def serve_env(repo: Path, tmp_path: Path, env: dict[str, str]) -> NuiHost:
     return NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo)], cwd=tmp_path,
                    env=env)
+
+
+# -- a sync merge and the writers -----------------------------------------------------------
+
+
+def markdown_blocks(tag: str, count: int) -> list[str]:
+    return [f"## {tag} note {i}\nSome text about item {i} from {tag}.\n" for i in range(count)]
+
+
+def with_inserted(base: list[str], tag: str, count: int, seed: int) -> str:
+    rng = random.Random(seed)
+    blocks = list(base)
+    for block in markdown_blocks(tag, count):
+        blocks.insert(rng.randrange(len(blocks) + 1), block)
+    return "\n".join(blocks)
+
+
+def test_writers_never_wait_for_a_large_sync_merge(tmp_path, monkeypatch):
+    for key in ("GIT_CONFIG_NOSYSTEM", "GIT_CONFIG_GLOBAL", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+                "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(key, SUBPROCESS_ENV[key])
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", "--initial-branch=main", str(remote)],
+                   check=True, env=SUBPROCESS_ENV)
+    base = markdown_blocks("base", 4000)
+    with Gitmem.open(tmp_path / "a") as a:
+        a.engine.add_remote("origin", str(remote))
+        a.memory.write("\n".join(base))
+        sync(a)
+        subprocess.run(["git", "clone", "--quiet", str(remote), str(tmp_path / "b")], check=True,
+                       env=SUBPROCESS_ENV)
+        a.memory.write(with_inserted(base, "ours", 2000, seed=1))
+        sync(a)
+    written: list[str] = []
+    failures: list[BaseException] = []
+    merging = threading.Event()
+    done = threading.Event()
+
+    def writer() -> None:
+        # Its own process-like view of the repository, with a lock wait far shorter
+        # than a quadratic merge of this size took under the lock (11 s).
+        with Gitmem.open(tmp_path / "b", create=False, lock_timeout=2.0) as mine:
+            merging.wait(HANG_GUARD)
+            n = 0
+            while not done.is_set() or n < 5:
+                try:
+                    mine.memory.write(f"write {n}", f"writer-{n}")
+                    written.append(f"writer-{n}")
+                except BaseException as exc:  # noqa: BLE001 - reported by the test below
+                    failures.append(exc)
+                    return
+                n += 1
+
+    with Gitmem.open(tmp_path / "b", create=False) as b:
+        b.memory.write(with_inserted(base, "theirs", 2000, seed=2))
+        thread = threading.Thread(target=writer)
+        thread.start()
+        merging.set()
+        try:
+            result = sync(b)
+        finally:
+            done.set()
+            thread.join(HANG_GUARD * 3)
+        assert failures == []
+        assert result.how == "merge"
+        merged = b.memory.read()
+        for block in markdown_blocks("ours", 2000) + markdown_blocks("theirs", 2000) + base:
+            assert block in merged
+        for n, agent in enumerate(written):
+            assert b.memory.read(agent) == f"write {n}\n"
