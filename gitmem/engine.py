@@ -314,10 +314,12 @@ class GitEngine:
     def resolve(self, rev: str) -> pygit2.Oid:
         """The commit id of ``rev``; its history is checked (see "damaged objects support")."""
         known = self._plain_id(rev)
-        # revparse reads objects: what "HEAD~2" or a date may reach is checked first
-        self._objects.make_walkable([known] if known is not None else [self._tip()])
         try:
+            # revparse reads objects: what "HEAD~2" or a date may reach is checked first
+            self._objects.make_walkable([known] if known is not None else [self._tip()])
             found = self._repo.revparse_single(str(known) if known else rev).peel(pygit2.Commit).id
+        except DamagedObject:
+            raise
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
             raise EngineError(f"unknown revision {rev!r}") from exc
         self._objects.make_walkable([found])
@@ -394,7 +396,8 @@ class GitEngine:
             data = self._stat_cache.read(path, f"{self.workdir}/{path}", str(oid))
         if data is None:
             self._objects.check(oid, path)
-            data = self._repo.odb.read(oid)[1]
+            with self._objects.reading(oid, path):
+                data = self._repo.odb.read(oid)[1]
         value = data if parse is None else parse(data)
         self._remember(key, value, len(data))
         return value
@@ -1133,9 +1136,11 @@ class GitEngine:
             return None
         oid = commit if isinstance(commit, pygit2.Oid) else self.resolve(commit)
         self._objects.check(oid, "a commit")
-        tree_id = self._repo[oid].peel(pygit2.Commit).tree_id
+        with self._objects.reading(oid, "a commit"):
+            tree_id = self._repo[oid].peel(pygit2.Commit).tree_id
         self._objects.make_sound(tree_id)
-        return self._repo[tree_id]
+        with self._objects.reading(tree_id, "folder /"):
+            return self._repo[tree_id]
 
     # -- history and maintenance support -------------------------------------------
 
@@ -1735,6 +1740,16 @@ class _ObjectCheck:
             raise DamagedObject(text, problem, where)
         self.remember(self.checked, oid)
 
+    @contextlib.contextmanager
+    def reading(self, oid: pygit2.Oid, where: str | None):
+        """Turn libgit2's "not found" or read error for ``oid`` into DamagedObject."""
+        try:
+            yield
+        except KeyError:
+            raise DamagedObject(str(oid), "it is missing from the object database", where) from None
+        except pygit2.GitError as exc:
+            raise DamagedObject(str(oid), f"it cannot be read ({exc})", where) from None
+
     def wrote(self, commit_id: pygit2.Oid, parents: list[pygit2.Oid], tree_id: pygit2.Oid,
               base_tree: pygit2.Tree | None) -> None:
         """Note a commit gitmem made on ``parents``, its tree built on ``base_tree``."""
@@ -1767,13 +1782,15 @@ class _ObjectCheck:
             return
         repo = self._engine._repo
         self.check(tree_id, f"folder {where or '/'}")
+        with self.reading(tree_id, f"folder {where or '/'}"):
+            tree = repo[tree_id]
         trusted: dict[str, pygit2.Oid] = {}
         if trusted_id is not None:
             try:
                 trusted = {e.name: e.id for e in repo[trusted_id] if e.type_str == "tree"}
             except (KeyError, pygit2.GitError):  # pruned since: check everything
                 trusted = {}
-        for entry in repo[tree_id]:
+        for entry in tree:
             if entry.type_str == "tree":
                 self._sound_below(entry.id, trusted.get(entry.name), _join(where, entry.name))
         self.remember(self.sound, tree_id)
@@ -1781,7 +1798,8 @@ class _ObjectCheck:
     def make_walkable(self, starts) -> None:
         """Check every commit in the history of ``starts`` before libgit2 walks it."""
         repo = self._engine._repo
-        pending = [oid for oid in starts if oid is not None]
+        starts = [oid for oid in starts if oid is not None]
+        pending = list(starts)
         seen: set[pygit2.Oid] = set()
         while pending:
             oid = pending.pop()
@@ -1789,7 +1807,12 @@ class _ObjectCheck:
                 continue
             self.check(oid, "a commit in the history")
             seen.add(oid)
-            pending.extend(repo[oid].parent_ids)
+            if oid in starts:  # an unknown revision, not a damaged history: KeyError
+                commit = repo[oid]
+            else:
+                with self.reading(oid, "a commit in the history"):
+                    commit = repo[oid]
+            pending.extend(getattr(commit, "parent_ids", ()))
         for oid in seen:  # only once all of it is checked
             self.remember(self.walkable, oid)
 

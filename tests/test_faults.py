@@ -385,3 +385,34 @@ def test_writers_never_wait_for_a_large_sync_merge(tmp_path, monkeypatch):
             assert block in merged
         for n, agent in enumerate(written):
             assert b.memory.read(agent) == f"write {n}\n"
+
+
+# -- a repository that cannot be served --------------------------------------------------
+
+
+def truncate_pack(git: Git) -> None:
+    git("gc", "--quiet")
+    (pack,) = (git.path / ".git" / "objects" / "pack").glob("*.pack")
+    data = pack.read_bytes()
+    pack.chmod(0o600)
+    pack.write_bytes(data[:len(data) // 2])
+
+
+@pytest.mark.parametrize("damage", ["truncated HEAD commit", "truncated pack"])
+def test_serve_stays_up_and_says_why_it_cannot_serve(damage, memories, repo_path, tmp_path):
+    if damage == "truncated pack":
+        truncate_pack(memories)
+        named = memories("rev-parse", "HEAD").strip()
+    else:
+        named = truncate_object(memories, "HEAD")
+    with serve(repo_path, tmp_path) as host:
+        error = host.error("storage.info", timeout=HANG_GUARD)
+        assert error["code"] == -32603
+        assert f"gitmem cannot serve {repo_path}" in error["message"]
+        assert named in error["message"] and "gitmem fsck" in error["message"]
+        again = host.error("storage.userMemory.read", USER, timeout=HANG_GUARD)
+        assert again["message"] == error["message"]
+        assert host.call("storage.shutdown", timeout=HANG_GUARD) == {"ok": True}
+        assert host.wait(HANG_GUARD) == 1
+    log = (repo_path / ".git" / "gitmem" / "serve.log").read_text()
+    assert f"not serving: {error['message']}" in log
