@@ -147,13 +147,14 @@ def _serve_unavailable(args, problem: Exception, protocol_out: BinaryIO) -> int:
     reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
     message = f"gitmem cannot serve {repo}: {reason}; {_fix_for(problem, repo)}"
     log_path = Path(args.log_file) if args.log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
-    log_writer = None
+    log_writer = unlogged = None
     try:
         log_writer = logfile.start(log_path, args.log_level)
     except OSError as exc:  # no log file: stderr is all there is
-        print(f"gitmem: cannot write {log_path}: {exc}", file=sys.stderr)
-    log.error("not serving: %s", message)
-    print(f"gitmem: {message}", file=sys.stderr)
+        unlogged = f" (not in {log_path}: {exc.strerror or exc})"
+    log.error("not serving: %s%s", message, unlogged or "")  # stderr, when there is no log file
+    if log_writer is not None:
+        print(f"gitmem: {message}", file=sys.stderr)
 
     def unavailable(params: dict):
         raise rpc.RpcError(rpc.INTERNAL_ERROR, message)
