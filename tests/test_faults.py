@@ -416,3 +416,50 @@ def test_serve_stays_up_and_says_why_it_cannot_serve(damage, memories, repo_path
         assert host.wait(HANG_GUARD) == 1
     log = (repo_path / ".git" / "gitmem" / "serve.log").read_text()
     assert f"not serving: {error['message']}" in log
+
+
+# -- one broken file ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def broken_meta(repo_path: Path) -> tuple[Git, list[str]]:
+    """Two sessions and two threads, one of each with a ``meta.json`` broken by a plain
+    git commit; returns the broken files."""
+    with Gitmem.open(repo_path) as mem:
+        for session_id in ("good", "bad"):
+            mem.sessions.write("claude-code", session_id, [{"role": "user", "content": "hi"}])
+        for thread_id in ("good", "bad"):
+            mem.threads.append_events(thread_id, "planner", [{"type": "RUN_STARTED"}])
+    git = Git(repo_path)
+    broken = ["sessions/claude-code/bad/meta.json", "threads/bad/meta.json"]
+    for path in broken:
+        (repo_path / path).write_text('{"agentType": "claude-code", "sessi')
+    git("commit", "-q", "-am", "a bad edit, committed by hand")
+    return git, broken
+
+
+def test_a_broken_meta_json_hides_no_other_record(broken_meta, repo_path, tmp_path):
+    _, broken = broken_meta
+    listed = gitmem(repo_path, "session", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == "claude-code\tgood\n"
+    warnings = listed.stderr.splitlines()
+    assert len(warnings) == 1 and broken[0] in warnings[0], listed.stderr
+
+    status = gitmem(repo_path, "status")
+    assert status.returncode == 0, status.stderr
+    for path in broken:
+        assert f"unreadable  {path}: " in status.stdout
+
+    fsck = gitmem(repo_path, "fsck")
+    assert fsck.returncode == 1
+    for path in broken:
+        assert f"problem: {path} (HEAD): not JSON" in fsck.stdout
+
+    with serve(repo_path, tmp_path) as host:
+        threads = host.call("threads.list", {}, timeout=HANG_GUARD)["threads"]
+        assert [t["id"] for t in threads] == ["good"]
+        host.close_stdin()
+        assert host.wait(HANG_GUARD) == 0
+    log = (repo_path / ".git" / "gitmem" / "serve.log").read_text()
+    assert f"skipping {broken[1]}: " in log
