@@ -12,18 +12,19 @@ background so that ``git status`` stays clean.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import errno
 import logging
 import os
 import re
-import signal
 import socket
 import stat
 import subprocess
 import threading
 import time
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
@@ -32,6 +33,7 @@ from typing import Any, TypeVar
 import pygit2
 
 from gitmem.journal import Journal
+from gitmem import gitproc
 from gitmem.lock import FileLock
 from gitmem.statcache import StatCache, git_blob_id, racy, read_regular, stat_key
 
@@ -142,7 +144,7 @@ class Snapshot:
     def __init__(self, engine: GitEngine, commit_id: pygit2.Oid | None):
         self._engine = engine
         self.commit_id = commit_id
-        self._tree = engine._repo[commit_id].peel(pygit2.Tree) if commit_id else None
+        self._tree = engine._tree_of(commit_id) if commit_id else None
 
     @property
     def id(self) -> str | None:
@@ -249,10 +251,14 @@ class GitEngine:
         self.on_commit: Callable[[], None] | None = None
         self._stat_cache = StatCache(self.private_dir / STAT_CACHE_FILE)  # hand edits support
         self.journal = Journal(self.private_dir)  # what gitmem last put in each work-tree file
+        self._objects = _ObjectCheck(self)  # damaged objects support
         with self._lock:
             self._remove_stale_locks()
             self._clean_tmp()
-            self._recover_worktree()
+            try:
+                self._recover_worktree()
+            except DamagedObject as exc:  # reads say so; `gitmem fsck` can still run
+                log.info("work tree not checked: %s", exc)
 
     # -- opening -----------------------------------------------------------------
 
@@ -310,10 +316,18 @@ class GitEngine:
         return Snapshot(self, self.resolve(rev))
 
     def resolve(self, rev: str) -> pygit2.Oid:
+        """The commit id of ``rev``; its history is checked (see "damaged objects support")."""
+        known = self._plain_id(rev)
         try:
-            return self._repo.revparse_single(rev).peel(pygit2.Commit).id
+            # revparse reads objects: what "HEAD~2" or a date may reach is checked first
+            self._objects.make_walkable([known] if known is not None else [self._tip()])
+            found = self._repo.revparse_single(str(known) if known else rev).peel(pygit2.Commit).id
+        except DamagedObject:
+            raise
         except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError) as exc:
             raise EngineError(f"unknown revision {rev!r}") from exc
+        self._objects.make_walkable([found])
+        return found
 
     def commit_info(self, rev: str) -> CommitInfo:
         return self._info(self._repo[self.resolve(rev)])
@@ -324,6 +338,7 @@ class GitEngine:
         start = self.resolve(rev) if rev else self._tip()
         if start is None:
             return []
+        self._objects.make_walkable([start])
         found = []
         walker = self._repo.walk(start, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
         for commit in walker:
@@ -338,6 +353,7 @@ class GitEngine:
         tip = self._tip()
         if tip is None:
             return None
+        self._objects.make_walkable([tip])
         # TOPOLOGICAL too: commits made in the same second come child first
         for commit in self._repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME):
             if commit.commit_time <= when:
@@ -345,10 +361,11 @@ class GitEngine:
         return None
 
     def _touches(self, commit: pygit2.Commit, path: str) -> bool:
-        mine = _entry_id(commit.tree, path)
-        if not commit.parents:
+        mine = self._checked_entry_id(commit.tree_id, path)
+        if not commit.parent_ids:
             return mine is not None
-        return all(_entry_id(p.tree, path) != mine for p in commit.parents)
+        return all(self._checked_entry_id(self._repo[p].tree_id, path) != mine
+                   for p in commit.parent_ids)
 
     @staticmethod
     def _info(commit: pygit2.Commit) -> CommitInfo:
@@ -382,7 +399,9 @@ class GitEngine:
         if data is None and path is not None:
             data = self._stat_cache.read(path, f"{self.workdir}/{path}", str(oid))
         if data is None:
-            data = self._repo.odb.read(oid)[1]
+            self._objects.check(oid, path)
+            with self._objects.reading(oid, path):
+                data = self._repo.odb.read(oid)[1]
         value = data if parse is None else parse(data)
         self._remember(key, value, len(data))
         return value
@@ -453,6 +472,7 @@ class GitEngine:
                     log.info("writing objects again after: %s", exc)
                     continue
                 if commit_id is not None:
+                    self._objects.wrote(commit_id, [base] if base else [], tree_id, base_tree)
                     if self.worktree_is_main():
                         tree = self._repo[tree_id]
                         self.write_worktree(changes, expected=worktree_holds or snapshot, blob_ids={
@@ -504,7 +524,9 @@ class GitEngine:
                 if existing is not None:
                     builder.remove(name)
             else:
-                builder.insert(name, self._repo.create_blob(change), pygit2.enums.FileMode.BLOB)
+                blob_id = self._repo.create_blob(change)
+                self._objects.remember(self._objects.checked, blob_id)
+                builder.insert(name, blob_id, pygit2.enums.FileMode.BLOB)
         if len(builder) == 0:
             return None
         return builder.write()
@@ -1021,15 +1043,16 @@ class GitEngine:
         ref = self._repo.references.get(_tracking_ref(remote))
         return str(ref.target) if ref is not None else None
 
-    def fetch(self, remote: str, *, interactive: bool = True) -> str | None:
+    def fetch(self, remote: str, *, interactive: bool = True,
+              timeout: float | None = None) -> str | None:
         """Fetch the remote's ``main``; return its tip, or None when the remote has no ``main``.
 
-        ``interactive=False`` (background syncs) forbids password prompts and bounds
-        the time. Raises EngineError with git's reason, credentials removed.
+        ``interactive=False`` (background syncs) forbids password prompts. Gives up after
+        ``timeout`` seconds (default NETWORK_TIMEOUT). Raises EngineError with git's reason, credentials removed.
         """
         self._require_remote(remote)
         done = self._run_git(["fetch", "--quiet", "--no-tags", remote,
-                              f"+{REF}:{_tracking_ref(remote)}"], interactive)
+                              f"+{REF}:{_tracking_ref(remote)}"], interactive, timeout, remote)
         if done.returncode != 0:
             if "couldn't find remote ref" in done.stderr:
                 stale = self._repo.references.get(_tracking_ref(remote))
@@ -1039,14 +1062,16 @@ class GitEngine:
             raise EngineError(f"git fetch {remote} failed: {_git_reason(done.stderr)}")
         return self.remote_tip(remote)
 
-    def push(self, remote: str, commit: str, *, interactive: bool = True) -> bool:
+    def push(self, remote: str, commit: str, *, interactive: bool = True,
+             timeout: float | None = None) -> bool:
         """Push ``commit`` to the remote's ``main``, never forced.
 
         True when it landed; False when the remote's ``main`` moved since our fetch
         (fetch, merge and push again); EngineError for any other failure.
         """
         self._require_remote(remote)
-        done = self._run_git(["push", "--porcelain", remote, f"{commit}:{REF}"], interactive)
+        done = self._run_git(["push", "--porcelain", remote, f"{commit}:{REF}"], interactive,
+                             timeout, remote)
         if done.returncode == 0:
             self._repo.references.create(_tracking_ref(remote), pygit2.Oid(hex=commit), force=True)
             return True
@@ -1063,32 +1088,26 @@ class GitEngine:
             raise EngineError(f"no remote named {remote!r} (add one with `gitmem remote add "
                               "NAME URL` or `git remote add`)")
 
-    def _run_git(self, args: list[str], interactive: bool) -> subprocess.CompletedProcess:
-        # English messages (we read them), and no variables pointing git at another
-        # repository (set when gitmem runs inside a git hook).
-        env = {key: value for key, value in os.environ.items() if key not in _GIT_LOCATION_VARS}
-        env.update(LC_ALL="C", LANGUAGE="C")
-        options: dict[str, Any] = {}
+    def _run_git(self, args: list[str], interactive: bool, timeout: float | None,
+                 remote: str) -> subprocess.CompletedProcess:
+        """git with deadlines on the network: ssh's and http's own where the user set none,
+        and ``timeout`` for the whole command."""
+        timeout = timeout or NETWORK_TIMEOUT
+        env = {}
         if not interactive:
-            # Never wait on a prompt nobody sees; in a session of its own, so that a
-            # timeout can kill ssh along with git.
-            env["GIT_TERMINAL_PROMPT"] = "0"
-            if not ({"GIT_SSH", "GIT_SSH_COMMAND"} & env.keys() or self.config_get("core.sshCommand")):
-                env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
-            options = {"start_new_session": True}
+            env["GIT_TERMINAL_PROMPT"] = "0"  # never wait on a prompt nobody sees
+        if not ({"GIT_SSH", "GIT_SSH_COMMAND"} & os.environ.keys() or self.config_get("core.sshCommand")):
+            env["GIT_SSH_COMMAND"] = " ".join(["ssh", *_SSH_OPTIONS, *([] if interactive else _SSH_BATCH)])
+        limits = [arg for key, value in _HTTP_LIMITS.items() if self.config_get(key) is None
+                  for arg in ("-c", f"{key}={value}")]
         try:
-            proc = subprocess.Popen(["git", "-C", str(self.workdir), *args], env=env,
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, errors="replace", **options)
-        except FileNotFoundError:
+            return gitproc.run([*limits, *args], cwd=self.workdir, timeout=timeout, env=env)
+        except gitproc.GitMissing:
             raise EngineError("syncing needs the `git` command, and it is not installed") from None
-        try:
-            out, err = proc.communicate(timeout=None if interactive else NETWORK_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            raise EngineError(f"git {args[0]} gave no answer within {NETWORK_TIMEOUT:g} s") from None
-        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        except gitproc.GitTimeout:
+            raise EngineError(f"git {args[0]} {remote} failed: no answer within {timeout:.2g} s "
+                              "(for a longer bound: gitmem sync --timeout, or git config "
+                              "gitmem.syncTimeout)") from None
 
     def merge_base(self, a: str, b: str) -> str | None:
         """The best common ancestor of commits ``a`` and ``b`` (None: unrelated histories)."""
@@ -1132,10 +1151,14 @@ class GitEngine:
         merge brings in from either side does not count again.
         """
         target = self._repo[self.resolve(commit)]
-        parents = target.parents
-        others = [{(path, line) for path, _, line in _added_lines(p.tree, target.tree)}
-                  for p in parents[1:]]
-        for path, number, line in _added_lines(parents[0].tree if parents else None, target.tree):
+        tree = self._tree_of(target.id)
+        parents = [self._tree_of(p) for p in target.parent_ids]
+        for parent in parents or [None]:  # the patches read these blobs
+            for ids in _changed_files(parent, tree).values():
+                for blob_id in filter(None, ids):
+                    self._objects.check(pygit2.Oid(hex=blob_id))
+        others = [{(path, line) for path, _, line in _added_lines(p, tree)} for p in parents[1:]]
+        for path, number, line in _added_lines(parents[0] if parents else None, tree):
             if all((path, line) in other for other in others):
                 yield path, number, line
 
@@ -1152,10 +1175,12 @@ class GitEngine:
             check_path(path)
         with self._lock:
             base = self._repo[self.resolve(ours)]
-            tree_id = self._build_tree(base.tree, _nest(changes)) or self._repo.TreeBuilder().write()
+            base_tree = self._tree_of(base.id)
+            tree_id = self._build_tree(base_tree, _nest(changes)) or self._repo.TreeBuilder().write()
             commit_id = self._repo.create_commit(
                 None, self.identity.signature(), self.identity.signature(), full_message,
                 tree_id, [base.id, self.resolve(theirs)])
+            self._objects.wrote(commit_id, [base.id, self.resolve(theirs)], tree_id, base_tree)
             return str(commit_id), self._advance(base.id, commit_id, full_message)
 
     def fast_forward(self, expected: str | None, target: str) -> list[str]:
@@ -1193,7 +1218,7 @@ class GitEngine:
         for path in changed:
             check_path(path)
         if not self._move_branch(old, new, message):
-            raise EngineError("the branch moved while syncing; try again")
+            raise BranchMoved("the branch moved while syncing; try again")
         if not self.worktree_is_main():
             return []
         writes = {path: self.read_blob(new_id) if new_id else None
@@ -1203,12 +1228,54 @@ class GitEngine:
         return [path for path in writes if self.worktree_id(path) != changed[path][1]]
 
     def _tree_of(self, commit: str | pygit2.Oid | None) -> pygit2.Tree | None:
+        """The root tree of a commit, every tree under it checked (see "damaged objects support")."""
         if commit is None:
             return None
         oid = commit if isinstance(commit, pygit2.Oid) else self.resolve(commit)
-        return self._repo[oid].peel(pygit2.Tree)
+        self._objects.check(oid, "a commit")
+        with self._objects.reading(oid, "a commit"):
+            tree_id = self._repo[oid].peel(pygit2.Commit).tree_id
+        self._objects.make_sound(tree_id)
+        with self._objects.reading(tree_id, "folder /"):
+            return self._repo[tree_id]
 
     # -- history and maintenance support -------------------------------------------
+
+    def _plain_id(self, rev: str) -> pygit2.Oid | None:
+        """The object ``rev`` names when it is an object id or a ref, found without
+        reading an object; else None."""
+        if len(rev) == 40 and _is_hex(rev):
+            return pygit2.Oid(hex=rev)
+        if rev in ("HEAD", BRANCH):
+            return self._tip()
+        try:
+            ref = self._repo.references.get(rev)
+            return ref.resolve().target if ref is not None else None
+        except (ValueError, KeyError, pygit2.GitError, pygit2.InvalidSpecError):
+            return None
+
+    def _checked_entry_id(self, tree_id: pygit2.Oid, path: str) -> pygit2.Oid | None:
+        """The id of the entry at ``path`` in tree ``tree_id``, each folder on the way checked."""
+        parts = path.split("/")
+        for depth, part in enumerate(parts):
+            self._objects.check(tree_id, "a folder in the history")
+            try:
+                entry = self._repo[tree_id][part]
+            except KeyError:
+                return None
+            if depth == len(parts) - 1:
+                return entry.id
+            if entry.type_str != "tree":
+                return None
+            tree_id = entry.id
+        return None
+
+    def _object_at(self, tree: pygit2.Tree, path: str):
+        oid = _entry_id(tree, path)
+        if oid is None:
+            return None
+        self._objects.check(oid, path)
+        return self._repo[oid]
 
     def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """The files at or under ``path`` ("" for all) that differ from revision ``old``
@@ -1219,7 +1286,7 @@ class GitEngine:
         sides = []
         for rev in (old, new):
             tree = self._tree_of(rev)
-            obj = tree if not path or tree is None else _object_at(self._repo, tree, path)
+            obj = tree if not path or tree is None else self._object_at(tree, path)
             sides.append(obj)
         old_tree, new_tree = [o if isinstance(o, pygit2.Tree) else None for o in sides]
         if new_tree is None:  # _changed_files diffs from nothing, not to nothing
@@ -1234,6 +1301,8 @@ class GitEngine:
                 for file, (old_id, new_id) in sorted(changed.items())]
 
     def _file_diff(self, path: str, old_id: str | None, new_id: str | None) -> FileDiff:
+        for blob_id in filter(None, (old_id, new_id)):
+            self._objects.check(pygit2.Oid(hex=blob_id), path)
         old_blob = self._repo[old_id] if old_id else None
         new_blob = self._repo[new_id] if new_id else None
         patch = pygit2.Patch.create_from(old_blob, new_blob, old_as_path=path, new_as_path=path)
@@ -1262,10 +1331,14 @@ class GitEngine:
         """Put every loose object into one new pack with libgit2, then delete the loose
         copies; returns how many were packed. Needs no git CLI; a corrupt loose object is
         left where it is (``check_objects`` reports it)."""
+        damaged = dict(self.damaged_loose_objects())
         loose = self._loose_object_files()
         _, builder = _pack_builder(self.gitdir)
         packed = []
         for oid, file in loose.items():
+            if oid in damaged:
+                log.warning("not packing damaged loose object %s: %s", oid, damaged[oid])
+                continue
             try:
                 builder.add(pygit2.Oid(hex=oid))
                 packed.append(file)
@@ -1282,6 +1355,10 @@ class GitEngine:
         """Put every object into one new pack, then delete the packs and loose objects it
         replaces (packs with a ``.keep`` file stay); returns how many objects it holds."""
         old_packs = [p for p in self.pack_files() if not p.with_suffix(".keep").exists()]
+        damaged = dict(self.damaged_loose_objects())
+        if damaged:
+            oid, problem = next(iter(damaged.items()))
+            raise DamagedObject(oid, problem)
         loose = self._loose_object_files()
         repo, builder = _pack_builder(self.gitdir)
         for oid in repo.odb:
@@ -1300,8 +1377,10 @@ class GitEngine:
         """Read every object (libgit2 checks each one's hash) and every object reachable
         from ``main``; returns ``[(object id, problem)]``, empty when all is well."""
         repo = pygit2.Repository(str(self.gitdir))  # its own: the index refresher shares ours
-        problems: dict[str, str] = {}
+        problems: dict[str, str] = dict(self.damaged_loose_objects())
         for oid in repo.odb:
+            if str(oid) in problems:
+                continue  # reading it would hang
             try:
                 repo.odb.read(oid)
             except (pygit2.GitError, KeyError, ValueError) as exc:
@@ -1309,13 +1388,63 @@ class GitEngine:
         tip = self._tip()
         if tip is None:
             return sorted(problems.items())
-        seen: set[pygit2.Oid] = set()
+        seen: set[pygit2.Oid] = {pygit2.Oid(hex=oid) for oid in problems if len(oid) == 40}
+        pending = [tip]
         try:
-            for commit in repo.walk(tip):
+            while pending:  # by hand, not repo.walk: a damaged commit must not be read
+                oid = pending.pop()
+                if oid in seen:
+                    continue
+                seen.add(oid)
+                commit = repo[oid]
                 _check_tree(repo, commit.tree_id, seen, problems)
+                pending.extend(commit.parent_ids)
         except (pygit2.GitError, KeyError) as exc:
             problems.setdefault("history", f"cannot walk the history: {exc}")
         return sorted(problems.items())
+
+    def locate_objects(self, ids: set[str]) -> dict[str, str]:
+        """Where at HEAD each of ``ids`` is: ``{id: "the commit", "the root folder" or a
+        path}``, found without reading a damaged object."""
+        tip = self._tip()
+        found: dict[str, str] = {}
+        if tip is None:
+            return found
+        if str(tip) in ids:
+            found[str(tip)] = "the commit"
+        try:
+            self._objects.check(tip)
+            root = self._repo[tip].peel(pygit2.Commit).tree_id
+        except (DamagedObject, KeyError, pygit2.GitError):
+            return found
+        pending = [(root, "")]
+        while pending:
+            tree_id, folder = pending.pop()
+            if str(tree_id) in ids:
+                found[str(tree_id)] = f"folder {folder}" if folder else "the root folder"
+            try:
+                self._objects.check(tree_id)
+                entries = list(self._repo[tree_id])
+            except (DamagedObject, KeyError, pygit2.GitError):
+                continue
+            for entry in entries:
+                path = _join(folder, entry.name)
+                if entry.type_str == "tree":
+                    pending.append((entry.id, path))
+                elif str(entry.id) in ids:
+                    found[str(entry.id)] = path
+        return found
+
+    def damaged_loose_objects(self) -> list[tuple[str, str]]:
+        """``[(object id, problem)]`` for each loose object whose file does not inflate
+        completely (libgit2 would hang on it); each file is read once."""
+        found = []
+        for oid, file in sorted(self._loose_object_files().items()):
+            try:
+                self._objects.check(pygit2.Oid(hex=oid))
+            except DamagedObject as exc:
+                found.append((oid, exc.problem))
+        return found
 
     def set_config_default(self, key: str, value: str) -> bool:
         """Set ``key`` in the repository's own config file unless that file sets it already.
@@ -1469,14 +1598,24 @@ def _process_alive(pid: int) -> bool:
 
 # -- sync support ----------------------------------------------------------------
 
-NETWORK_TIMEOUT = 300.0  # seconds a background fetch or push may take
+NETWORK_TIMEOUT = 30.0  # seconds a fetch or push may take unless the caller says otherwise
+_SSH_OPTIONS = ("-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3")
+_SSH_BATCH = ("-o", "BatchMode=yes")  # no passphrase or host-key prompts in the background
+_HTTP_LIMITS = {"http.lowSpeedLimit": "1000", "http.lowSpeedTime": "10"}  # bytes/s, seconds
+# ssh's own reasons, which git follows with only "Could not read from remote repository."
+_SSH_REASONS = ("Host key verification failed", "REMOTE HOST IDENTIFICATION HAS CHANGED",
+                "Permission denied", "Could not resolve hostname", "Connection refused",
+                "Connection timed out", "No route to host", "Connection closed by",
+                "Too many authentication failures", "No such file or directory")
 BACKUP_REFS = "refs/gitmem/backup"
 # Words in `git push --porcelain` refusals meaning "the remote moved since we fetched".
 _REMOTE_MOVED = ("fetch first", "non-fast-forward", "stale info", "cannot lock ref",
                  "failed to update ref", "incorrect old value")
-_GIT_LOCATION_VARS = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
-                      "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_PREFIX"}
 _URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s]*@")
+
+
+class BranchMoved(EngineError):
+    """``main`` is no longer where a merge or fast-forward started from."""
 
 
 def scrub_credentials(text: str) -> str:
@@ -1485,10 +1624,13 @@ def scrub_credentials(text: str) -> str:
 
 
 def _git_reason(stderr: str) -> str:
-    """git's own explanation in one line: its fatal/error lines, else its last line."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))] or lines[-1:]
-    return scrub_credentials("; ".join(reasons))[:500] or "no reason given"
+    """git's own explanation in one line: ssh's reason (a changed host key, a refused key,
+    an unknown host), then git's fatal/error lines, else its last line."""
+    lines = [line.strip().strip("@ ").strip() for line in stderr.splitlines() if line.strip()]
+    ssh = [line for line in lines if any(reason in line for reason in _SSH_REASONS)
+           and not line.startswith(("fatal:", "error:"))]
+    reasons = ssh[:2] + [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return scrub_credentials("; ".join(reasons or lines[-1:]))[:500] or "no reason given"
 
 
 def _tracking_ref(remote: str) -> str:
@@ -1558,11 +1700,6 @@ def _check_tree(repo: pygit2.Repository, oid: pygit2.Oid, seen: set, problems: d
             seen.add(entry.id)
             if entry.id not in repo.odb:
                 problems.setdefault(str(entry.id), f"missing blob ({entry.name})")
-
-
-def _object_at(repo: pygit2.Repository, tree: pygit2.Tree, path: str):
-    oid = _entry_id(tree, path)
-    return repo[oid] if oid is not None else None
 
 
 def _join(folder: str, name: str) -> str:
@@ -1747,3 +1884,194 @@ def release_rescued(engine: GitEngine, commit: str) -> None:
             ref.delete()
         except pygit2.GitError:  # deleted meanwhile by another process
             pass
+
+
+# -- damaged objects support -------------------------------------------------------
+# libgit2 spins forever on a loose object whose zlib stream was cut short (a crash
+# of another tool, a full disk): every read of it, `git fsck` aside, hangs. So each
+# object is checked with Python's zlib, which stops, before libgit2 first reads it.
+# What is checked is remembered: objects gitmem writes itself are known good, trees
+# whose whole content was checked are "sound" (libgit2 may walk them freely, as the
+# index diffs and tree diffs do), commits whose whole ancestry was checked may be
+# walked. The root tree last found sound is kept in .git/gitmem/, so a new process
+# checks only the folders that changed since.
+
+SOUND_TREE_FILE = "sound-tree"  # in .git/gitmem/
+CHECKED_LIMIT = 2_000_000  # remembered object ids before the memory starts over
+_LOOSE_KINDS = (b"commit", b"tree", b"blob", b"tag")
+_INFLATE_PIECE = 1 << 20
+
+
+class DamagedObject(EngineError):
+    """An object of the repository cannot be read: its loose file is truncated or corrupt."""
+
+    def __init__(self, oid: str, problem: str, where: str | None = None):
+        self.oid = oid
+        self.problem = problem
+        self.where = where
+        place = f"{where} (object {oid})" if where else f"object {oid}"
+        super().__init__(f"{place} is damaged: {problem} (run `gitmem fsck`)")
+
+
+def loose_object_problem(path: str | os.PathLike) -> str | None:
+    """What is wrong with the loose object file at ``path`` (None: it inflates completely
+    to the size its header gives). Raises FileNotFoundError when there is none."""
+    with open(path, "rb") as file:
+        data = file.read()
+    inflater = zlib.decompressobj()
+    head = b""
+    size = -1
+    got = 0
+    pending = data
+    try:
+        while pending or not inflater.eof:
+            piece = inflater.decompress(pending, _INFLATE_PIECE)
+            pending = inflater.unconsumed_tail
+            if size < 0:
+                head += piece
+                header, sep, rest = head.partition(b"\0")
+                if sep:
+                    kind, _, length = header.partition(b" ")
+                    if kind not in _LOOSE_KINDS or not length.isdigit():
+                        return "its header is not a git object header"
+                    size, got = int(length), len(rest)
+                elif len(head) > 64:
+                    return "its header is not a git object header"
+            else:
+                got += len(piece)
+            if not piece and not pending:
+                break
+    except zlib.error as exc:
+        return f"its zlib stream is corrupt ({exc})"
+    if not inflater.eof:
+        return f"its file {path} is truncated"
+    if size != got:
+        return f"it holds {got} bytes where its header says {size}"
+    return None
+
+
+class _ObjectCheck:
+    """Which objects have been checked, and the checks (see "damaged objects support")."""
+
+    def __init__(self, engine: GitEngine):
+        self._engine = engine
+        self._objects = engine.gitdir / "objects"
+        self.checked: set[pygit2.Oid] = set()  # readable (loose and complete, or packed)
+        self.sound: set[pygit2.Oid] = set()  # trees: themselves and every tree under them
+        self.walkable: set[pygit2.Oid] = set()  # commits: themselves and all their ancestry
+        self._trusted: pygit2.Oid | None | bool = False  # False: not read yet
+
+    def check(self, oid: pygit2.Oid, where: str | None = None) -> None:
+        """Raise DamagedObject unless ``oid`` can be read without hanging."""
+        if oid in self.checked:
+            return
+        text = str(oid)
+        path = self._objects / text[:2] / text[2:]
+        try:
+            problem = loose_object_problem(path)
+        except FileNotFoundError:  # packed, or missing: libgit2 answers either at once
+            problem = None
+        except OSError as exc:  # unreadable: libgit2 fails on it at once too
+            log.debug("cannot check %s: %s", path, exc)
+            return
+        if problem is not None:
+            raise DamagedObject(text, problem, where)
+        self.remember(self.checked, oid)
+
+    @contextlib.contextmanager
+    def reading(self, oid: pygit2.Oid, where: str | None):
+        """Turn libgit2's "not found" or read error for ``oid`` into DamagedObject."""
+        try:
+            yield
+        except KeyError:
+            raise DamagedObject(str(oid), "it is missing from the object database", where) from None
+        except pygit2.GitError as exc:
+            raise DamagedObject(str(oid), f"it cannot be read ({exc})", where) from None
+
+    def wrote(self, commit_id: pygit2.Oid, parents: list[pygit2.Oid], tree_id: pygit2.Oid,
+              base_tree: pygit2.Tree | None) -> None:
+        """Note a commit gitmem made on ``parents``, its tree built on ``base_tree``."""
+        self.remember(self.checked, commit_id)
+        if all(p in self.walkable for p in parents):
+            self.remember(self.walkable, commit_id)
+        if base_tree is None or base_tree.id in self.sound:  # every other tree in it is ours
+            self.remember(self.sound, tree_id)
+
+    def remember(self, known: set, oid: pygit2.Oid) -> None:
+        if len(known) >= CHECKED_LIMIT:
+            known.clear()
+        known.add(oid)
+
+    def make_sound(self, tree_id: pygit2.Oid, where: str = "") -> None:
+        """Check every tree under ``tree_id`` (the root: ``where`` ""), except the folders
+        that are the same as in the root tree found sound last time."""
+        if tree_id in self.sound:
+            return
+        trusted = self._trusted_root()
+        self._sound_below(tree_id, trusted if where == "" else None, where)
+        if where == "":
+            self._save_trusted(tree_id)
+
+    def _sound_below(self, tree_id: pygit2.Oid, trusted_id: pygit2.Oid | None, where: str) -> None:
+        if tree_id in self.sound:
+            return
+        if tree_id == trusted_id:
+            self.remember(self.sound, tree_id)
+            return
+        repo = self._engine._repo
+        self.check(tree_id, f"folder {where or '/'}")
+        with self.reading(tree_id, f"folder {where or '/'}"):
+            tree = repo[tree_id]
+        trusted: dict[str, pygit2.Oid] = {}
+        if trusted_id is not None:
+            try:
+                trusted = {e.name: e.id for e in repo[trusted_id] if e.type_str == "tree"}
+            except (KeyError, pygit2.GitError):  # pruned since: check everything
+                trusted = {}
+        for entry in tree:
+            if entry.type_str == "tree":
+                self._sound_below(entry.id, trusted.get(entry.name), _join(where, entry.name))
+        self.remember(self.sound, tree_id)
+
+    def make_walkable(self, starts) -> None:
+        """Check every commit in the history of ``starts`` before libgit2 walks it."""
+        repo = self._engine._repo
+        starts = [oid for oid in starts if oid is not None]
+        pending = list(starts)
+        seen: set[pygit2.Oid] = set()
+        while pending:
+            oid = pending.pop()
+            if oid in self.walkable or oid in seen:
+                continue
+            self.check(oid, "a commit in the history")
+            seen.add(oid)
+            if oid in starts:  # an unknown revision, not a damaged history: KeyError
+                commit = repo[oid]
+            else:
+                with self.reading(oid, "a commit in the history"):
+                    commit = repo[oid]
+            pending.extend(getattr(commit, "parent_ids", ()))
+        for oid in seen:  # only once all of it is checked
+            self.remember(self.walkable, oid)
+
+    def _trusted_root(self) -> pygit2.Oid | None:
+        if self._trusted is False:
+            try:
+                text = (self._engine.private_dir / SOUND_TREE_FILE).read_text("ascii").strip()
+                self._trusted = pygit2.Oid(hex=text)
+            except (OSError, ValueError):
+                self._trusted = None
+        return self._trusted
+
+    def _save_trusted(self, tree_id: pygit2.Oid) -> None:
+        self._trusted = tree_id
+        target = self._engine.private_dir / SOUND_TREE_FILE
+        tmp = target.with_name(f"{SOUND_TREE_FILE}.{os.getpid()}.{threading.get_ident()}")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            with os.fdopen(fd, "w") as out:
+                out.write(f"{tree_id}\n")
+            os.replace(tmp, target)
+        except OSError:  # a read-only repository: the next process checks again
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from gitmem import layout
-from gitmem.engine import CommitInfo, EngineError, FileDiff, GitEngine, Snapshot
+from gitmem.engine import CommitInfo, DamagedObject, EngineError, FileDiff, GitEngine, Snapshot
 
 if TYPE_CHECKING:
     from gitmem.repository import Gitmem
@@ -140,6 +140,8 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
         return engine.commit_at(moment)
     try:
         return str(engine.resolve(when))
+    except DamagedObject:  # a revision, and one that cannot be read: say which object
+        raise
     except EngineError:
         raise HistoryError(f"{when!r} is neither a revision nor a date (use e.g. HEAD~3, "
                            "2026-11-01, 2026-11-01T14:00 or '3 days ago')") from None

@@ -35,7 +35,6 @@ import os
 import posixpath
 import re
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -43,6 +42,8 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.engine import EngineError, GitEngine
 from gitmem.lock import FileLock, LockTimeout
+from gitmem import gitproc, layout
+from gitmem.ids import decode
 from gitmem.stores import blobs
 from gitmem.stores.jsonl import SUFFIX, parse_chunk
 
@@ -71,6 +72,7 @@ GIT_GEOMETRIC = (2, 33)  # the first git with ``repack --geometric``
 GIT_TIMEOUT = 3600.0
 PRUNE_AGE = "2.weeks.ago"  # unreachable objects younger than this are kept (a writer may need them)
 _OBJECT_ID = re.compile(r"\b[0-9a-f]{40}\b")
+_OBJECT_FILE = re.compile(r"objects/([0-9a-f]{2})/([0-9a-f]{38})\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,8 +93,8 @@ def git_version() -> tuple[int, ...] | None:
     if shutil.which("git") is None:
         return None
     try:
-        out = subprocess.run(["git", "version"], capture_output=True, text=True, timeout=30).stdout
-    except (OSError, subprocess.SubprocessError):
+        out = gitproc.run(["version"], cwd=os.getcwd(), timeout=30).stdout
+    except (OSError, gitproc.GitMissing, gitproc.GitTimeout):
         return None
     match = re.search(r"(\d+)\.(\d+)", out)
     return (int(match[1]), int(match[2])) if match else None
@@ -141,10 +143,11 @@ def _pack_with_git(engine: GitEngine, full: bool) -> str:
 
 
 def _git(engine: GitEngine, *args: str) -> None:
-    nice = ["nice", "-n", "10"] if shutil.which("nice") else []
-    env = {**os.environ, "LC_ALL": "C", "GIT_DIR": str(engine.gitdir)}
-    done = subprocess.run([*nice, "git", *args], cwd=engine.workdir, env=env, timeout=GIT_TIMEOUT,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    try:
+        done = gitproc.run(list(args), cwd=engine.workdir, timeout=GIT_TIMEOUT,
+                           env={"GIT_DIR": str(engine.gitdir)}, nice=True)
+    except gitproc.GitTimeout as exc:
+        raise EngineError(str(exc)) from None
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         command = next(arg for arg in args if arg in ("repack", "prune"))
@@ -199,8 +202,8 @@ class Maintenance:
 
     def close(self, timeout: float | None = None) -> None:
         """Stop the thread once a running pack has finished (or after ``timeout``
-        seconds: a git repack left running finishes on its own, and a killed one
-        leaves the repository as it was)."""
+        seconds). ``gitmem serve`` first ends a running git repack (gitproc.stop_all):
+        a killed repack leaves the repository as it was."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -285,17 +288,19 @@ def fsck(mem: Gitmem, *, use_git: bool | None = None) -> FsckReport:
         use_git = git_version() is not None
     object_problems = _git_fsck(engine) if use_git else engine.check_objects()
     report.objects_checked_by = "git fsck --full" if use_git else "libgit2"
-    snapshot = engine.snapshot()
-    try:
-        paths = list(snapshot.files()) if snapshot.commit_id else []
-    except Exception as exc:  # a tree git fsck has already named
-        report.problems.append(Problem("HEAD", f"cannot list the files: {exc}"))
-        paths = []
     if object_problems:
-        where = {snapshot.blob_id(p): p for p in paths}
+        where = engine.locate_objects({oid for oid, _ in object_problems})
         for oid, message in object_problems:
             place = f" ({where[oid]} at HEAD)" if oid in where else ""
-            report.problems.append(Problem(f"object {oid}{place}", message))
+            record = _record_of(where.get(oid, ""))
+            belongs = f" (it belongs to record {record})" if record else ""
+            report.problems.append(Problem(f"object {oid}{place}", message + belongs))
+    try:
+        snapshot = engine.snapshot()
+        paths = list(snapshot.files()) if snapshot.commit_id else []
+    except Exception as exc:  # an object named above
+        report.problems.append(Problem("HEAD", f"cannot list the files: {exc}"))
+        return report
     bad_objects = {oid for oid, _ in object_problems}
     for path in paths:
         if snapshot.blob_id(path) in bad_objects:
@@ -313,16 +318,37 @@ def fsck(mem: Gitmem, *, use_git: bool | None = None) -> FsckReport:
     return report
 
 
+def _record_of(where: str) -> str | None:
+    """The name of the record a path (or "folder <path>") at HEAD belongs to, if any."""
+    path = where.removeprefix("folder ")
+    parts = path.split("/")
+    try:
+        if parts[0] == layout.SESSIONS and len(parts) > 2:
+            return f"session:{decode(parts[1])}/{decode(parts[2])}"
+        if parts[0] == layout.THREADS and len(parts) > 1:
+            return f"thread:{decode(parts[1])}"
+        if path == layout.USER_MEMORY:
+            return "user"
+        if "/".join(parts[:2]) == layout.AGENT_MEMORY and len(parts) == 3 and path.endswith(".md"):
+            return f"agent:{decode(parts[2][:-3])}"
+    except ValueError:  # not an encoded id: the path alone says it
+        pass
+    return None
+
+
 def _git_fsck(engine: GitEngine) -> list[tuple[str, str]]:
-    done = subprocess.run(["git", "fsck", "--full", "--no-dangling", "--no-progress"],
-                          cwd=engine.workdir, capture_output=True, text=True, timeout=GIT_TIMEOUT,
-                          env={**os.environ, "LC_ALL": "C", "GIT_DIR": str(engine.gitdir)})
+    try:
+        done = gitproc.run(["fsck", "--full", "--no-dangling", "--no-progress"], cwd=engine.workdir,
+                           timeout=GIT_TIMEOUT, env={"GIT_DIR": str(engine.gitdir)})
+    except gitproc.GitTimeout as exc:
+        return [("objects", str(exc))]
     found: dict[str, list[str]] = {}
     for line in (done.stdout + done.stderr).splitlines():
         if not line.strip() or line.startswith(("Checking", "notice:", "dangling ")):
             continue
-        match = _OBJECT_ID.search(line)
-        found.setdefault(match[0] if match else "objects", []).append(line.strip())
+        match = _OBJECT_ID.search(line) or _OBJECT_FILE.search(line)
+        oid = (match[1] + match[2] if match.re is _OBJECT_FILE else match[0]) if match else "objects"
+        found.setdefault(oid, []).append(line.strip())
     if done.returncode != 0 and not found:
         found["objects"] = [f"git fsck exited {done.returncode}"]
     return [(oid, "; ".join(lines)) for oid, lines in found.items()]

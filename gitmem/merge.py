@@ -27,6 +27,7 @@ top of our side and the spots a person may want to tidy.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +38,7 @@ from gitmem import layout
 from gitmem.meta import meta_bytes
 
 _GONE = object()  # a field missing from one side
+SMALL_STRETCH = 250_000  # a stretch of lines x lines left to difflib (quadratic) below this
 # {path: (blob id at the base, blob id on that side)}; None where there is no file.
 Changed = Mapping[str, "tuple[str | None, str | None]"]
 Lines = list[bytes]
@@ -209,8 +211,8 @@ def merge_lines(base: Lines, ours: Lines, theirs: Lines,
 def _sync_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> list[tuple[int, ...]]:
     """Stretches where all three agree, as (base, ours, theirs) start/end pairs, ending
     with the empty stretch at the three ends."""
-    mine = SequenceMatcher(None, base, ours, autojunk=False).get_matching_blocks()
-    other = SequenceMatcher(None, base, theirs, autojunk=False).get_matching_blocks()
+    mine = _matching_blocks(base, ours)
+    other = _matching_blocks(base, theirs)
     regions = []
     i = j = 0
     while i < len(mine) and j < len(other):
@@ -245,9 +247,94 @@ def _apply_disjoint(base: Lines, mine: Lines, other: Lines) -> Lines | None:
 
 def _edits(base: Lines, side: Lines) -> list[tuple[int, int, Lines]]:
     """(start, end, new lines) for each stretch of ``base`` that ``side`` replaced."""
-    matcher = SequenceMatcher(None, base, side, autojunk=False)
-    return [(i1, i2, side[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes()
-            if tag != "equal"]
+    edits = []
+    i = j = 0
+    for bi, sj, n in _matching_blocks(base, side):
+        if i < bi or j < sj:
+            edits.append((i, bi, side[j:sj]))
+        i, j = bi + n, sj + n
+    return edits
+
+
+def _matching_blocks(a: Sequence, b: Sequence) -> list[tuple[int, int, int]]:
+    """Stretches equal in ``a`` and ``b`` as ``(i, j, n)``, increasing in both, ending with
+    ``(len(a), len(b), 0)``, as ``SequenceMatcher.get_matching_blocks`` gives them, in about
+    n·log n: the common prefix and suffix are matched first, then lines found exactly once
+    on each side anchor the rest in their longest common order (a patience diff), and each
+    stretch between anchors is matched the same way. A stretch without such lines is left
+    to SequenceMatcher when small (its cost is quadratic), else counted as changed."""
+    found: list[tuple[int, int, int]] = []
+    pending = [(0, len(a), 0, len(b))]
+    while pending:
+        alo, ahi, blo, bhi = pending.pop()
+        start = 0
+        while alo + start < ahi and blo + start < bhi and a[alo + start] == b[blo + start]:
+            start += 1
+        if start:
+            found.append((alo, blo, start))
+            alo, blo = alo + start, blo + start
+        end = 0
+        while alo < ahi - end and blo < bhi - end and a[ahi - 1 - end] == b[bhi - 1 - end]:
+            end += 1
+        if end:
+            found.append((ahi - end, bhi - end, end))
+            ahi, bhi = ahi - end, bhi - end
+        if alo == ahi or blo == bhi:
+            continue
+        anchors = _unique_anchors(a, alo, ahi, b, blo, bhi)
+        if not anchors:
+            if (ahi - alo) * (bhi - blo) <= SMALL_STRETCH:
+                matcher = SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+                found.extend((alo + i, blo + j, n) for i, j, n in matcher.get_matching_blocks() if n)
+            continue
+        i, j = alo, blo
+        for ai, bj in anchors:
+            pending.append((i, ai, j, bj))
+            found.append((ai, bj, 1))
+            i, j = ai + 1, bj + 1
+        pending.append((i, ahi, j, bhi))
+    blocks: list[tuple[int, int, int]] = []
+    for i, j, n in sorted(found):
+        if blocks and blocks[-1][0] + blocks[-1][2] == i and blocks[-1][1] + blocks[-1][2] == j:
+            blocks[-1] = (blocks[-1][0], blocks[-1][1], blocks[-1][2] + n)
+        else:
+            blocks.append((i, j, n))
+    blocks.append((len(a), len(b), 0))
+    return blocks
+
+
+def _unique_anchors(a: Sequence, alo: int, ahi: int, b: Sequence, blo: int,
+                    bhi: int) -> list[tuple[int, int]]:
+    """``(i, j)`` of lines that occur once in ``a[alo:ahi]`` and once in ``b[blo:bhi]``,
+    the longest run of them in the same order on both sides."""
+    in_a: dict = {}
+    for i in range(alo, ahi):
+        in_a[a[i]] = -1 if a[i] in in_a else i
+    in_b: dict = {}
+    for j in range(blo, bhi):
+        line = b[j]
+        if in_a.get(line, -1) >= 0:
+            in_b[line] = -1 if line in in_b else j
+    pairs = sorted((in_a[line], j) for line, j in in_b.items() if j >= 0)
+    # longest increasing run of j (patience sorting): tails[k] ends a run of length k+1
+    tails: list[int] = []
+    tail_at: list[int] = []
+    before = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        at = bisect.bisect_left(tails, j)
+        if at == len(tails):
+            tails.append(j)
+            tail_at.append(k)
+        else:
+            tails[at] = j
+            tail_at[at] = k
+        before[k] = tail_at[at - 1] if at else -1
+    run = []
+    k = tail_at[-1] if tail_at else -1
+    while k >= 0:
+        run.append(pairs[k])
+        k = before[k]
+    return run[::-1]
 
 
 def _union(mine: Lines, other: Lines) -> Lines:

@@ -12,6 +12,7 @@ in the repository.
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import logging
 import os
@@ -21,14 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import logfile, sync, watch
+from gitmem import gitproc, logfile, sync, watch
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
 from gitmem.protocol.nui import LATE_WINDOW, storage_methods
-from gitmem.engine import DURABILITIES
-from gitmem.repository import Gitmem
+from gitmem.engine import DURABILITIES, GITMEM_DIR, DamagedObject
+from gitmem.repository import Gitmem, default_repo_path
 
 log = logging.getLogger("gitmem.serve")
 
@@ -36,7 +37,9 @@ LOG_NAME = "serve.log"
 LATE_WINDOW_ENV = "GITMEM_LATE_WINDOW"
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
 PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)
-MAINTENANCE_GRACE = 10.0  # seconds a running pack may take to finish at exit
+SHUTDOWN_METHODS = ("storage.shutdown", "extension.shutdown")  # answered even when not serving
+MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit (its git is ended)
+SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at exit
 
 
 def add_commands(commands, command) -> None:
@@ -72,7 +75,15 @@ def cmd_serve(args) -> int:
     protocol_out = _claim_stdout()
     _keep_big_buffers_in_the_heap()
     os.umask(0o077)
-    mem = Gitmem.open(args.repo, create=True, durability=args.durability)
+    try:
+        mem = Gitmem.open(args.repo, create=True, durability=args.durability)
+    except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
+        return _serve_unavailable(args, exc, protocol_out)
+    try:
+        mem.engine.snapshot()  # a damaged HEAD commit or folder: said as at opening
+    except DamagedObject as exc:
+        mem.close()
+        return _serve_unavailable(args, exc, protocol_out)
     log_writer = logfile.start(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
                                args.log_level)
     # An invalid handler list stops us before serving, with a one-line error the CLI
@@ -105,9 +116,10 @@ def cmd_serve(args) -> int:
         finished = True
         log.info("finishing: pending hand edits, background work")
         if syncer is not None:
-            syncer.stop()
+            syncer.stop(timeout=SYNC_GRACE)
         if watcher is not None:
             watcher.stop()
+        gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
         maintenance.close(timeout=MAINTENANCE_GRACE)
         mem.close()
 
@@ -137,6 +149,63 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
     methods.update(thread_methods(mem.threads))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT))
+
+
+def _serve_unavailable(args, problem: Exception, protocol_out: BinaryIO) -> int:
+    """Stay up and answer every request with an error saying why the repository cannot be
+    served and what to do (nui logs it; a process that exited would only be "gone"). The
+    reason goes to the log file first. Returns 1 at end of input, SIGTERM or shutdown."""
+    repo = (Path(args.repo).expanduser() if args.repo else default_repo_path()).absolute()
+    reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+    message = f"gitmem cannot serve {repo}: {reason}; {_fix_for(problem, repo)}"
+    log_path = Path(args.log_file) if args.log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
+    log_writer = unlogged = None
+    try:
+        log_writer = logfile.start(log_path, args.log_level)
+    except OSError as exc:  # no log file: stderr is all there is
+        unlogged = f" (not in {log_path}: {exc.strerror or exc})"
+    log.error("not serving: %s%s", message, unlogged or "")  # stderr, when there is no log file
+    if log_writer is not None:
+        print(f"gitmem: {message}", file=sys.stderr)
+
+    def unavailable(params: dict):
+        raise rpc.RpcError(rpc.INTERNAL_ERROR, message)
+
+    def shutdown(params: dict):
+        raise rpc.Shutdown({"ok": True})
+
+    methods = _EveryMethod(unavailable, {name: shutdown for name in SHUTDOWN_METHODS})
+    try:
+        rpc.serve(methods, _protocol_in(), protocol_out, log=log,
+                  stop_signals=(signal.SIGTERM, signal.SIGINT))
+    finally:
+        log.info("stopped")
+        if log_writer is not None:
+            log_writer.stop()
+    return 1
+
+
+class _EveryMethod(dict):
+    """A method table answering every name with one method, but for those it holds."""
+
+    def __init__(self, fallback: Callable[[dict], object], own: dict):
+        super().__init__(own)
+        self._fallback = fallback
+
+    def get(self, name, default=None):
+        return super().get(name, self._fallback)
+
+
+def _fix_for(problem: Exception, repo: Path) -> str:
+    """What a person can do about ``problem``, in a few words."""
+    if isinstance(problem, DamagedObject):
+        return (f"run `gitmem fsck --repo {repo}`, then restore the object from a clone, a "
+                "remote (`git fetch`) or a backup")
+    if isinstance(problem, PermissionError):
+        return f"make {repo} readable and writable by this user (or start gitmem as its owner)"
+    if isinstance(problem, OSError) and problem.errno == errno.ENOSPC:
+        return "free some disk space, then restart gitmem"
+    return f"run `gitmem fsck --repo {repo}` to see what is wrong, then restart gitmem"
 
 
 def _claim_stdout() -> BinaryIO:

@@ -5,7 +5,8 @@ It shows the hand edits not yet committed; the hand-edited files refused and why
 the last sync, its error and the places a merge asks a person to tidy (from
 ``.git/gitmem/sync-state.json``, written by :mod:`gitmem.sync`); the gitmem commits a
 history rewrite by hand took off main (:mod:`gitmem.rescue`, which keeps them under a
-ref of its own); and whether the index is in step with HEAD. It commits nothing.
+ref of its own); the session and thread ``meta.json`` files that do not parse (listings
+skip those records); and whether the index is in step with HEAD. It commits nothing.
 ``--json`` prints one object:
 
     {"repository": ..., "head": ..., "checked_out": "main" | "branch NAME" | "commit ID",
@@ -14,6 +15,7 @@ ref of its own); and whether the index is in step with HEAD. It commits nothing.
      "unpushed": null | {"remote", "fetched", "ahead", "behind"},
      "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
      "dropped": [{"commit", "time", "summary", "ref"}],
+     "unreadable": [{"path", "reason"}],
      "index_in_step": true}
 """
 
@@ -23,10 +25,11 @@ import json
 import sys
 from typing import Any
 
-from gitmem import rescue, sync
-from gitmem.engine import GitEngine
+from gitmem import layout, rescue, sync
+from gitmem.engine import EngineError, GitEngine
 from gitmem.handedits import HandEdits
 from gitmem.repository import Gitmem
+from gitmem.stores.sessions import parse_meta
 
 
 def status(target) -> dict[str, Any]:
@@ -45,8 +48,27 @@ def status(target) -> dict[str, Any]:
         "unpushed": unpushed(engine),
         "sync": sync.read_state(engine),
         "dropped": [dropped.to_json() for dropped in rescue.find_lost(engine)],
+        "unreadable": unreadable_metadata(engine),
         "index_in_step": in_step,
     }
+
+
+def unreadable_metadata(engine: GitEngine) -> list[dict[str, str]]:
+    """``[{path, reason}]`` for each session or thread ``meta.json`` at HEAD that does not
+    parse (listings skip those records)."""
+    snapshot = engine.snapshot()
+    paths = [f"{layout.SESSIONS}/{kind}/{name}/{layout.META}"
+             for kind in snapshot.list(layout.SESSIONS)
+             for name in snapshot.list(f"{layout.SESSIONS}/{kind}")]
+    paths += [f"{layout.THREADS}/{name}/{layout.META}" for name in snapshot.list(layout.THREADS)]
+    found = []
+    for path in paths:
+        try:
+            snapshot.read_parsed(path, parse_meta)
+        except (ValueError, EngineError) as exc:
+            found.append({"path": path, "reason": str(exc).splitlines()[0] if str(exc) else
+                          type(exc).__name__})
+    return found
 
 
 def unpushed(engine: GitEngine) -> dict[str, Any] | None:
@@ -85,6 +107,8 @@ def describe(report: dict[str, Any]) -> list[str]:
     lines.append(f"last sync   {last}" + (f" with {state['remote']}" if state.get("remote") else ""))
     if state.get("last_error"):
         lines.append(f"sync error  {state['last_error']} (at {state.get('last_attempt') or '?'})")
+    for bad in report["unreadable"]:
+        lines.append(f"unreadable  {bad['path']}: {bad['reason']} (listings skip this record)")
     for spot in state.get("merge_spots") or []:
         lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
     lines += _describe_dropped(report["dropped"])

@@ -20,17 +20,19 @@ person has tidied since.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import logging
 import os
 import sys
 import threading
+import time
 from datetime import datetime, timezone
 from typing import Any
 
 from gitmem import secrets
-from gitmem.engine import GitEngine, scrub_credentials
+from gitmem.engine import BranchMoved, GitEngine, scrub_credentials
 from gitmem.handedits import HandEdits
 from gitmem.merge import Spot, merge_changes
 from gitmem.repository import Gitmem
@@ -39,7 +41,12 @@ log = logging.getLogger("gitmem.sync")
 
 STATE_FILE = "sync-state.json"  # inside .git/gitmem/
 MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote that keeps moving
+UNLOCKED_MERGE_ATTEMPTS = 3  # merges made without the writers' lock before one is made with it
 MAX_BACKOFF = 3600.0  # seconds between background attempts after repeated failures
+SYNC_TIMEOUT = 30.0
+"""Seconds one sync may spend on the network, all fetches and pushes together (git
+config ``gitmem.syncTimeout``, or ``gitmem sync --timeout``, sets another bound)."""
+TIMEOUT_KEY = "gitmem.syncTimeout"
 
 
 class SyncError(Exception):
@@ -92,10 +99,12 @@ class SyncResult:
 
 
 def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
-         interactive: bool = True, max_attempts: int = MAX_ATTEMPTS) -> SyncResult:
+         interactive: bool = True, max_attempts: int = MAX_ATTEMPTS,
+         timeout: float | None = None) -> SyncResult:
     """Fetch, merge and push ``main`` with ``remote`` (default: see :func:`choose_remote`).
 
-    ``interactive=False`` (background syncs) forbids credential prompts. Raises
+    ``interactive=False`` (background syncs) forbids credential prompts. The network
+    part gives up after ``timeout`` seconds (default: :func:`sync_timeout`). Raises
     :class:`SyncError` (:class:`SecretsRefused` for a refused push) with a one-line
     reason; success or failure is recorded in the sync state either way.
     """
@@ -103,7 +112,8 @@ def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
     name = remote
     try:
         name = choose_remote(engine, remote)
-        result = _sync(engine, name, allow_secrets, interactive, max_attempts)
+        network = _Deadline(timeout if timeout is not None else sync_timeout(engine))
+        result = _sync(engine, name, allow_secrets, interactive, max_attempts, network)
     except Exception as exc:
         reason = scrub_credentials(str(exc).strip().split("\n")[0] or type(exc).__name__)
         _save_state(engine, remote=name, last_error=reason, last_attempt=_now())
@@ -137,17 +147,44 @@ def choose_remote(engine: GitEngine, remote: str | None = None) -> str:
     raise SyncError(f"several remotes ({', '.join(names)}): name the one to sync with")
 
 
+def sync_timeout(engine: GitEngine) -> float:
+    """``gitmem.syncTimeout`` from git config, else :data:`SYNC_TIMEOUT`."""
+    text = engine.config_get(TIMEOUT_KEY)
+    if text is None:
+        return SYNC_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise SyncError(f"git config {TIMEOUT_KEY} must be a positive number of seconds, not {text!r}")
+    return value
+
+
+class _Deadline:
+    """What is left of one sync's time on the network."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise SyncError(f"gave up after {self.seconds:g} s on the network (for a longer "
+                            f"bound: gitmem sync --timeout, or git config {TIMEOUT_KEY})")
+        return left
+
+
 def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool,
-          max_attempts: int) -> SyncResult:
+          max_attempts: int, network: _Deadline) -> SyncResult:
     result = SyncResult(remote)
     for attempt in range(1, max_attempts + 1):
         result.attempts = attempt
-        remote_tip = engine.fetch(remote, interactive=interactive)
-        with engine.lock:  # writers wait only for this local part, never for the network
-            # Pending hand edits first: they travel, and no file moves under one (a file
-            # saved after this is left alone by the engine).
-            HandEdits.of(engine).commit_pending()
-            local = _integrate(engine, remote, remote_tip, result)
+        remote_tip = engine.fetch(remote, interactive=interactive, timeout=network.left())
+        # Pending hand edits first: they travel (a file saved after this is left alone).
+        HandEdits.of(engine).commit_pending()
+        local = _integrate(engine, remote, remote_tip, result)
         if local is None or local == remote_tip:
             return result
         outgoing = engine.new_commits(local, [remote_tip] if remote_tip else [])
@@ -155,7 +192,7 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool
             found = secrets.refused(engine, outgoing)
             if found:
                 raise SecretsRefused(remote, found)
-        if engine.push(remote, local, interactive=interactive):
+        if engine.push(remote, local, interactive=interactive, timeout=network.left()):
             result.outgoing = len(outgoing)
             return result
         log.info("push to %s refused: it moved meanwhile (attempt %d)", remote, attempt)
@@ -165,11 +202,32 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool
 
 def _integrate(engine: GitEngine, remote: str, remote_tip: str | None,
                result: SyncResult) -> str | None:
-    """Bring the remote's commits into ``main`` (under the writers' lock); return the new tip."""
+    """Bring the remote's commits into ``main``; return the new tip.
+
+    The merge is made from a snapshot, without the writers' lock, so no writer waits for
+    it; the engine moves the branch only from the commit the merge started from, and a
+    writer's commit in between makes the merge start again on top of it. Writers that
+    keep committing faster than a merge is made cannot starve it: the last attempt holds
+    the lock (for as long as one merge takes, a fraction of a second even for large files).
+    """
     local = engine.head()
     if remote_tip is None or remote_tip == local or (local and engine.is_ancestor(remote_tip, local)):
         return local
     result.incoming += len(engine.new_commits(remote_tip, [local] if local else []))
+    for _ in range(UNLOCKED_MERGE_ATTEMPTS):
+        try:
+            return _merge_into(engine, remote, local, remote_tip, result)
+        except BranchMoved:
+            log.info("a writer committed while we merged %s/main: merging again", remote)
+            local = engine.head()
+    with engine.lock:
+        return _merge_into(engine, remote, engine.head(), remote_tip, result)
+
+
+def _merge_into(engine: GitEngine, remote: str, local: str | None, remote_tip: str,
+                result: SyncResult) -> str:
+    """Fast-forward ``main`` from ``local`` to ``remote_tip``, or merge the two; BranchMoved
+    when ``main`` is no longer at ``local``."""
     if local is None or engine.is_ancestor(local, remote_tip):
         result.kept += engine.fast_forward(local, remote_tip)
         result.how = "fast-forward"
@@ -307,6 +365,9 @@ def add_commands(commands, command) -> None:
                        help="the remote (default: branch.main.remote, origin, or the only one)")
     sync_.add_argument("--allow-secrets", action="store_true",
                        help="push even if the new commits seem to add secrets")
+    sync_.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                       help=f"give up after this long on the network (default: git config "
+                            f"{TIMEOUT_KEY}, else {SYNC_TIMEOUT:g})")
     remote = commands.add_parser("remote", help="configure git remotes to sync with")
     remote_commands = remote.add_subparsers(metavar="ACTION", required=True)
     add = command(remote_commands, "add", "add a remote (as `git remote add`)", cmd_remote_add)
@@ -330,10 +391,20 @@ def start_from_args(mem: Gitmem, args) -> BackgroundSync | None:
     return BackgroundSync(mem, interval, getattr(args, "sync_remote", None)).start()
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"not a positive number of seconds: {text!r}")
+    return value
+
+
 def cmd_sync(args) -> None:
     with Gitmem.open(args.repo, create=False) as mem:
         try:
-            result = sync(mem, args.remote, allow_secrets=args.allow_secrets)
+            result = sync(mem, args.remote, allow_secrets=args.allow_secrets, timeout=args.timeout)
         except SecretsRefused as exc:
             for line in exc.report():
                 print(f"gitmem: {line}", file=sys.stderr)

@@ -317,12 +317,15 @@ def test_an_invalid_handler_file_stops_the_server_before_it_starts(spawn, extens
     assert names in (repo_path / ".git" / "gitmem" / "serve.log").read_text()
 
 
-def test_a_repository_that_cannot_be_opened_leaves_stdout_empty(spawn, tmp_path):
+def test_a_repository_that_cannot_be_opened_is_answered_as_an_error(spawn, tmp_path):
     not_a_repo = tmp_path / "a-file"
     not_a_repo.write_text("")
     host = spawn(extra_args=("--repo", str(not_a_repo)))
+    error = host.error("storage.info")
+    assert error["code"] == -32603 and f"gitmem cannot serve {not_a_repo}" in error["message"]
+    host.close_stdin()
     assert host.wait() != 0
-    assert host.lines == []
+    assert len(host.lines) == 1  # the answer, nothing else on stdout
     assert len(host.stderr().splitlines()) == 1
 
 

@@ -11,6 +11,7 @@ the same repositories: ``git push``, ``git pull --no-rebase`` + ``git push``,
   at conflicts (their number is reported), gitmem merges.
 
 Each is timed once (a sync of that size cannot be repeated on the same repositories).
+``merge_large_markdown`` times the merge of one large diverged markdown file alone.
 
     gitmem bench --only sync
 """
@@ -18,6 +19,7 @@ Each is timed once (a sync of that size cannot be repeated on the same repositor
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import time
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.bench.core import Row
+from gitmem.merge import merge_text
 from gitmem.repository import Gitmem
 from gitmem.sync import sync
 
@@ -105,6 +108,26 @@ def sync_diverged(bench) -> None:
             bench.compare(gitmem, git, what="gitmem / git")
 
 
+def merge_large_markdown(bench) -> None:
+    """The merge of one large diverged markdown memory: 4,000 base blocks, 2,000 new blocks
+    inserted at random places on each side (issue 16: 10.7 s with a quadratic diff)."""
+    rng = random.Random(16)
+    base = [f"## base note {i}\nSome text about item {i}.\n" for i in range(bench.pick(400, 4000))]
+
+    def side(tag: str) -> bytes:
+        blocks = list(base)
+        for i in range(len(base) // 2):
+            blocks.insert(rng.randrange(len(blocks) + 1), f"## {tag} note {i}\nNew text {i}.\n")
+        return "\n".join(blocks).encode()
+
+    ours, theirs, start = side("ours"), side("theirs"), "\n".join(base).encode()
+    what = "merge_text, markdown"
+    rows = bench.measure("sync merge", f"{len(base):,} blocks + {len(base) // 2:,} new on each side",
+                         {what: lambda _i: merge_text("memory/user.md", start, ours, theirs)},
+                         samples=bench.pick(5, 20))
+    rows[what].target = 1000.0  # ms: well under a second
+
+
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=GIT_ENV)
     if check and done.returncode != 0:
@@ -112,4 +135,4 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     return done
 
 
-SCENARIOS = [sync_diverged]
+SCENARIOS = [sync_diverged, merge_large_markdown]

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from gitmem import layout
-from gitmem.engine import GitEngine, Snapshot
+from gitmem.engine import EngineError, GitEngine, Snapshot
 from gitmem.meta import meta_bytes, now_iso, parse_meta
 from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
 
@@ -246,15 +246,26 @@ class SessionStore:
             _trailers("session.delete", agent_type, session_id, trailers), scope=folder)
 
     def list(self, *, snapshot: Snapshot | None = None) -> list[tuple[str, str]]:
-        """Every stored ``(agent_type, session_id)``, read from the metadata files."""
+        """Every stored ``(agent_type, session_id)``, read from the metadata files; a session
+        whose metadata cannot be read is skipped with a warning naming the file."""
         snapshot = snapshot or self.engine.snapshot()
         found = []
         for type_dir in snapshot.list(layout.SESSIONS):
             for session_dir in snapshot.list(f"{layout.SESSIONS}/{type_dir}"):
-                meta = snapshot.read_parsed(
-                    f"{layout.SESSIONS}/{type_dir}/{session_dir}/{layout.META}", parse_meta)
-                if meta is not None:
-                    found.append((meta["agentType"], meta["sessionId"]))
+                path = f"{layout.SESSIONS}/{type_dir}/{session_dir}/{layout.META}"
+                try:
+                    meta = snapshot.read_parsed(path, parse_meta)
+                except (ValueError, EngineError) as exc:  # one broken file hides no other
+                    logging.getLogger("gitmem.sessions").warning("skipping %s: %s", path, exc)
+                    continue
+                if meta is None:
+                    continue
+                ids = (meta.get("agentType"), meta.get("sessionId"))
+                if all(isinstance(part, str) for part in ids):
+                    found.append(ids)
+                else:
+                    logging.getLogger("gitmem.sessions").warning(
+                        "skipping %s: it has no agentType and sessionId strings", path)
         return found
 
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gitmem import layout
-from gitmem.engine import GitEngine, Snapshot
+from gitmem.engine import EngineError, GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.stores.blobs import MARK
 from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
@@ -267,7 +267,7 @@ class ThreadStore:
             path = f"{layout.THREADS}/{name}/{layout.META}"
             try:
                 meta = snapshot.read_parsed(path, parse_meta)
-            except ValueError as exc:
+            except (ValueError, EngineError) as exc:  # one broken file hides no other
                 log.warning("skipping %s: %s", path, exc)
                 continue
             if meta is not None:
