@@ -204,9 +204,10 @@ def add_commands(commands, command) -> None:
     """Add ``gitmem watch`` to the CLI."""
     watch = command(commands, "watch", "commit hand edits of the repository as they are saved "
                     "(until Ctrl-C)", cmd_watch)
-    watch.add_argument("--debounce", type=float, default=DEBOUNCE, metavar="SECONDS",
+    from gitmem.cli import seconds
+    watch.add_argument("--debounce", type=seconds, default=DEBOUNCE, metavar="SECONDS",
                        help=f"quiet time before edits are committed (default {DEBOUNCE:g})")
-    watch.add_argument("--max-delay", type=float, default=MAX_DELAY, metavar="SECONDS",
+    watch.add_argument("--max-delay", type=seconds, default=MAX_DELAY, metavar="SECONDS",
                        help="commit at the latest this long after the first change "
                             f"(default {MAX_DELAY:g})")
 
