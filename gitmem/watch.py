@@ -215,9 +215,18 @@ def add_commands(commands, command) -> None:
 def cmd_watch(args) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True,
                         format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    # Ctrl-C and SIGTERM only ask to stop: a KeyboardInterrupt landing inside a commit
+    # would end the process with 130 and the pending edits uncommitted.
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
     with Gitmem.open(args.repo, create=False) as mem:
-        watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay)
-        signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
+        watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay).start()
+        # Said once watching has begun: an edit saved after this line is seen.
         print(f"watching {mem.engine.workdir} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-        watcher.run()
+        while not stopping.wait(_ROOTS_CHECK_MS / 1000) and watcher._thread.is_alive():
+            pass
+        watcher.stop()  # commits what is still pending
+        if watcher._failure is not None:
+            raise watcher._failure
     return 0
