@@ -310,3 +310,26 @@ def test_without_a_console_script_the_command_keeps_the_current_folder_off_the_p
     command = serve_command(tmp_path / "repo", str(python))
     assert command[:3] == [str(python), "-P" if sys.version_info >= (3, 11) else "-I", "-m"]
     assert os.path.isabs(command[-1])
+
+
+def test_the_kaboo_adapter_runs_the_console_script_by_default(tmp_path):
+    """No `-m` import: a gitmem/ folder in kaboo's current directory cannot shadow gitmem."""
+    import shutil
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (the kaboo adapter needs Node 18+)")
+    adapter = Path(__file__).resolve().parent.parent / "templates" / "kaboo" / \
+        "gitmem-thread-store.mjs"
+    work = tmp_path / "project"
+    (work / "gitmem").mkdir(parents=True)
+    (work / "use.mjs").write_text(
+        f'import {{ GitMemThreadStore }} from {json.dumps(str(adapter))};\n'
+        'const store = new GitMemThreadStore({ repo: process.argv[2] });\n'
+        'await store.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);\n'
+        'console.log(JSON.stringify(await store.readEvents("t1")));\n'
+        'await store.close();\n')
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = subprocess.run([node, "use.mjs", str(tmp_path / "repo")], cwd=work, capture_output=True,
+                          text=True, env={**SUBPROCESS_ENV, "PATH": path}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"type": "RUN_STARTED"}]
