@@ -306,6 +306,8 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
     hold; other files already in ``out_dir`` are left alone.
     """
     out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise NuiDataError(f"{out} is a file, not a folder: export into a folder")
     report = ExportReport()
     snapshot = mem.engine.snapshot()
     data_path = out / DATA_FILE

@@ -109,7 +109,8 @@ def test_export_to_a_file_names_the_file_without_errno(tmp_path, repo_path):
     file = tmp_path / "out"
     file.write_text("hi")
     assert_one_line_error(run_gitmem("export", "nui", str(file), repo=repo_path, check=False),
-                          str(file))
+                          f"{file} is a file")
+    assert file.read_text() == "hi"
 
 
 # -- empty stdin ----------------------------------------------------------------------
