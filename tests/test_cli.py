@@ -22,7 +22,8 @@ def assert_one_line_error(done, *, code: int | None = None, says: str = "") -> N
     assert done.returncode != 0 if code is None else done.returncode == code
     assert done.stdout == ""
     assert done.stderr.startswith("gitmem") and done.stderr.count("\n") == 1, done.stderr
-    assert "Traceback" not in done.stderr and says in done.stderr
+    assert "Traceback" not in done.stderr and "Errno" not in done.stderr
+    assert says in done.stderr, done.stderr
 
 
 def test_init_creates_the_repository_with_readme_and_attributes(repo_path):

@@ -10,6 +10,7 @@ import time
 import pytest
 
 from conftest import Git, run_gitmem
+from test_cli import assert_one_line_error
 from gitmem.cli import build_parser
 
 
@@ -17,14 +18,6 @@ from gitmem.cli import build_parser
 def repo(repo_path):
     run_gitmem("init", str(repo_path))
     return repo_path
-
-
-def assert_one_line_error(done, says: str = "", code: int | None = None) -> None:
-    assert done.returncode != 0 if code is None else done.returncode == code, done.stderr
-    assert done.stdout == ""
-    assert done.stderr.startswith("gitmem") and done.stderr.count("\n") == 1, done.stderr
-    assert "Traceback" not in done.stderr and "Errno" not in done.stderr
-    assert says in done.stderr, done.stderr
 
 
 def every_command(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -79,8 +72,8 @@ def test_repo_before_or_after_the_command(repo, tmp_path):
 
 def test_a_misspelt_option_is_named(repo):
     done = run_gitmem("memory", "read", "--agnet", "x", repo=repo, check=False)
-    assert_one_line_error(done, "--agnet", code=2)
-    assert_one_line_error(run_gitmem("memory", "read", repo=repo, check=False), "--user", code=2)
+    assert_one_line_error(done, says="--agnet", code=2)
+    assert_one_line_error(run_gitmem("memory", "read", repo=repo, check=False), says="--user", code=2)
 
 
 def test_memory_list(repo):
@@ -121,7 +114,7 @@ def test_remote_list_and_remove(repo, tmp_path):
     run_gitmem("remote", "remove", "backup", repo=repo)
     assert run_gitmem("remote", "list", repo=repo).stdout == f"origin\t{tmp_path / 'a.git'}\n"
     assert_one_line_error(run_gitmem("remote", "remove", "backup", repo=repo, check=False),
-                          "backup")
+                          says="backup")
 
 
 @pytest.mark.parametrize("args, says", [
@@ -130,7 +123,7 @@ def test_remote_list_and_remove(repo, tmp_path):
     (("watch", "--debounce", "-1"), "0 or more"), (("watch", "--debounce", "nan"), "seconds"),
     (("watch", "--max-delay", "inf"), "seconds")])
 def test_value_checks(repo, args, says):
-    assert_one_line_error(run_gitmem(*args, repo=repo, check=False), says, code=2)
+    assert_one_line_error(run_gitmem(*args, repo=repo, check=False), says=says, code=2)
 
 
 def test_a_reversed_range_is_refused(repo):
@@ -138,8 +131,8 @@ def test_a_reversed_range_is_refused(repo):
     run_gitmem("memory", "write", "--user", repo=repo, input="two")
     done = run_gitmem("diff", "user", "--since", "now", "--until", "3 days ago", repo=repo,
                       check=False)
-    assert_one_line_error(done, "swap them")
+    assert_one_line_error(done, says="swap them")
     assert_one_line_error(run_gitmem("diff", "user", "--since", "HEAD", "--until", "HEAD~1",
-                                     repo=repo, check=False), "later than")
+                                     repo=repo, check=False), says="later than")
     assert "+two" in run_gitmem("diff", "user", "--since", "HEAD~1", "--until", "HEAD",
                                 repo=repo).stdout

@@ -17,17 +17,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from test_cli import assert_one_line_error
 from gitmem.errors import InvalidInput
 from gitmem.repository import ForeignRepository, Gitmem
-from nui_client import NuiHost, install_as_nui
-
-
-def assert_one_line_error(done, says: str = "", code: int = 1) -> None:
-    assert done.returncode == code, (done.returncode, done.stderr)
-    assert done.stdout == ""
-    assert done.stderr.startswith("gitmem") and done.stderr.count("\n") == 1, done.stderr
-    assert "Traceback" not in done.stderr and "Errno" not in done.stderr
-    assert says in done.stderr, done.stderr
+from nui_client import NuiHost
 
 
 def code_repository(path: Path, branch: str = "master") -> Git:
@@ -51,13 +44,13 @@ def test_init_refuses_a_code_repository_and_names_adopt(tmp_path):
     git = code_repository(project)
     before = git("rev-parse", "HEAD")
     done = run_gitmem("init", str(project), check=False)
-    assert_one_line_error(done, "--adopt")
+    assert_one_line_error(done, says="--adopt")
     assert "setup.py" in done.stderr and "branch master" in done.stderr
     assert git("rev-parse", "HEAD") == before and git("branch", "--list").split() == ["*", "master"]
     assert git.status() == "" and not (project / ".git" / "gitmem").exists()
     # a memory command on it is refused the same way: nothing commits into the project
     assert_one_line_error(run_gitmem("memory", "write", "--user", repo=project, input="x",
-                                     check=False), "--adopt")
+                                     check=False), says="--adopt")
     assert git("branch", "--list").split() == ["*", "master"]
 
 
@@ -65,7 +58,7 @@ def test_adopt_never_creates_a_second_branch(tmp_path):
     project = tmp_path / "project"
     git = code_repository(project, "master")
     done = run_gitmem("init", "--adopt", str(project), check=False)
-    assert_one_line_error(done, "git -C")
+    assert_one_line_error(done, says="git -C")
     assert "branch -m master main" in done.stderr
     assert git("branch", "--list").split() == ["*", "master"]
     git("branch", "-m", "master", "main")
@@ -100,7 +93,7 @@ def test_init_of_an_empty_git_repository_on_master_uses_main(tmp_path):
 def test_init_on_a_file_names_the_file(tmp_path):
     file = tmp_path / "notes.txt"
     file.write_text("hi")
-    assert_one_line_error(run_gitmem("init", str(file), check=False), f"{file} is a file")
+    assert_one_line_error(run_gitmem("init", str(file), check=False), says=f"{file} is a file")
 
 
 def test_export_to_a_file_names_the_file_without_errno(tmp_path, repo_path):
@@ -109,7 +102,7 @@ def test_export_to_a_file_names_the_file_without_errno(tmp_path, repo_path):
     file = tmp_path / "out"
     file.write_text("hi")
     assert_one_line_error(run_gitmem("export", "nui", str(file), repo=repo_path, check=False),
-                          f"{file} is a file")
+                          says=f"{file} is a file")
     assert file.read_text() == "hi"
 
 
@@ -122,7 +115,7 @@ def test_memory_write_refuses_an_empty_stdin(repo_path, stdin):
     run_gitmem("memory", "write", "--user", repo=repo_path, input="likes tea")
     count = Git(repo_path).count()
     done = run_gitmem("memory", "write", "--user", repo=repo_path, input=stdin, check=False)
-    assert_one_line_error(done, "memory delete")
+    assert_one_line_error(done, says="memory delete")
     assert "--allow-empty" in done.stderr
     assert run_gitmem("memory", "read", "--user", repo=repo_path).stdout == "likes tea\n"
     assert Git(repo_path).count() == count
@@ -143,7 +136,7 @@ def test_the_cli_refuses_non_finite_numbers_with_the_wire_words(repo_path, numbe
     for command in ("write", "append"):
         done = run_gitmem("session", command, "claude-code", "s1", repo=repo_path, input=body,
                           check=False)
-        assert_one_line_error(done, words)
+        assert_one_line_error(done, says=words)
     assert Git(repo_path).count() == 1
     # the wire says the same
     with NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo_path)],
@@ -176,7 +169,7 @@ def test_import_refuses_non_finite_numbers(tmp_path, repo_path):
     (nui / "data.json").write_text('{"sessions": [{"id": "s1", "agentType": "claude-code"}], '
                                    '"sessionMessages": {"s1": [{"n": NaN}]}}')
     done = run_gitmem("import", "nui", "--data-dir", str(nui), repo=repo_path, check=False)
-    assert_one_line_error(done, "NaN is not JSON")
+    assert_one_line_error(done, says="NaN is not JSON")
     assert "data.json" in done.stderr
 
 
@@ -208,7 +201,7 @@ def test_the_api_refuses_empty_ids(mem, git, empty):
 def test_the_cli_refuses_empty_ids(repo_path, args):
     run_gitmem("init", str(repo_path))
     done = run_gitmem(*args, repo=repo_path, input='{"messages": []}', check=False)
-    assert_one_line_error(done, "must not be empty")
+    assert_one_line_error(done, says="must not be empty")
     assert Git(repo_path).count() == 1
 
 
