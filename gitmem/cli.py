@@ -144,8 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
 REPO_HELP = "the repository (default: $GITMEM_REPO or ~/.local/share/gitmem)"
 
 
-def _command(commands, name: str, help_: str, run) -> argparse.ArgumentParser:
+def _command(commands, name: str, help_: str, run, example: str | None = None
+             ) -> argparse.ArgumentParser:
+    """A command taking ``--repo``; its ``--help`` ends with ``example`` (else the one in
+    :data:`EXAMPLES`)."""
     sub = commands.add_parser(name, help=help_, description=help_)
+    if example:
+        _set_example(sub, example)
     # SUPPRESS: a --repo given before the command's name is not reset by this default.
     sub.add_argument("--repo", metavar="PATH", default=argparse.SUPPRESS, help=REPO_HELP)
     sub.set_defaults(run=run)
@@ -174,7 +179,8 @@ def seconds(text: str) -> float:
     return value
 
 
-# One example for every command; `explain` puts it under the command's --help.
+# One example for every command (a new one may bring its own: `_command(..., example=)`);
+# `explain` puts it under the command's --help.
 EXAMPLES = {
     "init": "gitmem init ~/gitmem",
     "clone": "gitmem clone git@example.org:me/memory.git ~/gitmem",
@@ -239,10 +245,14 @@ def explain(parser: argparse.ArgumentParser, path: str = "") -> None:
             full = f"{path} {name}".strip()
             if sub.description is None:
                 sub.description = helps.get(name)
-            if full in EXAMPLES:
-                sub.epilog = f"example:\n  {EXAMPLES[full]}"
-                sub.formatter_class = argparse.RawDescriptionHelpFormatter
+            if sub.epilog is None and full in EXAMPLES:
+                _set_example(sub, EXAMPLES[full])
             explain(sub, full)
+
+
+def _set_example(parser: argparse.ArgumentParser, example: str) -> None:
+    parser.epilog = f"example:\n  {example}"
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
 
 
 def open_repo(args, *, create: bool = False) -> Gitmem:
