@@ -2075,3 +2075,96 @@ class _ObjectCheck:
         except OSError:  # a read-only repository: the next process checks again
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+# -- opening, clone, forget and remote support (gitmem.repository, gitmem.forget, CLI) --
+
+
+@dataclasses.dataclass(frozen=True)
+class RepositoryFacts:
+    """What a git work tree holds, looked at before gitmem opens it (nothing is written)."""
+
+    branch: str | None  # the branch HEAD names ("master"); None when HEAD is detached
+    has_commits: bool  # whether HEAD's branch has a commit
+    top_names: tuple[str, ...]  # the names at the top of HEAD's tree
+    opened_by_gitmem: bool  # .git/gitmem/ exists: gitmem has opened it before
+
+
+def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
+    """The facts of the git work tree whose top is ``path``; None when ``path`` is not one
+    (missing, a plain folder, a bare repository, or a folder inside a work tree)."""
+    path = Path(path)
+    found = pygit2.discover_repository(str(path)) if path.is_dir() else None
+    if not found or Path(found).resolve() != (path / ".git").resolve():
+        return None
+    repo = pygit2.Repository(str(path))
+    head = repo.references.get("HEAD")
+    target = head.target if head is not None else None
+    branch = target[len("refs/heads/"):] if isinstance(target, str) and \
+        target.startswith("refs/heads/") else None
+    names: tuple[str, ...] = ()
+    if not repo.head_is_unborn:
+        names = tuple(entry.name for entry in repo.head.peel(pygit2.Commit).tree)
+    return RepositoryFacts(branch, not repo.head_is_unborn, names,
+                           (Path(repo.path) / GITMEM_DIR).is_dir())
+
+
+def point_head_at_main(engine: GitEngine) -> None:
+    """Make HEAD name ``main`` (for a repository without commits on another branch)."""
+    engine._repo.set_head(REF)
+
+
+def remove_remote(engine: GitEngine, name: str) -> None:
+    """Remove remote ``name`` and its remote-tracking refs, as ``git remote remove``."""
+    engine._require_remote(name)
+    engine._repo.remotes.delete(name)
+
+
+def rewrite_commits(engine: GitEngine, commits: list[str], scope: str,
+                    rewrite: Callable[[str, bytes], bytes], keep_ref: str,
+                    message: str) -> tuple[str, list[str]]:
+    """Make ``commits`` (oldest first, the last one ``main``'s tip) again with each file
+    under ``scope`` (a file or folder) replaced by ``rewrite(path, data)``, keeping every
+    author, date, message and other change; move ``main`` to the new tip and the work
+    tree with it; keep the old tip as ``keep_ref``.
+
+    Returns the new tip and the paths left alone because they hold a hand edit.
+    EngineError when ``main`` is no longer at ``commits[-1]``.
+    """
+    repo = engine._repo
+    with engine._lock:
+        tip = engine._tip()
+        if not commits or tip is None or str(tip) != commits[-1]:
+            raise EngineError("the branch moved meanwhile; try again")
+        made: dict[pygit2.Oid, pygit2.Oid] = {}
+        for commit_id in commits:
+            old = repo[pygit2.Oid(hex=commit_id)]
+            snapshot = Snapshot(engine, old.id)
+            paths = [scope] if snapshot.blob_id(scope) else list(snapshot.files(scope))
+            changes = {}
+            for path in paths:
+                data = snapshot.read(path)
+                new = rewrite(path, data)
+                if new != data:
+                    changes[path] = new
+            tree_id = old.tree_id
+            if changes:
+                tree_id = engine._build_tree(old.tree, _nest(changes)) or repo.TreeBuilder().write()
+            parents = [made.get(parent, parent) for parent in old.parent_ids]
+            made[old.id] = repo.create_commit(None, old.author, old.committer, old.message,
+                                              tree_id, parents)
+        repo.references.create(keep_ref, tip, force=True)
+        kept = engine._advance(tip, made[tip], message)
+    return str(made[tip]), kept
+
+
+def refs_under(engine: GitEngine, prefix: str) -> list[str]:
+    """The names of the refs under ``prefix`` (``refs/gitmem/forgotten``), sorted."""
+    return sorted(name for name in engine._repo.references if name.startswith(prefix + "/"))
+
+
+def delete_ref(engine: GitEngine, name: str) -> None:
+    """Delete ref ``name`` (nothing when it is not there)."""
+    ref = engine._repo.references.get(name)
+    if ref is not None:
+        ref.delete()

@@ -184,6 +184,12 @@ def diff(mem: Gitmem, record: str, since: str | None = None,
     parsed = layout.parse_record(record)
     old = resolve_when(mem.engine, since) if since else None
     new = resolve_when(mem.engine, until) if until else mem.engine.head()
+    times = [parse_time(when) for when in (since, until) if when]
+    later = (len(times) == 2 and None not in times and times[0] > times[1]) or (
+        old and new and old != new and mem.engine.is_ancestor(new, old))
+    if later:
+        raise HistoryError(f"--since {since!r} is later than --until {until or 'now'!r}: "
+                           "swap them")
     return RecordDiff(parsed.name, old, new, mem.engine.diff(parsed.path, old, new))
 
 
@@ -255,7 +261,9 @@ def add_commands(commands, command) -> None:
                   "summary of each change", cmd_log)
     sub.add_argument("record", nargs="?", metavar="RECORD",
                      help=f"{records} (default: every commit)")
-    sub.add_argument("-n", "--max-count", type=int, help="show at most N commits")
+    from gitmem.cli import positive_int
+    sub.add_argument("-n", "--max-count", type=positive_int, metavar="N",
+                     help="show at most N commits")
     sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
 
     sub = command(commands, "show", "a record as it was at a time", cmd_show)

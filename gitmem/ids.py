@@ -6,7 +6,8 @@ character is percent-escaped as the lower-case hex of its UTF-8 bytes
 (``ext:corp/reviewer`` -> ``ext%3acorp%2freviewer``). Upper-case letters are escaped
 too, so an encoded name is all lower case and two ids can never collide on a
 case-insensitive file system. Windows' reserved names (``con``, ``nul.md`` ...) get
-their first letter escaped, and the empty id is ``%``.
+their first letter escaped, and the empty id is ``%``. Stores refuse empty and
+whitespace-only ids (:func:`check`) before they encode one.
 
 An encoding longer than :data:`MAX_SEGMENT` is cut and given a hash suffix after a
 ``~`` (a character the encoding never produces otherwise); :func:`decode` cannot
@@ -23,6 +24,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+from gitmem.errors import InvalidInput
+
 MAX_SEGMENT = 180  # bytes; leaves room for suffixes like ".jsonl" under a 255-byte name limit
 _PLAIN = re.compile(r"[a-z0-9._-]")
 _RESERVED = {"con", "prn", "aux", "nul"} | {f"{p}{n}" for p in ("com", "lpt") for n in range(10)}
@@ -31,6 +34,20 @@ _HASH_LEN = 16
 
 class UndecodableId(ValueError):
     """A name that is not the encoding of any id, or a hashed one that lost its tail."""
+
+
+class EmptyId(InvalidInput):
+    """An id that is empty or only whitespace: no record can be named by it."""
+
+
+def check(id_: str, what: str) -> str:
+    """``id_`` itself, or :class:`EmptyId` naming ``what`` ("agent id", "session id" ...)
+    when it is empty or only whitespace."""
+    if not isinstance(id_, str):
+        raise InvalidInput(f"{what} must be a string, not {type(id_).__name__}")
+    if not id_.strip():
+        raise EmptyId(f"{what} must not be empty" + (" or only whitespace" if id_ else ""))
+    return id_
 
 
 def encode(id_: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gitmem.ids import encode
+from gitmem.ids import check, encode
 
 MEMORY = "memory"
 USER_MEMORY = "memory/user.md"
@@ -27,15 +27,17 @@ TOP_FOLDERS = (MEMORY, SESSIONS, THREADS)
 
 
 def agent_memory_path(agent_id: str) -> str:
-    return f"{AGENT_MEMORY}/{encode(agent_id)}.md"
+    """Raises :class:`~gitmem.ids.EmptyId` for an empty id, as the other paths do."""
+    return f"{AGENT_MEMORY}/{encode(check(agent_id, 'agent id'))}.md"
 
 
 def session_dir(agent_type: str, session_id: str) -> str:
-    return f"{SESSIONS}/{encode(agent_type)}/{encode(session_id)}"
+    return (f"{SESSIONS}/{encode(check(agent_type, 'agent type'))}/"
+            f"{encode(check(session_id, 'session id'))}")
 
 
 def thread_dir(thread_id: str) -> str:
-    return f"{THREADS}/{encode(thread_id)}"
+    return f"{THREADS}/{encode(check(thread_id, 'thread id'))}"
 
 
 class BadRecordName(ValueError):

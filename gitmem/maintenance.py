@@ -396,6 +396,8 @@ def add_commands(commands, command) -> None:
     sub = command(commands, "gc", "pack the repository now (all objects into one pack, "
                   "bounded memory)", cmd_gc)
     sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    sub.add_argument("--prune-forgotten", action="store_true",
+                     help="first stop keeping the commits `gitmem forget` replaced")
     sub = command(commands, "fsck", "check git's objects, every JSONL line and every "
                   "metadata file; exit 1 on a problem", cmd_fsck)
     sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
@@ -404,6 +406,10 @@ def add_commands(commands, command) -> None:
 def cmd_gc(args) -> None:
     from gitmem.cli import open_repo
     with open_repo(args) as mem:
+        if args.prune_forgotten:
+            from gitmem.forget import prune_forgotten
+            for name in prune_forgotten(mem.engine):
+                print(f"dropped {name}", file=sys.stderr)
         report = pack(mem.engine, full=True, wait=600.0)
     if args.json:
         json.dump(dataclasses.asdict(report), sys.stdout, indent=2)

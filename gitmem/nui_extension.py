@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -19,21 +20,36 @@ DEFAULT_AGENT_TYPES = ("claude-code", "codex", "pi", "opencode")
 KINDS = ("sessionHistory", "agentMemory", "userMemory")
 
 
+def serve_command(repo: Path, python: str = sys.executable) -> list[str]:
+    """How nui starts ``gitmem serve`` on ``repo``: the ``gitmem`` console script beside
+    ``python``, else ``python -P -m gitmem`` (``-I`` before 3.11), so that a ``gitmem/``
+    folder in the current directory (the extension folder itself) cannot shadow the
+    package. Absolute paths: nui runs it without a shell, from the extension folder."""
+    interpreter = Path(python).absolute()
+    script = interpreter.parent / "gitmem"
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script), "serve", "--repo", str(repo)]
+    isolate = "-P" if sys.version_info >= (3, 11) else "-I"
+    return [str(interpreter), isolate, "-m", "gitmem", "serve", "--repo", str(repo)]
+
+
 def install(directory: Path, repo: Path, agent_types: list[str], *,
-            python: str = sys.executable) -> Path:
+            python: str = sys.executable, force: bool = False) -> Path:
     """Render ``templates/nui-extension/`` into ``directory`` for ``repo``; returns the folder.
 
-    The command is an absolute interpreter and an absolute repository path, because nui
-    runs it without a shell, from the extension folder, after copying it without exec bits.
+    An existing ``storage-handlers.yaml`` is kept (handlers added since, agent types
+    chosen) unless ``force``; ``extension.yaml`` is always written again.
     """
     if not agent_types:  # checked before writing anything: a refused install leaves no files
         raise ValueError("at least one agent type is needed (nui requires agentTypes for "
                          "sessionHistory and agentMemory handlers)")
     repo = repo.expanduser().resolve()
-    command = [str(Path(python).absolute()), "-m", "gitmem", "serve", "--repo", str(repo)]
+    command = serve_command(repo, python)
     values = {"{{command}}": json.dumps(command), "{{agent_types}}": json.dumps(agent_types)}
     directory.mkdir(parents=True, exist_ok=True)
     for name, data in template_files("nui-extension").items():
+        if name == DEFAULT_FILE and (directory / name).exists() and not force:
+            continue
         text = data.decode("utf-8")
         for key, value in values.items():
             text = text.replace(key, value)
@@ -53,6 +69,9 @@ def add_commands(commands, command) -> None:
     install_cmd.add_argument("--agent-types", default=",".join(DEFAULT_AGENT_TYPES),
                              help="comma-separated nui agent types whose sessions and memory "
                                   f"gitmem keeps (default: {','.join(DEFAULT_AGENT_TYPES)})")
+    install_cmd.add_argument("--force", action="store_true",
+                             help="also write storage-handlers.yaml again (dropping handlers "
+                                  "added since)")
 
     handlers = nui_commands.add_parser("handlers", help="list or edit storage-handlers.yaml")
     handler_commands = handlers.add_subparsers(metavar="ACTION", required=True)
@@ -72,8 +91,11 @@ def add_commands(commands, command) -> None:
 
 def cmd_install(args) -> None:
     agent_types = _split(args.agent_types)
+    kept = (Path(args.dir) / DEFAULT_FILE).exists() and not args.force
     folder = install(Path(args.dir), Path(args.repo) if args.repo else default_repo_path(),
-                     agent_types)
+                     agent_types, force=args.force)
+    if kept:
+        print(f"kept {folder / DEFAULT_FILE} as it is (--force writes it again)")
     print(f"nui extension written to {folder.resolve()}; install it with: "
           f"nui extension add {folder.resolve()}")
 

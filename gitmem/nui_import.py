@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitmem import strictjson
 from gitmem.stores.memory import normalise
 
 if TYPE_CHECKING:
@@ -120,14 +121,15 @@ def import_nui(mem: Gitmem, data_dir: str | os.PathLike | None = None, *, dry_ru
     return plan
 
 
-def plan_import(mem: Gitmem, data_dir: str | os.PathLike | None = None) -> ImportPlan:
-    """What :func:`import_nui` would do, without writing anything."""
+def plan_import(mem: Gitmem | None, data_dir: str | os.PathLike | None = None) -> ImportPlan:
+    """What :func:`import_nui` would do, without writing anything (``mem`` None: into a
+    repository that does not exist yet)."""
     folder = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
     if not folder.is_dir():
         raise NuiDataError(f"no nui data folder at {folder}")
     data = _load_data(folder / DATA_FILE)
     plan = ImportPlan()
-    snapshot = mem.engine.snapshot()
+    snapshot = mem.engine.snapshot() if mem is not None else None
     trailers = {"Gitmem-Op": "import.nui", "Gitmem-Source": str(folder)}
     agent_types = _plan_sessions(mem, snapshot, data, plan, trailers)
     _plan_memory(mem, snapshot, folder, agent_types, plan, trailers)
@@ -138,7 +140,7 @@ def _load_data(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_bytes())
+        data = strictjson.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as exc:
         raise NuiDataError(f"{path} is not JSON: {exc}") from None
     if not isinstance(data, dict):
@@ -162,19 +164,19 @@ def _plan_sessions(mem: Gitmem, snapshot, data: Mapping[str, Any], plan: ImportP
         entries[entry["id"]] = entry
     for session_id in all_messages:
         if session_id not in entries:
-            plan.notes.append(f"session {session_id} has messages but no entry in 'sessions'; "
-                              "imported with agent type ''")
+            plan.notes.append(f"session {session_id} has messages but no entry in 'sessions' "
+                              "(so no agent type); skipped")
     subs: dict[str, dict[str, str]] = {}
     for key, value in resume_ids.items():
         session_id, sep, sub = key.partition("#")
         if sep:
             subs.setdefault(session_id, {})[sub] = value
     agent_types = set()
-    for session_id in list(entries) + [s for s in all_messages if s not in entries]:
-        entry = entries.get(session_id)
-        agent_type = entry.get("agentType") if entry else ""
-        if not isinstance(agent_type, str):
-            agent_type = ""
+    for session_id, entry in entries.items():
+        agent_type = entry.get("agentType")
+        if not isinstance(agent_type, str) or not agent_type.strip() or not session_id.strip():
+            plan.notes.append(f"session {session_id!r} has no agent type or an empty id; skipped")
+            continue
         agent_types.add(agent_type)
         messages = all_messages.get(session_id) or []
         if not isinstance(messages, list):
@@ -183,7 +185,7 @@ def _plan_sessions(mem: Gitmem, snapshot, data: Mapping[str, Any], plan: ImportP
         source = {
             "messages": messages,
             "agentSessionId": str(resume_ids.get(session_id) or ""),
-            "workingDir": str((entry or {}).get("workingDir") or ""),
+            "workingDir": str(entry.get("workingDir") or ""),
             "subs": subs.get(session_id, {}),
             "entry": entry,
         }
@@ -194,7 +196,7 @@ def _plan_sessions(mem: Gitmem, snapshot, data: Mapping[str, Any], plan: ImportP
 def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
                     source: dict[str, Any], trailers: dict[str, str]) -> Action:
     name = f"{agent_type}/{session_id}"
-    meta = mem.sessions.meta(agent_type, session_id, snapshot=snapshot)
+    meta = mem.sessions.meta(agent_type, session_id, snapshot=snapshot) if mem else None
     count = f"{len(source['messages'])} message{'s' if len(source['messages']) != 1 else ''}"
     if meta is None:
         change = "add"
@@ -203,12 +205,9 @@ def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
         same = (stored == source["messages"] and agent_session_id == source["agentSessionId"]
                 and meta.get("workingDir", "") == source["workingDir"]
                 and (meta.get(SUB_AGENTS) or {}) == source["subs"]
-                and (source["entry"] is None
-                     or session_entry(agent_type, session_id, meta) == source["entry"]))
+                and session_entry(agent_type, session_id, meta) == source["entry"])
         change = "unchanged" if same else "update"
-    extra: dict[str, Any] = {SUB_AGENTS: source["subs"]}
-    if source["entry"] is not None:
-        extra[SESSION_ENTRY] = source["entry"]
+    extra: dict[str, Any] = {SUB_AGENTS: source["subs"], SESSION_ENTRY: source["entry"]}
 
     def apply() -> None:
         mem.sessions.write(agent_type, session_id, source["messages"], source["agentSessionId"],
@@ -226,9 +225,14 @@ def _plan_memory(mem: Gitmem, snapshot, folder: Path, agent_types: set[str], pla
     agents_dir = folder / AGENT_MEMORY
     if not agents_dir.is_dir():
         return
-    known = agent_types | set(mem.memory.agents(snapshot=snapshot)) | {
-        agent_type for agent_type, _ in mem.sessions.list(snapshot=snapshot)}
+    known = set(agent_types)
+    if mem is not None:
+        known |= set(mem.memory.agents(snapshot=snapshot)) | {
+            agent_type for agent_type, _ in mem.sessions.list(snapshot=snapshot)}
     for file in sorted(agents_dir.glob("*.md")):
+        if not file.stem.strip():
+            plan.notes.append(f"agent memory {file.name!r} names no agent; skipped")
+            continue
         agent_id = _agent_id(file.stem, known, plan)
         detail = f"from {file.name}" if agent_id != file.stem else ""
         plan.actions.append(_memory_action(mem, snapshot, agent_id, _read_text(file),
@@ -253,7 +257,7 @@ def _agent_id(name: str, known: set[str], plan: ImportPlan) -> str:
 
 def _memory_action(mem: Gitmem, snapshot, agent_id: str | None, content: str, kind: str,
                    detail: str, trailers: dict[str, str]) -> Action:
-    current = mem.memory.read(agent_id, snapshot=snapshot)
+    current = mem.memory.read(agent_id, snapshot=snapshot) if mem else ""
     if normalise(content) == current:
         change = "unchanged"
     else:
@@ -302,6 +306,8 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
     hold; other files already in ``out_dir`` are left alone.
     """
     out = Path(out_dir).expanduser()
+    if out.exists() and not out.is_dir():
+        raise NuiDataError(f"{out} is a file, not a folder: export into a folder")
     report = ExportReport()
     snapshot = mem.engine.snapshot()
     data_path = out / DATA_FILE
@@ -387,8 +393,17 @@ def add_commands(commands, command) -> None:
 
 def cmd_import_nui(args) -> None:
     from gitmem.cli import open_repo
-    with open_repo(args, create=True) as mem:
-        plan = import_nui(mem, args.data_dir, dry_run=args.dry_run, progress=progress_bar("import"))
+    from gitmem.repository import Gitmem, default_repo_path
+    if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
+        folder = Path(args.repo).expanduser() if args.repo else default_repo_path()
+        if not (folder / ".git").exists():
+            plan = plan_import(None, args.data_dir)
+        else:
+            with Gitmem.open(folder, create=False, hand_edits=False) as mem:
+                plan = plan_import(mem, args.data_dir)
+    else:
+        with open_repo(args, create=True) as mem:
+            plan = import_nui(mem, args.data_dir, progress=progress_bar("import"))
     verb = "would " if args.dry_run else ""
     for action in plan.changes:
         print(f"{verb}{action}")

@@ -9,12 +9,15 @@
 from __future__ import annotations
 
 import os
+import stat
 from importlib import resources
 from pathlib import Path
 
 from gitmem import history, layout
-from gitmem.engine import CommitInfo, EngineError, GitEngine
+from gitmem.engine import (BRANCH, CommitInfo, EngineError, GitEngine, RepositoryFacts,
+                           inspect_repository, point_head_at_main)
 from gitmem.handedits import HandEdits
+from gitmem.secrets import ALLOW_FILE
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 ENV_REPO = "GITMEM_REPO"
@@ -46,6 +49,55 @@ def template_files(name: str) -> dict[str, bytes]:
     return found
 
 
+class ForeignRepository(EngineError):
+    """A git repository that is not gitmem's, opened without ``adopt``."""
+
+
+class NotAFolder(EngineError):
+    """A repository path that names a file."""
+
+
+# What the top of a gitmem repository holds; a repository with anything else there
+# (src/, setup.py ...) belongs to a project, not to gitmem.
+LAYOUT_NAMES = frozenset({"README.md", ".gitattributes", ALLOW_FILE, *layout.TOP_FOLDERS})
+
+
+def _is_gitmems(facts: RepositoryFacts) -> bool:
+    if facts.opened_by_gitmem:
+        return True
+    if not facts.has_commits:
+        return True  # nothing in it to mix records with
+    return facts.branch == BRANCH and set(facts.top_names) <= LAYOUT_NAMES
+
+
+def _describe(facts: RepositoryFacts) -> str:
+    names = [name for name in facts.top_names if name not in LAYOUT_NAMES]
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return f"branch {facts.branch or '(detached)'}" + (f", holding {shown}" if shown else "")
+
+
+def make_private(workdir: Path, *, top: bool = True) -> None:
+    """Take group and other permissions off the records git wrote (0644 -> 0600, folders
+    0700), and off the repository folder itself when ``top``."""
+    targets = [workdir / name for name in LAYOUT_NAMES]
+    if top:
+        _chmod_private(workdir)
+    for target in targets:
+        if target.is_dir() and not target.is_symlink():
+            for folder, dirs, files in os.walk(target):
+                _chmod_private(Path(folder))
+                for name in files:
+                    _chmod_private(Path(folder) / name)
+        elif target.is_file() and not target.is_symlink():
+            _chmod_private(target)
+
+
+def _chmod_private(path: Path) -> None:
+    mode = path.lstat().st_mode
+    if mode & 0o077 and not stat.S_ISLNK(mode):
+        path.chmod(stat.S_IMODE(mode) & 0o700)
+
+
 class Gitmem:
     """One repository and its stores: ``memory``, ``sessions`` and ``threads``."""
 
@@ -57,8 +109,13 @@ class Gitmem:
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
-             hand_edits: bool = True, **engine_options) -> Gitmem:
+             hand_edits: bool = True, adopt: bool = False, **engine_options) -> Gitmem:
         """Open (and, when ``create``, initialise) the repository at ``path`` or the default one.
+
+        A git repository that gitmem did not make (a project's code) is refused with
+        :class:`ForeignRepository` unless ``adopt``; even then only on branch ``main``.
+        The first time gitmem opens a repository (a plain ``git clone``), the files git
+        created are made private (0600, folders 0700).
 
         ``durability`` (an engine option) defaults to ``$GITMEM_DURABILITY``, else "fast".
         ``hand_edits`` commits a person's uncommitted edit of a record before the record
@@ -67,7 +124,25 @@ class Gitmem:
         path = Path(path).expanduser() if path is not None else default_repo_path()
         if engine_options.get("durability") is None:
             engine_options["durability"] = os.environ.get(ENV_DURABILITY) or "fast"
+        if path.exists() and not path.is_dir():
+            raise NotAFolder(f"{path} is a file, not a folder: give the path of a folder "
+                             "for the repository")
+        facts = inspect_repository(path)
+        foreign = facts is not None and not _is_gitmems(facts)
+        if foreign and not adopt:
+            raise ForeignRepository(
+                f"{path} is a git repository that gitmem did not make ({_describe(facts)}): "
+                f"use another path, or `gitmem init --adopt {path}` to keep records in it")
+        if foreign and facts.has_commits and facts.branch != BRANCH:
+            raise ForeignRepository(
+                f"{path} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
+                f"its records on {BRANCH}: rename the branch (`git -C {path} branch -m "
+                f"{facts.branch or 'NAME'} {BRANCH}`) and run again")
         mem = cls(GitEngine.open(path, create=create, **engine_options))
+        if facts is not None and not facts.has_commits and facts.branch != BRANCH:
+            point_head_at_main(mem.engine)  # no commit yet: no second branch, only a name
+        if facts is not None and not facts.opened_by_gitmem:
+            make_private(mem.engine.workdir, top=not foreign)
         if create and mem.engine.head() is None:
             mem.init_files()
         if hand_edits:
@@ -122,4 +197,4 @@ class Gitmem:
         self.close()
 
 
-__all__ = ["Gitmem", "EngineError", "default_repo_path"]
+__all__ = ["Gitmem", "EngineError", "ForeignRepository", "default_repo_path"]

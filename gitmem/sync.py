@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gitmem import secrets
-from gitmem.engine import BranchMoved, GitEngine, scrub_credentials
+from gitmem.engine import BranchMoved, GitEngine, remove_remote, scrub_credentials
 from gitmem.handedits import HandEdits
 from gitmem.merge import Spot, merge_changes
 from gitmem.repository import Gitmem
@@ -59,7 +59,8 @@ class SecretsRefused(SyncError):
     def __init__(self, remote: str, findings: list[secrets.Finding]):
         self.findings = findings
         count = f"{len(findings)} likely secret{'s' if len(findings) != 1 else ''}"
-        super().__init__(f"push to {remote} refused: new commits add {count} (allow with "
+        super().__init__(f"push to {remote} refused: new commits add {count} (take one back "
+                         "with `gitmem forget PATH --secret FINGERPRINT`, or allow it with "
                          f"--allow-secrets or in {secrets.ALLOW_FILE})")
 
     def report(self) -> list[str]:
@@ -358,7 +359,7 @@ class BackgroundSync:
 
 
 def add_commands(commands, command) -> None:
-    """Add ``gitmem sync`` and ``gitmem remote add`` to the CLI."""
+    """Add ``gitmem sync`` and ``gitmem remote add|list|remove`` to the CLI."""
     sync_ = command(commands, "sync", "fetch, merge and push with a git remote, losing "
                     "nothing", cmd_sync)
     sync_.add_argument("remote", nargs="?", metavar="REMOTE",
@@ -373,6 +374,10 @@ def add_commands(commands, command) -> None:
     add = command(remote_commands, "add", "add a remote (as `git remote add`)", cmd_remote_add)
     add.add_argument("name", metavar="NAME")
     add.add_argument("url", metavar="URL")
+    command(remote_commands, "list", "list the remotes as NAME<TAB>URL", cmd_remote_list)
+    remove = command(remote_commands, "remove", "remove a remote (as `git remote remove`)",
+                     cmd_remote_remove)
+    remove.add_argument("name", metavar="NAME")
 
 
 def add_serve_options(parser) -> None:
@@ -416,3 +421,14 @@ def cmd_sync(args) -> None:
 def cmd_remote_add(args) -> None:
     with Gitmem.open(args.repo, create=False) as mem:
         mem.engine.add_remote(args.name, args.url)
+
+
+def cmd_remote_list(args) -> None:
+    with Gitmem.open(args.repo, create=False) as mem:
+        for name in mem.engine.remotes():
+            print(f"{name}\t{scrub_credentials(mem.engine.config_get(f'remote.{name}.url') or '')}")
+
+
+def cmd_remote_remove(args) -> None:
+    with Gitmem.open(args.repo, create=False) as mem:
+        remove_remote(mem.engine, args.name)

@@ -204,9 +204,10 @@ def add_commands(commands, command) -> None:
     """Add ``gitmem watch`` to the CLI."""
     watch = command(commands, "watch", "commit hand edits of the repository as they are saved "
                     "(until Ctrl-C)", cmd_watch)
-    watch.add_argument("--debounce", type=float, default=DEBOUNCE, metavar="SECONDS",
+    from gitmem.cli import seconds
+    watch.add_argument("--debounce", type=seconds, default=DEBOUNCE, metavar="SECONDS",
                        help=f"quiet time before edits are committed (default {DEBOUNCE:g})")
-    watch.add_argument("--max-delay", type=float, default=MAX_DELAY, metavar="SECONDS",
+    watch.add_argument("--max-delay", type=seconds, default=MAX_DELAY, metavar="SECONDS",
                        help="commit at the latest this long after the first change "
                             f"(default {MAX_DELAY:g})")
 
@@ -214,9 +215,18 @@ def add_commands(commands, command) -> None:
 def cmd_watch(args) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True,
                         format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    # Ctrl-C and SIGTERM only ask to stop: a KeyboardInterrupt landing inside a commit
+    # would end the process with 130 and the pending edits uncommitted.
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stopping.set())
     with Gitmem.open(args.repo, create=False) as mem:
-        watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay)
-        signal.signal(signal.SIGTERM, lambda *_: watcher.stop())
+        watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay).start()
+        # Said once watching has begun: an edit saved after this line is seen.
         print(f"watching {mem.engine.workdir} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-        watcher.run()
+        while not stopping.wait(_ROOTS_CHECK_MS / 1000) and watcher._thread.is_alive():
+            pass
+        watcher.stop()  # commits what is still pending
+        if watcher._failure is not None:
+            raise watcher._failure
     return 0

@@ -38,11 +38,12 @@ def test_install_writes_a_folder_nui_accepts(tmp_path):
         ("gitmem-sessions", "sessionHistory", ("claude-code", "codex", "pi", "opencode")),
         ("gitmem-agent-memory", "agentMemory", ("claude-code", "codex", "pi", "opencode")),
         ("gitmem-user-memory", "userMemory", ())]
-    # No shell and no exec bits: an absolute interpreter, and an absolute repository
-    # because nui runs the command from its own copy of the folder.
+    # No shell: the absolute console script beside the interpreter (no `-m` import that
+    # a gitmem/ folder in the current directory could shadow), and an absolute
+    # repository because nui runs the command from its own copy of the folder.
     command = storage["runtime"]["command"]
-    assert command[0] == str(Path(sys.executable).absolute()) and Path(command[0]).is_file()
-    assert command[1:] == ["-m", "gitmem", "serve", "--repo", str(repo)]
+    script = Path(sys.executable).absolute().parent / "gitmem"
+    assert command == [str(script), "serve", "--repo", str(repo)] and script.is_file()
     assert (repo / ".git").is_dir() and Git(repo).count() == 1
 
 

@@ -178,6 +178,23 @@ def test_gitmem_watch_commits_and_exits_cleanly(mem, person, repo_path, head_of,
     assert b"committed hand edit of memory/user.md" in watch.stderr.read()
 
 
+def test_gitmem_watch_stopped_at_once_after_it_is_ready_exits_cleanly(mem, repo_path):
+    """Ctrl-C as soon as `gitmem watch` says it watches (it used to land in Python code
+    still setting up, and exit 130 with a traceback's KeyboardInterrupt)."""
+    mem.close()
+    for _ in range(3):
+        watch = gitmem_process("watch", "--repo", str(repo_path))
+        try:
+            assert b"watching" in watch.stderr.readline()
+            watch.send_signal(signal.SIGINT)
+            assert watch.wait(timeout=30) == 0
+        finally:
+            watch.kill()
+            watch.wait()
+            for stream in (watch.stdin, watch.stdout, watch.stderr):
+                stream.close()
+
+
 def test_a_read_through_gitmem_serve_returns_the_saved_edit(mem, person, repo_path):
     mem.close()
     serve = gitmem_process("serve", "--repo", str(repo_path))

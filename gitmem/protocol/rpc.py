@@ -6,7 +6,8 @@ storage: the caller hands it a table of methods.
 
 A method is called with the request's params (a dict, `{}` when absent) and returns a
 JSON-serialisable result, inside which a `RawJSON` stands for already-encoded JSON. It
-may raise `RpcError` (answered as that error; `InvalidParams` for a bad param),
+may raise `RpcError` (answered as that error; `InvalidParams` for a bad param, as is
+`gitmem.errors.InvalidInput`),
 `Shutdown` (answered with its result, then the loop ends) or anything else (answered
 as -32603 with a one-line message; the traceback goes to the log). A method marked
 with `json_texts(name)` gets its array param `name` as the JSON texts of the items,
@@ -35,6 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Union
 
 import msgspec
+
+from gitmem import strictjson
+from gitmem.errors import InvalidInput
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -255,6 +259,8 @@ class _Loop:
         except Shutdown as shutdown:
             self.stopping = True
             call.reply = {"result": shutdown.result}
+        except InvalidInput as error:  # an empty id, a non-finite number: the caller's to fix
+            call.reply = {"error": InvalidParams(str(error)).to_json()}
         except RpcError as error:
             call.reply = {"error": error.to_json()}
             if error.code == PARSE_ERROR:  # found late in a json_texts item: still the line's
@@ -385,17 +391,6 @@ def _refusal(line: bytes, max_line: int) -> _Call:
     return _Call(id=int(match[1]) if match else None, reply={"error": error})
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if math.isinf(number):
-        raise ValueError(f"number out of range: {_brief(text)}")
-    return number
-
-
 _fast_decode = msgspec.json.Decoder().decode
 
 
@@ -412,9 +407,11 @@ def parse_json(data: bytes) -> Any:
     except (msgspec.DecodeError, RecursionError):
         pass
     try:
-        return json.loads(str(data, "utf-8"), parse_constant=_reject_constant, parse_float=_finite)
+        return strictjson.loads(str(data, "utf-8"))
     except UnicodeDecodeError as error:
         raise RpcError(PARSE_ERROR, f"parse error: invalid UTF-8 at byte {error.start}") from None
+    except strictjson.NonFiniteNumber as error:  # the words every entry uses
+        raise RpcError(PARSE_ERROR, f"parse error: {error}") from None
     except (ValueError, RecursionError) as error:
         raise RpcError(PARSE_ERROR, f"parse error: {_one_line(error)}") from None
 

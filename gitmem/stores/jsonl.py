@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
+from gitmem import strictjson
 from gitmem.engine import Snapshot
 from gitmem.stores import blobs as blob_refs
 
@@ -33,12 +34,13 @@ class Chunk(NamedTuple):
 
 
 def dumps(value: Any) -> str:
-    """One JSONL line for ``value``: compact, UTF-8 readable, escaped only where it must be."""
-    line = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """One JSONL line for ``value``: compact, UTF-8 readable, escaped only where it must be.
+    NaN and Infinity are refused (:class:`~gitmem.strictjson.NonFiniteNumber`)."""
+    line = strictjson.dumps(value, ensure_ascii=False, separators=(",", ":"))
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate cannot be written as UTF-8
-        line = json.dumps(value, separators=(",", ":"))
+        line = strictjson.dumps(value, separators=(",", ":"))
     return line
 
 

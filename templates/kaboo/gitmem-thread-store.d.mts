@@ -45,7 +45,8 @@ export interface ThreadStore {
 export interface GitMemThreadStoreOptions {
   /** The gitmem repository (created when missing); runs `gitmem serve --repo <repo>`. */
   repo?: string;
-  /** The command to run instead, e.g. `["python3", "-m", "gitmem", "serve", "--repo", path, "--max-response", "0"]`. */
+  /** The command to run instead, e.g. `["python3", "-P", "-m", "gitmem", "serve", "--repo", path, "--max-response", "0"]`
+   *  (`-P`: the current folder, which may hold a `gitmem/` folder, is not searched for the package). */
   command?: string[];
   /** Working folder of the child process. */
   cwd?: string;

@@ -1,6 +1,6 @@
 // GitMemThreadStore against a real `gitmem serve`, called the way kaboo's runner calls
 // its store. $GITMEM_CMD is how to run gitmem (default "gitmem"; e.g.
-// "/path/venv/bin/python -m gitmem").
+// "/path/venv/bin/python -P -m gitmem").
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";

@@ -19,7 +19,7 @@ declare function createKabooRunner(store: ThreadStore): unknown;
 
 const store = new GitMemThreadStore({ repo: "/srv/agent-memory", timeoutMs: 30_000 });
 createKabooRunner(store);
-createKabooRunner(new GitMemThreadStore({ command: ["python3", "-m", "gitmem", "serve", "--repo", "x"] }));
+createKabooRunner(new GitMemThreadStore({ command: ["python3", "-P", "-m", "gitmem", "serve", "--repo", "x"] }));
 
 export async function roundTrip(event: BaseEvent, message: Message): Promise<void> {
   await store.appendEvents("t1", "agent", [event, { type: "CUSTOM", name: "n", value: 1 }], "alice");
