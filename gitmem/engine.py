@@ -48,6 +48,7 @@ DIR_MODE = 0o700
 INDEX_IDLE = 0.3  # seconds without writes before the index is refreshed
 INDEX_MAX_DELAY = 1.0  # refresh at the latest this long after the first pending write
 MAX_CAS_RETRIES = 20
+REF_LOCK_WAIT = 0.05  # seconds to wait, per attempt, while a git command holds main's lock
 OBJECT_WRITE_RETRIES = 3  # object writes that may fail while a packer removes empty folders
 DURABILITIES = ("fast", "fsync")  # fsync: on disk before a write is answered (power loss)
 RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
@@ -496,6 +497,9 @@ class GitEngine:
             return self._repo.create_commit(REF, author, committer, message, tree_id, [base])
         except pygit2.GitError:  # "current tip is not the first parent", or the ref's CAS
             if self._tip() != base:
+                return None
+            if os.path.exists(self.gitdir / f"{REF}.lock"):  # plain git moving main: its turn
+                time.sleep(REF_LOCK_WAIT)
                 return None
             raise
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import gitproc, logfile, sync, watch
+from gitmem import gitproc, logfile, rescue, sync, watch
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
@@ -98,6 +98,10 @@ def cmd_serve(args) -> int:
         raise
     log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
              handlers_file or "any")
+    try:  # keep commits a history rewrite took off main before anything else happens
+        rescue.find_lost(mem.engine)
+    except Exception:  # noqa: BLE001 - serving goes on; `gitmem status` tries again
+        log.exception("looking for commits taken off main failed")
     maintenance = Maintenance(mem.engine)
     mem.engine.on_commit = maintenance.maybe_start
     watcher = watch.start_from_args(mem, args)

@@ -31,7 +31,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from gitmem import secrets
+from gitmem import rescue, secrets
 from gitmem.engine import BranchMoved, GitEngine, remove_remote, scrub_credentials
 from gitmem.handedits import HandEdits
 from gitmem.merge import Spot, merge_changes
@@ -180,6 +180,7 @@ class _Deadline:
 def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool,
           max_attempts: int, network: _Deadline) -> SyncResult:
     result = SyncResult(remote)
+    rescue.find_lost(engine)  # commits a history rewrite took off main stay kept, whatever comes in
     for attempt in range(1, max_attempts + 1):
         result.attempts = attempt
         remote_tip = engine.fetch(remote, interactive=interactive, timeout=network.left())
