@@ -256,7 +256,7 @@ class HandEdits:
         for save in saves:  # a later save may be made from this one: keep it to merge from
             if save.data is not None and edits.get(save.path) != save.data:
                 engine.store_blob(save.data)
-            engine.journal.wrote(save.path, save.blob_id)
+            engine.journal.wrote(save.path, save.blob_id, saved=True)
         commit = engine.update(lambda snapshot: edits if snapshot.id == head.id
                                else self._merged(saves, snapshot)[0],
                                _message(edits, head, merged), {"Gitmem-Op": OP},
@@ -324,16 +324,25 @@ class HandEdits:
                 continue
             if head_id is None:
                 _warn_if_no_agent_reads(path)
-            plan.saves.append(_Save(path, data, on_disk, self._base(data, states, versions)))
+            plan.saves.append(_Save(path, data, on_disk, self._base(path, data, states, versions, head)))
         return plan
 
-    def _base(self, data: bytes, states: list[str | None], versions: list[str]) -> str | None:
-        """The version a save of ``data`` was made from (None: no file): of the versions the
-        work-tree file held (the journal: gitmem's writes and the person's earlier saves),
-        then the older committed ones (all of them when the journal knows none), the one
-        whose lines are most like the save's (shared lines over all lines); the newest on a tie."""
+    def _base(self, path: str, data: bytes, states: list[str | None], versions: list[str],
+              head: Snapshot) -> str | None:
+        """The version a save of ``data`` was made from (None: no file): the person's own
+        last save when it is HEAD and this one keeps all its lines (an editor writes what it
+        wrote before, and more; a save observed half written is one); else, of the versions
+        the work-tree file held (the journal: gitmem's writes and the person's earlier
+        saves), then the older committed ones (all of them when the journal knows none), the
+        one whose lines are most like the save's (shared lines over all lines); the newest
+        on a tie."""
         if states and states[0] is None:
             return None  # the file was gone: the person made a new one
+        saved = Counter(_lines(data))
+        head_id = head.blob_id(path)
+        if states[:1] == [head_id] and self.engine.journal.saved_last(path):
+            if not Counter(_lines(head.read(path) or b"")) - saved:
+                return head_id
         known = [s for s in states if s is not None and self.engine.has_blob(s)]
         if known:
             held = [v for v in versions if v in known]
@@ -344,7 +353,6 @@ class HandEdits:
         candidates = candidates[:BASE_CANDIDATES]
         if len(candidates) < 2:
             return candidates[0] if candidates else None
-        saved = Counter(_lines(data))
         best, best_score = candidates[0], -1.0
         for version in candidates:
             lines = Counter(_lines(self.engine.read_blob(version)))

@@ -49,12 +49,13 @@ class Journal:
         self._failed_file = folder / FAILED_FILE
         self._lock = threading.Lock()
         self._fd: int | None = None
-        self._loaded: tuple[tuple[int, int, int], OrderedDict] | None = None  # (stat key, states)
+        self._loaded: tuple[tuple[int, int, int], tuple] | None = None  # (stat key, _load())
 
-    def wrote(self, path: str, blob_id: str | None) -> None:
+    def wrote(self, path: str, blob_id: str | None, *, saved: bool = False) -> None:
         """Record that the work tree now holds ``blob_id`` at ``path`` (None: no file): gitmem
-        wrote it, or it is a person's save gitmem has read."""
-        line = (json.dumps([path, blob_id], ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
+        wrote it, or (``saved``) it is a person's save gitmem has read."""
+        entry = [path, blob_id, 1] if saved else [path, blob_id]
+        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
         with self._lock:
             try:
                 if self._fd is None:
@@ -70,7 +71,12 @@ class Journal:
     def states(self, path: str) -> list[str | None]:
         """The versions the work tree held at ``path``, newest first (blob ids; None: no file)."""
         with self._lock:
-            return list(self._load().get(path, ()))
+            return list(self._load()[0].get(path, ()))
+
+    def saved_last(self, path: str) -> bool:
+        """True when the newest state of ``path`` is a person's save (not a gitmem write)."""
+        with self._lock:
+            return path in self._load()[1]
 
     def failed(self, path: str, reason: str) -> bool:
         """Record that the work-tree file at ``path`` could not be brought to HEAD; True when new."""
@@ -99,8 +105,9 @@ class Journal:
             except OSError as exc:
                 log.warning("work-tree journal not compacted: %s", exc)
 
-    def _load(self) -> OrderedDict[str, tuple[str | None, ...]]:
-        """Every path's states, newest path last, from the file (parsed again only when it changed)."""
+    def _load(self) -> tuple[OrderedDict[str, tuple[str | None, ...]], set[str]]:
+        """Every path's states, newest path last, and the paths whose newest state is a
+        person's save, from the file (parsed again only when it changed)."""
         try:
             st = os.stat(self._states_file)
             key = (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -108,25 +115,30 @@ class Journal:
                 return self._loaded[1]
             data = self._states_file.read_bytes().decode("utf-8", "surrogateescape")
         except OSError:
-            return OrderedDict()
+            return OrderedDict(), set()
         states: OrderedDict[str, tuple[str | None, ...]] = OrderedDict()
+        saves: set[str] = set()
         for line in data.split("\n"):
             try:
-                path, blob_id = json.loads(line)
+                path, blob_id, *saved = json.loads(line)
             except (ValueError, TypeError):
                 continue  # a line cut short by a crash, or the empty last one
             old = states.pop(path, ())
-            if not old or old[0] != blob_id:
+            if not old or old[0] != blob_id:  # gitmem writing a save as it is keeps it a save
                 old = (blob_id, *(s for s in old if s != blob_id))[:MAX_STATES]
+                saves.discard(path)
+            if saved:
+                saves.add(path)
             states[path] = old
-        self._loaded = (key, states)
-        return states
+        self._loaded = (key, (states, saves))
+        return states, saves
 
     def _compact(self) -> None:
-        states = self._load()
+        states, saves = self._load()
         kept = list(states.items())[-KEEP_PATHS:]
-        lines = "".join(json.dumps([path, blob_id], ensure_ascii=False) + "\n"
-                        for path, blobs in kept for blob_id in reversed(blobs))
+        lines = "".join(json.dumps([path, blob_id, *([1] if path in saves and n == 0 else [])],
+                                   ensure_ascii=False) + "\n"
+                        for path, blobs in kept for n, blob_id in reversed(list(enumerate(blobs))))
         _write_private(self._states_file, lines.encode("utf-8", "surrogateescape"))
 
     def _failures(self) -> dict[str, str]:
