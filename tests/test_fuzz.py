@@ -283,13 +283,8 @@ def valid_write(data, fuzzer: Fuzzer) -> None:
         assert fuzzer.call("storage.agentMemory.read", {"handlerId": "h", "agentId": agent}) == \
             {"content": normalise(content)}
     else:
-<<<<<<< HEAD
         key = ("\u2603/" + data.draw(ids), data.draw(ids.filter(str.strip)))  # "" is refused
-        messages = data.draw(st.lists(json_values, max_size=4)) + [{"id": token, "role": "user"}]
-=======
-        key = ("\u2603/" + data.draw(ids), data.draw(ids))
         messages = data.draw(messages_) + [{"id": token, "role": "user"}]
->>>>>>> work-15
         params = {"handlerId": data.draw(ids), "agentType": key[0], "sessionId": key[1]}
         before = fuzzer.moves
         fuzzer.call("storage.session.write", {**params, "messages": messages,
