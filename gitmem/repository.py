@@ -84,7 +84,7 @@ def make_private(workdir: Path, *, top: bool = True) -> None:
         _chmod_private(workdir)
     for target in targets:
         if target.is_dir() and not target.is_symlink():
-            for folder, dirs, files in os.walk(target):
+            for folder, _dirs, files in os.walk(target):
                 _chmod_private(Path(folder))
                 for name in files:
                     _chmod_private(Path(folder) / name)
@@ -133,7 +133,7 @@ class Gitmem:
             raise ForeignRepository(
                 f"{path} is a git repository that gitmem did not make ({_describe(facts)}): "
                 f"use another path, or `gitmem init --adopt {path}` to keep records in it")
-        if foreign and facts.has_commits and facts.branch != BRANCH:
+        if foreign and facts.branch != BRANCH:  # foreign: it has commits
             raise ForeignRepository(
                 f"{path} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
                 f"its records on {BRANCH}: rename the branch (`git -C {path} branch -m "

@@ -102,7 +102,7 @@ def test_bad_mode_is_refused(mem, git):
 
 
 @pytest.mark.parametrize("agent_id", ["../../etc/passwd", "ext:corp/reviewer", "CON", "a/b\\c",
-                                      "a/b\\\\c", "x" * 300, "\0\n\ud800", "", ".", ".."])
+                                      "a/b\\\\c", "x" * 300, "\0\n\ud800", ".", ".."])  # "" is refused
 def test_any_agent_id_lands_inside_its_folder_and_reads_back(mem, git, tmp_path, agent_id):
     mem.memory.write(f"memory of {agent_id!r}", agent_id)
     assert mem.memory.read(agent_id) == f"memory of {agent_id!r}\n"

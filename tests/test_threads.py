@@ -327,7 +327,7 @@ def test_read_state_finds_a_snapshot_many_chunks_back(threads):
 
 
 def test_odd_thread_ids(threads):
-    odd = ["../../etc/passwd", "ext:corp/reviewer", "CaSe", "case", "", ".hidden", "new\nline", "x" * 400, "😀"]
+    odd = ["../../etc/passwd", "ext:corp/reviewer", "CaSe", "case", ".hidden", "new\nline", "x" * 400, "😀"]
     for n, thread_id in enumerate(odd):
         threads.append_events(thread_id, "agent", [{"type": "CUSTOM", "n": n}])
     assert sorted(ids(threads.list_threads())) == sorted(odd)
