@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from gitmem import strictjson
+
 
 def now_iso() -> str:
     """The current time as RFC 3339 in UTC with milliseconds."""
@@ -28,8 +30,8 @@ def parse_meta(data: bytes) -> dict[str, Any]:
 
 
 def meta_bytes(meta: Mapping[str, Any]) -> bytes:
-    text = json.dumps(meta, ensure_ascii=False, indent=2) + "\n"
+    text = strictjson.dumps(meta, ensure_ascii=False, indent=2) + "\n"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: escaped, so the file stays UTF-8
-        return (json.dumps(meta, indent=2) + "\n").encode("ascii")
+        return (strictjson.dumps(meta, indent=2) + "\n").encode("ascii")
