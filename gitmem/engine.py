@@ -218,9 +218,13 @@ class GitEngine:
         self.workdir = Path(repo.workdir).resolve()
         self.gitdir = Path(repo.path).resolve()
         self.private_dir = self.gitdir / GITMEM_DIR
-        self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
         self._tmp_dir = self.private_dir / "tmp"
-        self._tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+        # A repository this process cannot write (another user's, a read-only mount) is
+        # still read: no lock, no recovery; a write fails at the lock with one line.
+        self.writable = _writable(self.gitdir)
+        if self.writable:
+            self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+            self._tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
         self.identity = identity or default_identity(repo.config)
         if durability not in DURABILITIES:
             raise EngineError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
@@ -249,6 +253,9 @@ class GitEngine:
         self.on_commit: Callable[[], None] | None = None
         self._stat_cache = StatCache(self.private_dir / STAT_CACHE_FILE)  # hand edits support
         self._objects = _ObjectCheck(self)  # damaged objects support
+        if not self.writable:
+            log.info("%s is read-only here: reading only", self.workdir)
+            return
         with self._lock:
             self._remove_stale_locks()
             self._clean_tmp()
@@ -284,7 +291,8 @@ class GitEngine:
         if not self._closed:
             self._closed = True
             self._index_refresher.stop()
-            self._stat_cache.save()
+            if self.writable:
+                self._stat_cache.save()
 
     def __enter__(self) -> GitEngine:
         return self
@@ -831,7 +839,8 @@ class GitEngine:
         One ``git status`` on the index's stat data, so a large repository is not read.
         """
         prefixes = tuple(f"{folder}/" for folder in folders)
-        with self._lock:  # the index refresher thread shares the repository's index
+        # the index refresher thread shares the repository's index (none when read-only)
+        with self._lock if self.writable else contextlib.nullcontext():
             status = self._repo.status(untracked_files="all", ignored=True)
         found = []
         for path, flags in status.items():
@@ -1480,6 +1489,12 @@ def _fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _writable(gitdir: Path) -> bool:
+    """Whether this process may write the repository (its .git/gitmem/ when there is one)."""
+    private = gitdir / GITMEM_DIR
+    return os.access(private if private.is_dir() else gitdir, os.W_OK)
 
 
 def _process_alive(pid: int) -> bool:

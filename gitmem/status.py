@@ -12,7 +12,7 @@ whether the index is in step with HEAD. It commits nothing. ``--json`` prints on
      "unpushed": null | {"remote", "fetched", "ahead", "behind"},
      "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
      "unreadable": [{"path", "reason"}],
-     "index_in_step": true}
+     "index_in_step": true (null: a read-only repository)}
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ def status(target) -> dict[str, Any]:
     """The status of a :class:`~gitmem.repository.Gitmem` (or engine) as a JSON-ready dict."""
     engine: GitEngine = getattr(target, "engine", target)
     scan = HandEdits.of(engine).scan()
-    with engine.lock:  # the index is shared with the engine's background refresher
-        in_step = engine.index_in_step()
+    in_step = None  # not known in a repository we cannot write (the check writes a tree)
+    if engine.writable:
+        with engine.lock:  # the index is shared with the engine's background refresher
+            in_step = engine.index_in_step()
     return {
         "repository": str(engine.workdir),
         "head": engine.head(),
@@ -98,8 +100,10 @@ def describe(report: dict[str, Any]) -> list[str]:
         lines.append(f"unreadable  {bad['path']}: {bad['reason']} (listings skip this record)")
     for spot in state.get("merge_spots") or []:
         lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
-    lines.append("index       " + ("in step with HEAD" if report["index_in_step"] else
-                                   "not in step with HEAD yet (gitmem refreshes it within a "
+    in_step = report["index_in_step"]
+    lines.append("index       " + ("in step with HEAD" if in_step else
+                                   "not checked (the repository is read-only here)" if in_step is None
+                                   else "not in step with HEAD yet (gitmem refreshes it within a "
                                    "second of its last write)"))
     return lines
 

@@ -463,3 +463,44 @@ def test_a_broken_meta_json_hides_no_other_record(broken_meta, repo_path, tmp_pa
         assert host.wait(HANG_GUARD) == 0
     log = (repo_path / ".git" / "gitmem" / "serve.log").read_text()
     assert f"skipping {broken[1]}: " in log
+
+
+# -- a read-only repository --------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only_view(repo_path: Path, tmp_path: Path):
+    """The repository seen through a read-only bind mount (as another user's memory is)."""
+    with Gitmem.open(repo_path) as mem:
+        mem.memory.write("likes tea")
+    view = tmp_path / "read-only"
+    view.mkdir()
+    for command in (["mount", "--bind", str(repo_path), str(view)],
+                    ["mount", "-o", "remount,ro,bind", str(view)]):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", str(view)], capture_output=True)
+            pytest.skip(f"cannot make a read-only mount here: {done.stderr.strip()}")
+    try:
+        yield view
+    finally:
+        subprocess.run(["umount", str(view)], check=True)
+
+
+def test_a_read_only_repository_is_read_and_refuses_writes_in_one_line(read_only_view, tmp_path):
+    before = sorted(p.name for p in (read_only_view / ".git" / "gitmem").iterdir())
+    assert gitmem(read_only_view, "memory", "read", "--user").stdout == "likes tea\n"
+    for command in (("log",), ("session", "list"), ("status",)):
+        done = gitmem(read_only_view, *command)
+        assert done.returncode == 0 and done.stderr == "", (command, done.stderr)
+    refused = one_line_error(gitmem(read_only_view, "memory", "write", "--user", input="tabs"))
+    assert "cannot write here: Read-only file system" in refused
+    assert len(gitmem(read_only_view, "memory", "write", "--user", input="x").stderr.splitlines()) == 1
+
+    with serve(read_only_view, tmp_path) as host:
+        assert host.call("storage.userMemory.read", USER, timeout=HANG_GUARD) == {"content": "likes tea\n"}
+        error = host.error("storage.userMemory.write", {**USER, "content": "tabs"}, timeout=HANG_GUARD)
+        assert error["code"] == -32603 and "cannot write here" in error["message"]
+        host.close_stdin()
+        assert host.wait(HANG_GUARD) == 0
+    assert sorted(p.name for p in (read_only_view / ".git" / "gitmem").iterdir()) == before
