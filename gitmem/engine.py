@@ -465,10 +465,13 @@ class GitEngine:
                     committer = self.identity.signature()
                     signature = author.signature() if author is not None else committer
                     commit_id = self._commit_on_branch(base, signature, committer, full_message, tree_id)
-                except OSError as exc:
+                except (OSError, pygit2.GitError) as exc:
+                    full = self._disk_full(changes)
+                    if full is not None:
+                        raise full from None
                     # Background packing (git prune-packed) may remove an emptied
                     # objects/xx folder between libgit2's mkdir and its rename: write again.
-                    if attempt >= OBJECT_WRITE_RETRIES:
+                    if not isinstance(exc, OSError) or attempt >= OBJECT_WRITE_RETRIES:
                         raise
                     log.info("writing objects again after: %s", exc)
                     continue
@@ -1090,10 +1093,16 @@ class GitEngine:
         with self._lock:
             base = self._repo[self.resolve(ours)]
             base_tree = self._tree_of(base.id)
-            tree_id = self._build_tree(base_tree, _nest(changes)) or self._repo.TreeBuilder().write()
-            commit_id = self._repo.create_commit(
-                None, self.identity.signature(), self.identity.signature(), full_message,
-                tree_id, [base.id, self.resolve(theirs)])
+            try:
+                tree_id = self._build_tree(base_tree, _nest(changes)) or self._repo.TreeBuilder().write()
+                commit_id = self._repo.create_commit(
+                    None, self.identity.signature(), self.identity.signature(), full_message,
+                    tree_id, [base.id, self.resolve(theirs)])
+            except (OSError, pygit2.GitError):
+                full = self._disk_full(changes)
+                if full is not None:
+                    raise full from None
+                raise
             self._objects.wrote(commit_id, [base.id, self.resolve(theirs)], tree_id, base_tree)
             return str(commit_id), self._advance(base.id, commit_id, full_message)
 
@@ -1357,6 +1366,21 @@ class GitEngine:
             except DamagedObject as exc:
                 found.append((oid, exc.problem))
         return found
+
+    def _disk_full(self, changes: Changes) -> DiskFull | None:
+        """The error to raise for a failed object write when the disk is (about) full. On
+        ENOSPC libgit2 may report a stale message ("the path 'x' does not exist in the
+        given tree", "no error"), so the free space says what happened."""
+        try:
+            st = os.statvfs(self.gitdir)
+        except OSError:
+            return None
+        free = st.f_bavail * st.f_frsize
+        needed = sum(len(data) for data in changes.values() if data is not None) + FULL_DISK_MARGIN
+        if free >= needed:
+            return None
+        return DiskFull(f"the disk holding {self.gitdir} is full ({free // 1024} KB free): "
+                        "nothing was committed; free some space and write again")
 
     def set_config_default(self, key: str, value: str) -> bool:
         """Set ``key`` in the repository's own config file unless that file sets it already.
@@ -1677,6 +1701,11 @@ SOUND_TREE_FILE = "sound-tree"  # in .git/gitmem/
 CHECKED_LIMIT = 2_000_000  # remembered object ids before the memory starts over
 _LOOSE_KINDS = (b"commit", b"tree", b"blob", b"tag")
 _INFLATE_PIECE = 1 << 20
+FULL_DISK_MARGIN = 1 << 20  # bytes: a write failing with less free than its data and this is "disk full"
+
+
+class DiskFull(EngineError):
+    """A write failed because the disk is full; nothing was committed."""
 
 
 class DamagedObject(EngineError):

@@ -504,3 +504,76 @@ def test_a_read_only_repository_is_read_and_refuses_writes_in_one_line(read_only
         host.close_stdin()
         assert host.wait(HANG_GUARD) == 0
     assert sorted(p.name for p in (read_only_view / ".git" / "gitmem").iterdir()) == before
+
+
+# -- a full disk, a folder where a file belongs ----------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 2 MB tmpfs (skipped where the test may not mount one)."""
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing(small_disk):
+    repo = small_disk / "repo"
+    with Gitmem.open(repo) as mem:
+        mem.memory.write("likes tea")
+        mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
+    filler = small_disk / "filler"
+    with open(filler, "wb") as out:  # every byte the disk has left
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    attempts = [("memory", "write", "--user"), ("memory", "write", "--agent", "big"),
+                ("session", "write", "claude-code", "s2")]
+    inputs = ["short answers", "x" * 300_000, '{"messages": [{"role": "user", "content": "hello"}]}']
+    for args, text in zip(attempts, inputs):
+        error = one_line_error(gitmem(repo, *args, input=text))
+        assert "is full" in error and "nothing was committed" in error, error
+    assert gitmem(repo, "memory", "read", "--user").stdout == "likes tea\n"
+    filler.unlink()
+    Git(repo).fsck()
+    assert gitmem(repo, "memory", "write", "--user", input="short answers").returncode == 0
+    assert gitmem(repo, "memory", "read", "--user").stdout == "short answers\n"
+    assert gitmem(repo, "session", "list").stdout == "claude-code\ts1\n"
+
+
+def test_a_folder_where_a_memory_file_belongs_is_no_traceback(mem, repo_path):
+    mem.memory.write("use tabs", "x")
+    file = repo_path / "memory" / "agents" / "x.md"
+    file.unlink()
+    file.mkdir()
+    (file / "notes").write_text("a person's file")
+    for command in (("memory", "read", "--agent", "x"), ("status",), ("log",)):
+        done = gitmem(repo_path, *command)
+        assert "Traceback" not in done.stderr and "Is a directory" not in done.stderr, done.stderr
+        assert done.returncode == 0, (command, done.stderr)
+    assert gitmem(repo_path, "memory", "read", "--agent", "x").stdout == "use tabs\n"
+    assert gitmem(repo_path, "memory", "write", "--agent", "x", input="use spaces").returncode == 0
+    assert gitmem(repo_path, "memory", "read", "--agent", "x").stdout == "use spaces\n"
+    assert (file / "notes").read_text() == "a person's file"
+
+
+def test_a_warning_with_an_exception_is_one_line_on_the_cli(mem, repo_path):
+    # The stat cache cannot be saved over a folder: gitmem warns, with the exception.
+    cache = repo_path / ".git" / "gitmem" / "stat-cache"
+    cache.unlink(missing_ok=True)
+    cache.mkdir()
+    done = gitmem(repo_path, "memory", "write", "--user", input="x" * 10_000)
+    assert done.returncode == 0
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("gitmem: could not save the stat cache") and "Is a directory" in line
