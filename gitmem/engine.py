@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import dataclasses
 import errno
+import hashlib
 import logging
 import os
 import re
@@ -402,10 +403,8 @@ class GitEngine:
         data = raw[0] if raw is not None else None
         if data is None and path is not None:
             data = self._stat_cache.read(path, f"{self.workdir}/{path}", str(oid))
-        if data is None:
-            self._objects.check(oid, path)
-            with self._objects.reading(oid, path):
-                data = self._repo.odb.read(oid)[1]
+        if data is None:  # a loose blob checked just now comes inflated: not read twice
+            data = self._objects.check(oid, path) or self._objects.read(oid, path)
         value = data if parse is None else parse(data)
         self._remember(key, value, len(data))
         return value
@@ -1153,12 +1152,9 @@ class GitEngine:
         if commit is None:
             return None
         oid = commit if isinstance(commit, pygit2.Oid) else self.resolve(commit)
-        self._objects.check(oid, "a commit")
-        with self._objects.reading(oid, "a commit"):
-            tree_id = self._repo[oid].peel(pygit2.Commit).tree_id
+        tree_id = self._objects.load(oid, "a commit").peel(pygit2.Commit).tree_id
         self._objects.make_sound(tree_id)
-        with self._objects.reading(tree_id, "folder /"):
-            return self._repo[tree_id]
+        return self._objects.load(tree_id, "folder /")
 
     # -- history and maintenance support -------------------------------------------
 
@@ -1700,7 +1696,6 @@ def _rename_noreplace(source: Path, target: Path) -> None:
 SOUND_TREE_FILE = "sound-tree"  # in .git/gitmem/
 CHECKED_LIMIT = 2_000_000  # remembered object ids before the memory starts over
 _LOOSE_KINDS = (b"commit", b"tree", b"blob", b"tag")
-_INFLATE_PIECE = 1 << 20
 FULL_DISK_MARGIN = 1 << 20  # bytes: a write failing with less free than its data and this is "disk full"
 
 
@@ -1719,41 +1714,33 @@ class DamagedObject(EngineError):
         super().__init__(f"{place} is damaged: {problem} (run `gitmem fsck`)")
 
 
-def loose_object_problem(path: str | os.PathLike) -> str | None:
-    """What is wrong with the loose object file at ``path`` (None: it inflates completely
-    to the size its header gives). Raises FileNotFoundError when there is none."""
-    with open(path, "rb") as file:
-        data = file.read()
-    inflater = zlib.decompressobj()
-    head = b""
-    size = -1
-    got = 0
-    pending = data
+class LooseObjectDamaged(ValueError):
+    """A loose object file that does not hold its object: truncated, corrupt or not its id's."""
+
+
+def read_loose_object(path: str, oid: str) -> tuple[bytes, bytes]:
+    """``(kind, content)`` of object ``oid`` from its loose object file at ``path``, inflated
+    with Python's zlib and checked against the id. Raises FileNotFoundError when there is
+    none, LooseObjectDamaged saying what is wrong with a damaged one."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        while pending or not inflater.eof:
-            piece = inflater.decompress(pending, _INFLATE_PIECE)
-            pending = inflater.unconsumed_tail
-            if size < 0:
-                head += piece
-                header, sep, rest = head.partition(b"\0")
-                if sep:
-                    kind, _, length = header.partition(b" ")
-                    if kind not in _LOOSE_KINDS or not length.isdigit():
-                        return "its header is not a git object header"
-                    size, got = int(length), len(rest)
-                elif len(head) > 64:
-                    return "its header is not a git object header"
-            else:
-                got += len(piece)
-            if not piece and not pending:
-                break
+        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    finally:
+        os.close(fd)
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(data)
     except zlib.error as exc:
-        return f"its zlib stream is corrupt ({exc})"
+        raise LooseObjectDamaged(f"its zlib stream is corrupt ({exc})") from None
     if not inflater.eof:
-        return f"its file {path} is truncated"
-    if size != got:
-        return f"it holds {got} bytes where its header says {size}"
-    return None
+        raise LooseObjectDamaged(f"its file {path} is truncated")
+    header, sep, content = raw.partition(b"\0")
+    kind, _, length = header.partition(b" ")
+    if not sep or kind not in _LOOSE_KINDS or not length.isdigit() or int(length) != len(content):
+        raise LooseObjectDamaged("it holds no git object (bad header or size)")
+    if hashlib.sha1(raw).hexdigest() != oid:
+        raise LooseObjectDamaged("its content does not match its id")
+    return kind, content
 
 
 class _ObjectCheck:
@@ -1761,34 +1748,45 @@ class _ObjectCheck:
 
     def __init__(self, engine: GitEngine):
         self._engine = engine
-        self._objects = engine.gitdir / "objects"
+        self._objects = str(engine.gitdir / "objects")
         self.checked: set[pygit2.Oid] = set()  # readable (loose and complete, or packed)
         self.sound: set[pygit2.Oid] = set()  # trees: themselves and every tree under them
         self.walkable: set[pygit2.Oid] = set()  # commits: themselves and all their ancestry
         self._trusted: pygit2.Oid | None | bool = False  # False: not read yet
 
-    def check(self, oid: pygit2.Oid, where: str | None = None) -> None:
-        """Raise DamagedObject unless ``oid`` can be read without hanging."""
+    def check(self, oid: pygit2.Oid, where: str | None = None) -> bytes | None:
+        """Raise DamagedObject unless ``oid`` can be read without hanging. Returns the content
+        of a loose blob it has just inflated to check it (else None)."""
         if oid in self.checked:
-            return
+            return None
         text = str(oid)
-        path = self._objects / text[:2] / text[2:]
+        path = f"{self._objects}/{text[:2]}/{text[2:]}"
         try:
-            problem = loose_object_problem(path)
+            kind, content = read_loose_object(path, text)
         except FileNotFoundError:  # packed, or missing: libgit2 answers either at once
-            problem = None
+            kind, content = None, None
+        except LooseObjectDamaged as exc:
+            raise DamagedObject(text, str(exc), where) from None
         except OSError as exc:  # unreadable: libgit2 fails on it at once too
             log.debug("cannot check %s: %s", path, exc)
-            return
-        if problem is not None:
-            raise DamagedObject(text, problem, where)
+            return None
         self.remember(self.checked, oid)
+        return content if kind == b"blob" else None
 
-    @contextlib.contextmanager
-    def reading(self, oid: pygit2.Oid, where: str | None):
-        """Turn libgit2's "not found" or read error for ``oid`` into DamagedObject."""
+    def load(self, oid: pygit2.Oid, where: str | None):
+        """The object ``oid``, checked first; DamagedObject when it is damaged or missing."""
+        self.check(oid, where)
         try:
-            yield
+            return self._engine._repo[oid]
+        except KeyError:
+            raise DamagedObject(str(oid), "it is missing from the object database", where) from None
+        except pygit2.GitError as exc:
+            raise DamagedObject(str(oid), f"it cannot be read ({exc})", where) from None
+
+    def read(self, oid: pygit2.Oid, where: str | None) -> bytes:
+        """The content of blob ``oid`` (checked first) from the object database."""
+        try:
+            return self._engine._repo.odb.read(oid)[1]
         except KeyError:
             raise DamagedObject(str(oid), "it is missing from the object database", where) from None
         except pygit2.GitError as exc:
@@ -1825,9 +1823,7 @@ class _ObjectCheck:
             self.remember(self.sound, tree_id)
             return
         repo = self._engine._repo
-        self.check(tree_id, f"folder {where or '/'}")
-        with self.reading(tree_id, f"folder {where or '/'}"):
-            tree = repo[tree_id]
+        tree = self.load(tree_id, f"folder {where or '/'}")
         trusted: dict[str, pygit2.Oid] = {}
         if trusted_id is not None:
             try:
@@ -1849,13 +1845,12 @@ class _ObjectCheck:
             oid = pending.pop()
             if oid in self.walkable or oid in seen:
                 continue
-            self.check(oid, "a commit in the history")
             seen.add(oid)
             if oid in starts:  # an unknown revision, not a damaged history: KeyError
+                self.check(oid, "a commit in the history")
                 commit = repo[oid]
             else:
-                with self.reading(oid, "a commit in the history"):
-                    commit = repo[oid]
+                commit = self.load(oid, "a commit in the history")
             pending.extend(getattr(commit, "parent_ids", ()))
         for oid in seen:  # only once all of it is checked
             self.remember(self.walkable, oid)
