@@ -1784,7 +1784,7 @@ class _ObjectCheck:
             raise DamagedObject(str(oid), f"it cannot be read ({exc})", where) from None
 
     def read(self, oid: pygit2.Oid, where: str | None) -> bytes:
-        """The content of blob ``oid`` (checked first) from the object database."""
+        """The content of blob ``oid`` from the object database (check it first)."""
         try:
             return self._engine._repo.odb.read(oid)[1]
         except KeyError:
@@ -1806,15 +1806,13 @@ class _ObjectCheck:
             known.clear()
         known.add(oid)
 
-    def make_sound(self, tree_id: pygit2.Oid, where: str = "") -> None:
-        """Check every tree under ``tree_id`` (the root: ``where`` ""), except the folders
-        that are the same as in the root tree found sound last time."""
-        if tree_id in self.sound:
+    def make_sound(self, root_id: pygit2.Oid) -> None:
+        """Check every tree under root tree ``root_id``, except the folders that are the
+        same as in the root tree found sound last time (by this process or one before)."""
+        if root_id in self.sound:
             return
-        trusted = self._trusted_root()
-        self._sound_below(tree_id, trusted if where == "" else None, where)
-        if where == "":
-            self._save_trusted(tree_id)
+        self._sound_below(root_id, self._trusted_root(), "")
+        self._save_trusted(root_id)
 
     def _sound_below(self, tree_id: pygit2.Oid, trusted_id: pygit2.Oid | None, where: str) -> None:
         if tree_id in self.sound:
