@@ -27,6 +27,18 @@ class UsageError(CliError):
     """A command given the wrong arguments, found after parsing: exit 2, as argparse's."""
 
 
+class _OneLine(logging.Formatter):
+    """``gitmem: message`` on one line; an exception logged with it is named on that line,
+    never shown as a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = " ".join(record.getMessage().split())
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f": {' '.join(str(error).split()) or type(error).__name__}"
+        return f"gitmem: {text}"
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line on stderr (its subcommands inherit it)."""
 
@@ -37,7 +49,9 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     # Warnings (a refused hand edit, a packing failure) go to stderr as one line each;
     # `gitmem serve` sends everything to its log file instead.
-    logging.basicConfig(level=logging.WARNING, format="gitmem: %(message)s")
+    stderr = logging.StreamHandler()
+    stderr.setFormatter(_OneLine())
+    logging.basicConfig(level=logging.WARNING, handlers=[stderr])
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):

@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import dataclasses
 import errno
+import hashlib
 import logging
 import os
 import re
@@ -221,9 +222,13 @@ class GitEngine:
         self.workdir = Path(repo.workdir).resolve()
         self.gitdir = Path(repo.path).resolve()
         self.private_dir = self.gitdir / GITMEM_DIR
-        self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
         self._tmp_dir = self.private_dir / "tmp"
-        self._tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+        # A repository this process cannot write (another user's, a read-only mount) is
+        # still read: no lock, no recovery; a write fails at the lock with one line.
+        self.writable = _writable(self.gitdir)
+        if self.writable:
+            self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+            self._tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
         self.identity = identity or default_identity(repo.config)
         if durability not in DURABILITIES:
             raise EngineError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
@@ -253,6 +258,9 @@ class GitEngine:
         self._stat_cache = StatCache(self.private_dir / STAT_CACHE_FILE)  # hand edits support
         self.journal = Journal(self.private_dir)  # what gitmem last put in each work-tree file
         self._objects = _ObjectCheck(self)  # damaged objects support
+        if not self.writable:
+            log.info("%s is read-only here: reading only", self.workdir)
+            return
         with self._lock:
             self._remove_stale_locks()
             self._clean_tmp()
@@ -288,7 +296,8 @@ class GitEngine:
         if not self._closed:
             self._closed = True
             self._index_refresher.stop()
-            self._stat_cache.save()
+            if self.writable:
+                self._stat_cache.save()
             self.journal.close()
 
     def __enter__(self) -> GitEngine:
@@ -399,10 +408,8 @@ class GitEngine:
         data = raw[0] if raw is not None else None
         if data is None and path is not None:
             data = self._stat_cache.read(path, f"{self.workdir}/{path}", str(oid))
-        if data is None:
-            self._objects.check(oid, path)
-            with self._objects.reading(oid, path):
-                data = self._repo.odb.read(oid)[1]
+        if data is None:  # a loose blob checked just now comes inflated: not read twice
+            data = self._objects.check(oid, path) or self._objects.read(oid, path)
         value = data if parse is None else parse(data)
         self._remember(key, value, len(data))
         return value
@@ -465,10 +472,13 @@ class GitEngine:
                     committer = self.identity.signature()
                     signature = author.signature() if author is not None else committer
                     commit_id = self._commit_on_branch(base, signature, committer, full_message, tree_id)
-                except OSError as exc:
+                except (OSError, pygit2.GitError) as exc:
+                    full = self._disk_full(changes)
+                    if full is not None:
+                        raise full from None
                     # Background packing (git prune-packed) may remove an emptied
                     # objects/xx folder between libgit2's mkdir and its rename: write again.
-                    if attempt >= OBJECT_WRITE_RETRIES:
+                    if not isinstance(exc, OSError) or attempt >= OBJECT_WRITE_RETRIES:
                         raise
                     log.info("writing objects again after: %s", exc)
                     continue
@@ -829,6 +839,7 @@ class GitEngine:
         found: dict[str, None] = {}
         if tip is None:
             return []
+        self._objects.make_walkable([tip])
         for depth, commit in enumerate(self._repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)):
             if depth >= RECOVERY_DEPTH or (limit is not None and len(found) >= limit):
                 break
@@ -912,7 +923,8 @@ class GitEngine:
         One ``git status`` on the index's stat data, so a large repository is not read.
         """
         prefixes = tuple(f"{folder}/" for folder in folders)
-        with self._lock:  # the index refresher thread shares the repository's index
+        # the index refresher thread shares the repository's index (none when read-only)
+        with self._lock if self.writable else contextlib.nullcontext():
             status = self._repo.status(untracked_files="all", ignored=True)
         found = []
         for path, flags in status.items():
@@ -1180,10 +1192,16 @@ class GitEngine:
         with self._lock:
             base = self._repo[self.resolve(ours)]
             base_tree = self._tree_of(base.id)
-            tree_id = self._build_tree(base_tree, _nest(changes)) or self._repo.TreeBuilder().write()
-            commit_id = self._repo.create_commit(
-                None, self.identity.signature(), self.identity.signature(), full_message,
-                tree_id, [base.id, self.resolve(theirs)])
+            try:
+                tree_id = self._build_tree(base_tree, _nest(changes)) or self._repo.TreeBuilder().write()
+                commit_id = self._repo.create_commit(
+                    None, self.identity.signature(), self.identity.signature(), full_message,
+                    tree_id, [base.id, self.resolve(theirs)])
+            except (OSError, pygit2.GitError):
+                full = self._disk_full(changes)
+                if full is not None:
+                    raise full from None
+                raise
             self._objects.wrote(commit_id, [base.id, self.resolve(theirs)], tree_id, base_tree)
             return str(commit_id), self._advance(base.id, commit_id, full_message)
 
@@ -1236,12 +1254,9 @@ class GitEngine:
         if commit is None:
             return None
         oid = commit if isinstance(commit, pygit2.Oid) else self.resolve(commit)
-        self._objects.check(oid, "a commit")
-        with self._objects.reading(oid, "a commit"):
-            tree_id = self._repo[oid].peel(pygit2.Commit).tree_id
+        tree_id = self._objects.load(oid, "a commit").peel(pygit2.Commit).tree_id
         self._objects.make_sound(tree_id)
-        with self._objects.reading(tree_id, "folder /"):
-            return self._repo[tree_id]
+        return self._objects.load(tree_id, "folder /")
 
     # -- history and maintenance support -------------------------------------------
 
@@ -1450,6 +1465,21 @@ class GitEngine:
                 found.append((oid, exc.problem))
         return found
 
+    def _disk_full(self, changes: Changes) -> DiskFull | None:
+        """The error to raise for a failed object write when the disk is (about) full. On
+        ENOSPC libgit2 may report a stale message ("the path 'x' does not exist in the
+        given tree", "no error"), so the free space says what happened."""
+        try:
+            st = os.statvfs(self.gitdir)
+        except OSError:
+            return None
+        free = st.f_bavail * st.f_frsize
+        needed = sum(len(data) for data in changes.values() if data is not None) + FULL_DISK_MARGIN
+        if free >= needed:
+            return None
+        return DiskFull(f"the disk holding {self.gitdir} is full ({free // 1024} KB free): "
+                        "nothing was committed; free some space and write again")
+
     def set_config_default(self, key: str, value: str) -> bool:
         """Set ``key`` in the repository's own config file unless that file sets it already.
         Safe from any thread (it does not touch the writers' repository object)."""
@@ -1588,6 +1618,12 @@ def _fsync_path(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _writable(gitdir: Path) -> bool:
+    """Whether this process may write the repository (its .git/gitmem/ when there is one)."""
+    private = gitdir / GITMEM_DIR
+    return os.access(private if private.is_dir() else gitdir, os.W_OK)
 
 
 def _process_alive(pid: int) -> bool:
@@ -1903,7 +1939,11 @@ def release_rescued(engine: GitEngine, commit: str) -> None:
 SOUND_TREE_FILE = "sound-tree"  # in .git/gitmem/
 CHECKED_LIMIT = 2_000_000  # remembered object ids before the memory starts over
 _LOOSE_KINDS = (b"commit", b"tree", b"blob", b"tag")
-_INFLATE_PIECE = 1 << 20
+FULL_DISK_MARGIN = 1 << 20  # bytes: a write failing with less free than its data and this is "disk full"
+
+
+class DiskFull(EngineError):
+    """A write failed because the disk is full; nothing was committed."""
 
 
 class DamagedObject(EngineError):
@@ -1917,41 +1957,33 @@ class DamagedObject(EngineError):
         super().__init__(f"{place} is damaged: {problem} (run `gitmem fsck`)")
 
 
-def loose_object_problem(path: str | os.PathLike) -> str | None:
-    """What is wrong with the loose object file at ``path`` (None: it inflates completely
-    to the size its header gives). Raises FileNotFoundError when there is none."""
-    with open(path, "rb") as file:
-        data = file.read()
-    inflater = zlib.decompressobj()
-    head = b""
-    size = -1
-    got = 0
-    pending = data
+class LooseObjectDamaged(ValueError):
+    """A loose object file that does not hold its object: truncated, corrupt or not its id's."""
+
+
+def read_loose_object(path: str, oid: str) -> tuple[bytes, bytes]:
+    """``(kind, content)`` of object ``oid`` from its loose object file at ``path``, inflated
+    with Python's zlib and checked against the id. Raises FileNotFoundError when there is
+    none, LooseObjectDamaged saying what is wrong with a damaged one."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        while pending or not inflater.eof:
-            piece = inflater.decompress(pending, _INFLATE_PIECE)
-            pending = inflater.unconsumed_tail
-            if size < 0:
-                head += piece
-                header, sep, rest = head.partition(b"\0")
-                if sep:
-                    kind, _, length = header.partition(b" ")
-                    if kind not in _LOOSE_KINDS or not length.isdigit():
-                        return "its header is not a git object header"
-                    size, got = int(length), len(rest)
-                elif len(head) > 64:
-                    return "its header is not a git object header"
-            else:
-                got += len(piece)
-            if not piece and not pending:
-                break
+        data = b"".join(iter(lambda: os.read(fd, 1 << 20), b""))
+    finally:
+        os.close(fd)
+    inflater = zlib.decompressobj()
+    try:
+        raw = inflater.decompress(data)
     except zlib.error as exc:
-        return f"its zlib stream is corrupt ({exc})"
+        raise LooseObjectDamaged(f"its zlib stream is corrupt ({exc})") from None
     if not inflater.eof:
-        return f"its file {path} is truncated"
-    if size != got:
-        return f"it holds {got} bytes where its header says {size}"
-    return None
+        raise LooseObjectDamaged(f"its file {path} is truncated")
+    header, sep, content = raw.partition(b"\0")
+    kind, _, length = header.partition(b" ")
+    if not sep or kind not in _LOOSE_KINDS or not length.isdigit() or int(length) != len(content):
+        raise LooseObjectDamaged("it holds no git object (bad header or size)")
+    if hashlib.sha1(raw).hexdigest() != oid:
+        raise LooseObjectDamaged("its content does not match its id")
+    return kind, content
 
 
 class _ObjectCheck:
@@ -1959,34 +1991,45 @@ class _ObjectCheck:
 
     def __init__(self, engine: GitEngine):
         self._engine = engine
-        self._objects = engine.gitdir / "objects"
+        self._objects = str(engine.gitdir / "objects")
         self.checked: set[pygit2.Oid] = set()  # readable (loose and complete, or packed)
         self.sound: set[pygit2.Oid] = set()  # trees: themselves and every tree under them
         self.walkable: set[pygit2.Oid] = set()  # commits: themselves and all their ancestry
         self._trusted: pygit2.Oid | None | bool = False  # False: not read yet
 
-    def check(self, oid: pygit2.Oid, where: str | None = None) -> None:
-        """Raise DamagedObject unless ``oid`` can be read without hanging."""
+    def check(self, oid: pygit2.Oid, where: str | None = None) -> bytes | None:
+        """Raise DamagedObject unless ``oid`` can be read without hanging. Returns the content
+        of a loose blob it has just inflated to check it (else None)."""
         if oid in self.checked:
-            return
+            return None
         text = str(oid)
-        path = self._objects / text[:2] / text[2:]
+        path = f"{self._objects}/{text[:2]}/{text[2:]}"
         try:
-            problem = loose_object_problem(path)
+            kind, content = read_loose_object(path, text)
         except FileNotFoundError:  # packed, or missing: libgit2 answers either at once
-            problem = None
+            kind, content = None, None
+        except LooseObjectDamaged as exc:
+            raise DamagedObject(text, str(exc), where) from None
         except OSError as exc:  # unreadable: libgit2 fails on it at once too
             log.debug("cannot check %s: %s", path, exc)
-            return
-        if problem is not None:
-            raise DamagedObject(text, problem, where)
+            return None
         self.remember(self.checked, oid)
+        return content if kind == b"blob" else None
 
-    @contextlib.contextmanager
-    def reading(self, oid: pygit2.Oid, where: str | None):
-        """Turn libgit2's "not found" or read error for ``oid`` into DamagedObject."""
+    def load(self, oid: pygit2.Oid, where: str | None):
+        """The object ``oid``, checked first; DamagedObject when it is damaged or missing."""
+        self.check(oid, where)
         try:
-            yield
+            return self._engine._repo[oid]
+        except KeyError:
+            raise DamagedObject(str(oid), "it is missing from the object database", where) from None
+        except pygit2.GitError as exc:
+            raise DamagedObject(str(oid), f"it cannot be read ({exc})", where) from None
+
+    def read(self, oid: pygit2.Oid, where: str | None) -> bytes:
+        """The content of blob ``oid`` from the object database (check it first)."""
+        try:
+            return self._engine._repo.odb.read(oid)[1]
         except KeyError:
             raise DamagedObject(str(oid), "it is missing from the object database", where) from None
         except pygit2.GitError as exc:
@@ -2006,15 +2049,13 @@ class _ObjectCheck:
             known.clear()
         known.add(oid)
 
-    def make_sound(self, tree_id: pygit2.Oid, where: str = "") -> None:
-        """Check every tree under ``tree_id`` (the root: ``where`` ""), except the folders
-        that are the same as in the root tree found sound last time."""
-        if tree_id in self.sound:
+    def make_sound(self, root_id: pygit2.Oid) -> None:
+        """Check every tree under root tree ``root_id``, except the folders that are the
+        same as in the root tree found sound last time (by this process or one before)."""
+        if root_id in self.sound:
             return
-        trusted = self._trusted_root()
-        self._sound_below(tree_id, trusted if where == "" else None, where)
-        if where == "":
-            self._save_trusted(tree_id)
+        self._sound_below(root_id, self._trusted_root(), "")
+        self._save_trusted(root_id)
 
     def _sound_below(self, tree_id: pygit2.Oid, trusted_id: pygit2.Oid | None, where: str) -> None:
         if tree_id in self.sound:
@@ -2023,9 +2064,7 @@ class _ObjectCheck:
             self.remember(self.sound, tree_id)
             return
         repo = self._engine._repo
-        self.check(tree_id, f"folder {where or '/'}")
-        with self.reading(tree_id, f"folder {where or '/'}"):
-            tree = repo[tree_id]
+        tree = self.load(tree_id, f"folder {where or '/'}")
         trusted: dict[str, pygit2.Oid] = {}
         if trusted_id is not None:
             try:
@@ -2047,13 +2086,12 @@ class _ObjectCheck:
             oid = pending.pop()
             if oid in self.walkable or oid in seen:
                 continue
-            self.check(oid, "a commit in the history")
             seen.add(oid)
             if oid in starts:  # an unknown revision, not a damaged history: KeyError
+                self.check(oid, "a commit in the history")
                 commit = repo[oid]
             else:
-                with self.reading(oid, "a commit in the history"):
-                    commit = repo[oid]
+                commit = self.load(oid, "a commit in the history")
             pending.extend(getattr(commit, "parent_ids", ()))
         for oid in seen:  # only once all of it is checked
             self.remember(self.walkable, oid)

@@ -71,7 +71,10 @@ def run(args: list[str], *, cwd: str | os.PathLike, timeout: float,
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc, signal.SIGKILL)
-        proc.communicate()
+        try:
+            proc.communicate(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:  # a helper that left the group holds the pipes
+            pass
         raise GitTimeout(f"git {_verb(args)} gave no answer within {timeout:g} s") from None
     finally:
         restore()

@@ -30,6 +30,10 @@ class LockTimeout(Exception):
     """The lock could not be taken within its timeout."""
 
 
+class NotWritable(Exception):
+    """The lock file cannot be opened for writing: this process cannot write the repository."""
+
+
 class FileLock:
     """A re-entrant lock shared by the threads of a process and across processes."""
 
@@ -82,7 +86,11 @@ class FileLock:
     def _take_file_lock(self, deadline: float) -> float | None:
         """Take the file lock and leave our pid in it; return when the last holder took it
         if that one died holding it (its pid is still there), else None."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise NotWritable(f"cannot write here: {exc.strerror or exc} ({self.path}); "
+                              "reading works, writing needs a writable repository") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

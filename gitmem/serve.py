@@ -84,8 +84,12 @@ def cmd_serve(args) -> int:
     except DamagedObject as exc:
         mem.close()
         return _serve_unavailable(args, exc, protocol_out)
-    log_writer = logfile.start(Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME,
-                               args.log_level)
+    log_path = Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME
+    try:
+        log_writer = logfile.start(log_path, args.log_level)
+    except OSError as exc:  # a read-only repository: the log goes to stderr
+        log_writer = None
+        log.warning("not logging to %s: %s", log_path, exc.strerror or exc)
     # An invalid handler list stops us before serving, with a one-line error the CLI
     # prints; nui drops stderr, so it goes to the log too.
     try:
@@ -94,7 +98,8 @@ def cmd_serve(args) -> int:
     except HandlerConfigError as error:
         log.error("not serving: %s", error)
         mem.close()
-        log_writer.stop()
+        if log_writer is not None:
+            log_writer.stop()
         raise
     log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
              handlers_file or "any")
@@ -104,8 +109,9 @@ def cmd_serve(args) -> int:
         log.exception("looking for commits taken off main failed")
     maintenance = Maintenance(mem.engine)
     mem.engine.on_commit = maintenance.maybe_start
-    watcher = watch.start_from_args(mem, args)
-    syncer = sync.start_from_args(mem, args)
+    # a repository we cannot write is only read: nothing to commit or sync
+    watcher = watch.start_from_args(mem, args) if mem.engine.writable else None
+    syncer = sync.start_from_args(mem, args) if mem.engine.writable else None
     finished = False
 
     def finish() -> None:
@@ -134,7 +140,8 @@ def cmd_serve(args) -> int:
     finally:
         finish()
         log.info("stopped")
-        log_writer.stop()
+        if log_writer is not None:
+            log_writer.stop()
     return 0
 
 

@@ -60,9 +60,10 @@ def read_regular(file: os.PathLike) -> tuple[bytes, os.stat_result] | None:
         fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:  # no file, or a symlink (ELOOP)
         return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before open(): it refuses a folder
+        os.close(fd)
+        return None
     with open(fd, "rb") as opened:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
         data = opened.read()
         return data, os.fstat(fd)
 

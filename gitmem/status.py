@@ -16,7 +16,7 @@ skip those records); and whether the index is in step with HEAD. It commits noth
      "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
      "dropped": [{"commit", "time", "summary", "ref"}],
      "unreadable": [{"path", "reason"}],
-     "index_in_step": true}
+     "index_in_step": true (null: a read-only repository)}
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ def status(target) -> dict[str, Any]:
     """The status of a :class:`~gitmem.repository.Gitmem` (or engine) as a JSON-ready dict."""
     engine: GitEngine = getattr(target, "engine", target)
     scan = HandEdits.of(engine).scan()
-    with engine.lock:  # the index is shared with the engine's background refresher
-        in_step = engine.index_in_step()
+    in_step = None  # not known in a repository we cannot write (the check writes a tree)
+    if engine.writable:
+        with engine.lock:  # the index is shared with the engine's background refresher
+            in_step = engine.index_in_step()
     return {
         "repository": str(engine.workdir),
         "head": engine.head(),
@@ -112,11 +114,13 @@ def describe(report: dict[str, Any]) -> list[str]:
     for spot in state.get("merge_spots") or []:
         lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
     lines += _describe_dropped(report["dropped"])
+    in_step = report["index_in_step"]
     if report["checked_out"] != "main":
         lines.append(f"index       {report['checked_out']}'s (left alone)")
     else:
-        lines.append("index       " + ("in step with HEAD" if report["index_in_step"] else
-                                       "not in step with HEAD yet (gitmem refreshes it within a "
+        lines.append("index       " + ("in step with HEAD" if in_step else
+                                       "not checked (the repository is read-only here)" if in_step is None
+                                       else "not in step with HEAD yet (gitmem refreshes it within a "
                                        "second of its last write)"))
     return lines
 

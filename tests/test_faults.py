@@ -110,20 +110,6 @@ def test_fsck_names_the_record_of_a_damaged_file_at_head(memories, repo_path):
     assert "(it belongs to record agent:a1)" in fsck.stdout
 
 
-@pytest.mark.parametrize("kind", ["commit", "tree"])
-def test_serve_answers_a_request_for_a_damaged_object_and_goes_on(kind, memories, repo_path,
-                                                                   tmp_path):
-    oid = truncate_object(memories, DAMAGED[kind])
-    with serve(repo_path, tmp_path) as host:
-        error = host.error("storage.agentMemory.read", AGENT, timeout=HANG_GUARD)
-        assert error["code"] == -32603
-        assert oid in error["message"]
-        assert host.call("storage.info", timeout=HANG_GUARD)["name"] == "gitmem"
-        assert oid in host.error("storage.userMemory.read", USER, timeout=HANG_GUARD)["message"]
-        host.close_stdin()
-        assert host.wait(HANG_GUARD) == 0
-
-
 def test_serve_goes_on_serving_what_a_damaged_old_blob_does_not_touch(memories, repo_path, tmp_path):
     truncate_object(memories, DAMAGED["blob"])
     with serve(repo_path, tmp_path) as host:
@@ -398,13 +384,13 @@ def truncate_pack(git: Git) -> None:
     pack.write_bytes(data[:len(data) // 2])
 
 
-@pytest.mark.parametrize("damage", ["truncated HEAD commit", "truncated pack"])
+@pytest.mark.parametrize("damage", ["truncated HEAD commit", "truncated folder", "truncated pack"])
 def test_serve_stays_up_and_says_why_it_cannot_serve(damage, memories, repo_path, tmp_path):
     if damage == "truncated pack":
         truncate_pack(memories)
         named = memories("rev-parse", "HEAD").strip()
     else:
-        named = truncate_object(memories, "HEAD")
+        named = truncate_object(memories, DAMAGED["commit" if "commit" in damage else "tree"])
     with serve(repo_path, tmp_path) as host:
         error = host.error("storage.info", timeout=HANG_GUARD)
         assert error["code"] == -32603
@@ -463,3 +449,117 @@ def test_a_broken_meta_json_hides_no_other_record(broken_meta, repo_path, tmp_pa
         assert host.wait(HANG_GUARD) == 0
     log = (repo_path / ".git" / "gitmem" / "serve.log").read_text()
     assert f"skipping {broken[1]}: " in log
+
+
+# -- a read-only repository --------------------------------------------------------------
+
+
+@pytest.fixture
+def read_only_view(repo_path: Path, tmp_path: Path):
+    """The repository seen through a read-only bind mount (as another user's memory is)."""
+    with Gitmem.open(repo_path) as mem:
+        mem.memory.write("likes tea")
+    view = tmp_path / "read-only"
+    view.mkdir()
+    for command in (["mount", "--bind", str(repo_path), str(view)],
+                    ["mount", "-o", "remount,ro,bind", str(view)]):
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", str(view)], capture_output=True)
+            pytest.skip(f"cannot make a read-only mount here: {done.stderr.strip()}")
+    try:
+        yield view
+    finally:
+        subprocess.run(["umount", str(view)], check=True)
+
+
+def test_a_read_only_repository_is_read_and_refuses_writes_in_one_line(read_only_view, tmp_path):
+    before = sorted(p.name for p in (read_only_view / ".git" / "gitmem").iterdir())
+    assert gitmem(read_only_view, "memory", "read", "--user").stdout == "likes tea\n"
+    for command in (("log",), ("session", "list"), ("status",)):
+        done = gitmem(read_only_view, *command)
+        assert done.returncode == 0 and done.stderr == "", (command, done.stderr)
+    refused = one_line_error(gitmem(read_only_view, "memory", "write", "--user", input="tabs"))
+    assert "cannot write here: Read-only file system" in refused
+    assert len(gitmem(read_only_view, "memory", "write", "--user", input="x").stderr.splitlines()) == 1
+
+    with serve(read_only_view, tmp_path) as host:
+        assert host.call("storage.userMemory.read", USER, timeout=HANG_GUARD) == {"content": "likes tea\n"}
+        error = host.error("storage.userMemory.write", {**USER, "content": "tabs"}, timeout=HANG_GUARD)
+        assert error["code"] == -32603 and "cannot write here" in error["message"]
+        host.close_stdin()
+        assert host.wait(HANG_GUARD) == 0
+    assert sorted(p.name for p in (read_only_view / ".git" / "gitmem").iterdir()) == before
+
+
+# -- a full disk, a folder where a file belongs ----------------------------------------------
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    """A 2 MB tmpfs (skipped where the test may not mount one)."""
+    disk = tmp_path / "small-disk"
+    disk.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_full_disk_is_one_line_and_loses_nothing(small_disk):
+    repo = small_disk / "repo"
+    with Gitmem.open(repo) as mem:
+        mem.memory.write("likes tea")
+        mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
+    filler = small_disk / "filler"
+    with open(filler, "wb") as out:  # every byte the disk has left
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError:
+            pass
+    attempts = [("memory", "write", "--user"), ("memory", "write", "--agent", "big"),
+                ("session", "write", "claude-code", "s2")]
+    inputs = ["short answers", "x" * 300_000, '{"messages": [{"role": "user", "content": "hello"}]}']
+    for args, text in zip(attempts, inputs):
+        error = one_line_error(gitmem(repo, *args, input=text))
+        assert "is full" in error and "nothing was committed" in error, error
+    assert gitmem(repo, "memory", "read", "--user").stdout == "likes tea\n"
+    filler.unlink()
+    Git(repo).fsck()
+    assert gitmem(repo, "memory", "write", "--user", input="short answers").returncode == 0
+    assert gitmem(repo, "memory", "read", "--user").stdout == "short answers\n"
+    assert gitmem(repo, "session", "list").stdout == "claude-code\ts1\n"
+
+
+def test_a_folder_where_a_memory_file_belongs_is_no_traceback(mem, repo_path):
+    mem.memory.write("use tabs", "x")
+    file = repo_path / "memory" / "agents" / "x.md"
+    file.unlink()
+    file.mkdir()
+    (file / "notes").write_text("a person's file")
+    for command in (("memory", "read", "--agent", "x"), ("status",), ("log",)):
+        done = gitmem(repo_path, *command)
+        assert "Traceback" not in done.stderr and "Is a directory" not in done.stderr, done.stderr
+        assert done.returncode == 0, (command, done.stderr)
+    assert gitmem(repo_path, "memory", "read", "--agent", "x").stdout == "use tabs\n"
+    assert gitmem(repo_path, "memory", "write", "--agent", "x", input="use spaces").returncode == 0
+    assert gitmem(repo_path, "memory", "read", "--agent", "x").stdout == "use spaces\n"
+    assert (file / "notes").read_text() == "a person's file"
+
+
+def test_a_warning_with_an_exception_is_one_line_on_the_cli(mem, repo_path):
+    # The stat cache cannot be saved over a folder: gitmem warns, with the exception.
+    cache = repo_path / ".git" / "gitmem" / "stat-cache"
+    cache.unlink(missing_ok=True)
+    cache.mkdir()
+    done = gitmem(repo_path, "memory", "write", "--user", input="x" * 10_000)
+    assert done.returncode == 0
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("gitmem: could not save the stat cache") and "Is a directory" in line
