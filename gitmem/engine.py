@@ -743,7 +743,8 @@ class GitEngine:
 
     def in_index(self, path: str) -> bool:
         """True when the index has an entry for ``path``."""
-        with self._lock:  # the index refresher thread shares the repository's index
+        # the index refresher thread shares the repository's index
+        with self._lock if self.writable else contextlib.nullcontext():
             index = self._repo.index
             index.read(force=False)
             return path in index
@@ -2144,11 +2145,29 @@ def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
     target = head.target if head is not None else None
     branch = target[len("refs/heads/"):] if isinstance(target, str) and \
         target.startswith("refs/heads/") else None
+    opened = (Path(repo.path) / GITMEM_DIR).is_dir()
     names: tuple[str, ...] = ()
-    if not repo.head_is_unborn:
-        names = tuple(entry.name for entry in repo.head.peel(pygit2.Commit).tree)
-    return RepositoryFacts(branch, not repo.head_is_unborn, names,
-                           (Path(repo.path) / GITMEM_DIR).is_dir())
+    if not opened and not repo.head_is_unborn:
+        names = _top_names(repo)
+    return RepositoryFacts(branch, not repo.head_is_unborn, names, opened)
+
+
+def _top_names(repo: pygit2.Repository) -> tuple[str, ...]:
+    """The names at the top of HEAD's tree; () when its commit or tree is damaged (libgit2
+    would spin on a truncated loose object; opening the engine names the damage)."""
+    objects = Path(repo.path) / "objects"
+    oid = str(repo.head.target)
+    for _ in range(2):  # the commit, then its tree
+        try:
+            kind, content = read_loose_object(str(objects / oid[:2] / oid[2:]), oid)
+        except FileNotFoundError:  # packed: libgit2 checks those itself
+            kind, content = None, None
+        except LooseObjectDamaged:
+            return ()
+        if kind != b"commit":
+            break
+        oid = content.split(b"\n", 1)[0].split(b" ")[-1].decode()
+    return tuple(entry.name for entry in repo.head.peel(pygit2.Commit).tree)
 
 
 def point_head_at_main(engine: GitEngine) -> None:

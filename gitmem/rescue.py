@@ -22,6 +22,7 @@ commit the person dropped on purpose: its ref is released and it is listed no mo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import logging
@@ -56,7 +57,7 @@ class Dropped:
     time: int  # commit time, seconds since the epoch
     offset: int  # minutes east of UTC
     summary: str
-    ref: str
+    ref: str  # "" while it cannot be kept (a read-only repository)
 
     def to_json(self) -> dict[str, Any]:
         return {"commit": self.commit, "time": format_date(self.time, self.offset),
@@ -88,7 +89,7 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
     gitmem's is a commit on top, a merge or a fast-forward): without one, and with no
     ref kept, nothing is walked.
     """
-    with engine.lock:
+    with engine.lock if engine.writable else contextlib.nullcontext():
         kept = rescue_refs(engine)
         entries = reflog(engine)
         rewrites = [entry for entry in entries if entry.old and not _made_by_gitmem(engine, entry)
@@ -99,13 +100,13 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
         candidates = [*kept, *(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
                       *(e.new for e in entries if e.new and _made_by_gitmem(engine, e))]
         dropped = dropped_tips(engine, candidates, _let_go(engine))
-        for commit in kept.keys() - set(dropped):
+        for commit in kept.keys() - set(dropped) if engine.writable else ():
             release_rescued(engine, commit)
         found = []
         for commit in dropped:
             ref = kept.get(commit)
-            if ref is None:
-                ref = keep_for_rescue(engine, commit)
+            if ref is None:  # a read-only repository is only looked at
+                ref = keep_for_rescue(engine, commit) if engine.writable else ""
                 log.warning("main no longer holds gitmem commit %s (a history rewrite by hand?): "
                             "kept as %s; `gitmem rescue` merges it back", commit[:10], ref)
             info = engine.commit_info(commit)

@@ -516,7 +516,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_disk):
         mem.memory.write("likes tea")
         mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
     filler = small_disk / "filler"
-    with open(filler, "wb") as out:  # every byte the disk has left
+    with open(filler, "wb", buffering=0) as out:  # every byte the disk has left
         try:
             while True:
                 out.write(b"\0" * 65536)
