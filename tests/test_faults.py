@@ -138,6 +138,7 @@ def silent_listener():
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(16)
+    server.settimeout(0.1)  # closing the socket does not end an accept() under way
     held: list[socket.socket] = []
     stopping = threading.Event()
 
@@ -145,6 +146,8 @@ def silent_listener():
         while not stopping.is_set():
             try:
                 connection, _ = server.accept()
+            except socket.timeout:
+                continue
             except OSError:
                 return
             held.append(connection)
