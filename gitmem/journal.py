@@ -102,6 +102,8 @@ class Journal:
             try:
                 if self._states_file.stat().st_size > COMPACT_BYTES:
                     self._compact()
+            except FileNotFoundError:  # none written, or the repository is gone
+                pass
             except OSError as exc:
                 log.warning("work-tree journal not compacted: %s", exc)
 

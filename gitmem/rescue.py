@@ -221,7 +221,11 @@ def _message(dropped: Dropped, spots: list[Spot]) -> str:
 # -- the command line -----------------------------------------------------------------
 
 EXAMPLE = """\
-example (runs as it is, in a scratch repository):
+example:
+  gitmem rescue --list        # the gitmem commits a history rewrite took off main
+  gitmem rescue               # merges each back, as one merge commit
+
+a whole run, as it is, in a scratch repository:
   export GITMEM_REPO=/tmp/rescue-demo
   gitmem init && echo one | gitmem memory write --user --append
   echo two | gitmem memory write --user --append
