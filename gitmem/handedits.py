@@ -6,9 +6,10 @@ name ``$USER`` and the email ``$USER@<host name>``), committed by gitmem, with t
 trailer ``Gitmem-Op: hand-edit`` and a message listing the files:
 
 - on access: a read or write of a record first commits an edit of its files
-  (the engine calls :meth:`HandEdits.on_access`; a stat check per file keeps it
-  cheap), so a reader sees what the person saved and an API write lands on top
-  of it instead of over it;
+  (an engine opened with ``hand_edits=HandEdits`` calls :meth:`HandEdits.before_access`,
+  under the writers' lock for a write; a stat check per file keeps it cheap), so a
+  reader sees what the person saved and an API write lands on top of it instead of
+  over it;
 - from the watcher (:mod:`gitmem.watch`), once the edits settle.
 
 One rule decides what a work-tree file that differs from HEAD is:
@@ -36,7 +37,8 @@ person started from, so what the API added meanwhile is kept). Markdown is alway
 valid. While the work tree is not ``main``'s (a person checked out another commit or
 branch), nothing in it is an edit.
 
-    edits = HandEdits.of(engine)      # installs engine.on_access
+    engine = GitEngine.open(path, hand_edits=HandEdits)   # as Gitmem.open does
+    edits = HandEdits.of(engine)      # the engine's own (a new one for an engine without)
     edits.commit_pending()            # commit every edit waiting now
     edits.scan().refused              # [Refusal(path, line, reason), ...]
 """
@@ -189,8 +191,9 @@ class _Plan:
 class HandEdits:
     """Finds and commits the hand edits in one repository's work tree.
 
-    One instance per engine (:meth:`of`); thread-safe: commits happen under the
-    writers' lock, and a file is compared with HEAD again under it.
+    The engine is given the class as its ``hand_edits`` factory and makes its own
+    instance (:meth:`of` finds it); thread-safe: commits happen under the writers' lock,
+    and a file is compared with HEAD again under it.
     """
 
     def __init__(self, engine: GitEngine, *, settle: float = SETTLE):
@@ -200,16 +203,12 @@ class HandEdits:
 
     @classmethod
     def of(cls, engine: GitEngine) -> HandEdits:
-        """The hand-edit layer installed on ``engine``, installing one when there is none."""
-        installed = getattr(engine.on_access, "__self__", None)
-        return installed if isinstance(installed, cls) else cls(engine).install()
+        """The hand-edit part ``engine`` was opened with; a new one for an engine opened
+        without (it commits and scans, but the engine's reads and writes do not call it)."""
+        made = engine.hand_edits
+        return made if isinstance(made, cls) else cls(engine)
 
-    def install(self) -> HandEdits:
-        """Make the engine call :meth:`on_access` before each read of HEAD or write of a record."""
-        self.engine.on_access = self.on_access
-        return self
-
-    def on_access(self, scope: str) -> None:
+    def before_access(self, scope: str) -> None:
         """Commit the edits of record ``scope`` (a file or folder) before it is read or written.
 
         A file emptied less than :data:`EMPTY_SETTLE` ago is left for the watcher: it is

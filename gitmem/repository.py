@@ -119,7 +119,8 @@ class Gitmem:
 
         ``durability`` (an engine option) defaults to ``$GITMEM_DURABILITY``, else "fast".
         ``hand_edits`` commits a person's uncommitted edit of a record before the record
-        is read or written (:mod:`gitmem.handedits`).
+        is read or written (:mod:`gitmem.handedits`): the engine is opened with the
+        hand-edit part, which the stores' reads and writes then go through.
         """
         path = Path(path).expanduser() if path is not None else default_repo_path()
         if engine_options.get("durability") is None:
@@ -138,15 +139,14 @@ class Gitmem:
                 f"{path} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
                 f"its records on {BRANCH}: rename the branch (`git -C {path} branch -m "
                 f"{facts.branch or 'NAME'} {BRANCH}`) and run again")
-        mem = cls(GitEngine.open(path, create=create, **engine_options))
+        mem = cls(GitEngine.open(path, create=create, hand_edits=HandEdits if hand_edits else None,
+                                 **engine_options))
         if facts is not None and not facts.has_commits and facts.branch != BRANCH:
             point_head_at_main(mem.engine)  # no commit yet: no second branch, only a name
         if facts is not None and not facts.opened_by_gitmem:
             make_private(mem.engine.workdir, top=not foreign)
         if create and mem.engine.head() is None:
             mem.init_files()
-        if hand_edits:
-            HandEdits.of(mem.engine)
         return mem
 
     def init_files(self) -> str | None:

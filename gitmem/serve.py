@@ -76,7 +76,7 @@ def cmd_serve(args) -> int:
     _keep_big_buffers_in_the_heap()
     os.umask(0o077)
     try:
-        mem = Gitmem.open(args.repo, create=True, durability=args.durability)
+        mem = Gitmem.open(args.repo, create=True, durability=args.durability, packer=Maintenance)
     except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
         return _serve_unavailable(args, exc, protocol_out)
     try:
@@ -107,8 +107,7 @@ def cmd_serve(args) -> int:
         rescue.find_lost(mem.engine)
     except Exception:  # noqa: BLE001 - serving goes on; `gitmem status` tries again
         log.exception("looking for commits taken off main failed")
-    maintenance = Maintenance(mem.engine)
-    mem.engine.on_commit = maintenance.maybe_start
+    maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
     # a repository we cannot write is only read: nothing to commit or sync
     watcher = watch.start_from_args(mem, args) if mem.engine.writable else None
     syncer = sync.start_from_args(mem, args) if mem.engine.writable else None

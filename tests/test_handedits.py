@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import python_script
-from gitmem import engine as engine_module
+from gitmem.git import worktree as engine_module
 from gitmem.handedits import HandEdits, check, is_watched
 from gitmem.repository import Gitmem
 from gitmem.stores.memory import join_blocks

@@ -1,0 +1,651 @@
+"""The git engine: one commit per write on ``main``, and the one object the layers above use.
+
+One operation matters: apply a set of path changes to branch ``main`` as one commit,
+atomically, serialised across processes, with a compare-and-swap on the ref. The
+work tree is kept in step with each commit, and the index is refreshed in the
+background so that ``git status`` stays clean.
+
+    engine = GitEngine.open("/path/to/repo")
+    engine.commit({"memory/user.md": b"likes tea\\n"}, "memory: replace user memory")
+    engine.snapshot().read("memory/user.md")   # b"likes tea\\n"
+
+:class:`GitEngine` is made of the pieces of this package, each given what it needs:
+the reader of commits and blobs (:mod:`~gitmem.git.snapshot`), the work tree
+(:mod:`~gitmem.git.worktree`), the index and crash recovery (:mod:`~gitmem.git.index`),
+history (:mod:`~gitmem.git.log`), remotes (:mod:`~gitmem.git.remote`), refs
+(:mod:`~gitmem.git.refs`) and packing (:mod:`~gitmem.git.pack`). Committing, merging
+and moving ``main`` are its own.
+
+Two parts above the engine are wired in when it is opened, never assigned later:
+``hand_edits`` (:class:`RecordGuard`: :class:`gitmem.handedits.HandEdits`) commits a
+person's pending edit of a record before the record is read or written, and
+``packer`` (:class:`BackgroundPacker`: :class:`gitmem.maintenance.Maintenance`) is
+told of each commit this engine makes. Each is given as a factory, called once with
+the open engine, and is then ``engine.hand_edits`` / ``engine.packer``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Protocol
+
+import pygit2
+
+from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, REF, BranchMoved, Changes,
+                             CommitInfo, DamagedObject, DiskFull, EngineError, Identity, UnsafePath,
+                             check_path, config_get, default_identity, user_identity, with_trailers)
+from gitmem.git.index import Index, Recovery
+from gitmem.git.journal import Journal
+from gitmem.git.lock import FileLock
+from gitmem.git.log import FileDiff, History, tree_changes
+from gitmem.git.objects import ObjectCheck
+from gitmem.git.pack import Packer
+from gitmem.git.refs import Refs
+from gitmem.git.remote import Remotes
+from gitmem.git.snapshot import Reader, Snapshot
+from gitmem.git.statcache import StatCache
+from gitmem.git.worktree import WorkTree
+
+log = logging.getLogger("gitmem.engine")
+
+MAX_CAS_RETRIES = 20
+REF_LOCK_WAIT = 0.05  # seconds to wait, per attempt, while a git command holds main's lock
+OBJECT_WRITE_RETRIES = 3  # object writes that may fail while a packer removes empty folders
+TREE_CACHE_LIMIT = 64 << 20  # bytes: the largest tree libgit2 keeps parsed (see GitEngine)
+STAT_CACHE_FILE = "stat-cache"  # in .git/gitmem/
+FULL_DISK_MARGIN = 1 << 20  # bytes: a write failing with less free than its data and this is "disk full"
+
+
+class RecordGuard(Protocol):
+    """What an engine opened with ``hand_edits`` calls before a record is read or written."""
+
+    def before_access(self, scope: str) -> None:
+        """Called with a record's path (file or folder) before it is read from HEAD, and
+        under the writers' lock before it is written."""
+
+
+class BackgroundPacker(Protocol):
+    """What an engine opened with ``packer`` tells of each commit it makes."""
+
+    def maybe_start(self) -> None:
+        """Note one commit (cheap: packing, when due, happens on a thread of its own)."""
+
+
+class GitEngine:
+    """A git repository used as a store: one commit per write, on branch ``main``.
+
+    ``hand_edits`` and ``packer`` are factories of the parts above the engine that it
+    calls (see the module doc); without them it calls nothing above itself.
+    """
+
+    def __init__(self, repo: pygit2.Repository, *, lock_timeout: float = 10.0,
+                 identity: Identity | None = None, durability: str = "fast",
+                 cache_bytes: int = 256 << 20,
+                 hand_edits: Callable[[GitEngine], RecordGuard] | None = None,
+                 packer: Callable[[GitEngine], BackgroundPacker] | None = None):
+        self._repo = repo
+        self.workdir = Path(repo.workdir).resolve()
+        self.gitdir = Path(repo.path).resolve()
+        self.private_dir = self.gitdir / GITMEM_DIR
+        tmp_dir = self.private_dir / "tmp"
+        # A repository this process cannot write (another user's, a read-only mount) is
+        # still read: no lock, no recovery; a write fails at the lock with one line.
+        self.writable = _writable(self.gitdir)
+        if self.writable:
+            self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+            tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+        self.identity = identity or default_identity(repo.config)
+        if durability not in DURABILITIES:
+            raise EngineError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
+        self.durability = durability
+        if durability == "fsync":
+            # Process-wide in libgit2: objects, refs, reflogs and the index, each with
+            # its folder. (pygit2's settings.enable_fsync_gitdir is a method, not a property.)
+            pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, True)
+        # libgit2 keeps parsed trees in its cache only up to 4 KB by default: a folder of
+        # thousands of records (threads/, sessions/) was parsed again for every path
+        # looked up in it (10,000 threads: 20 s to list, 30 ms with this).
+        pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
+        self._lock = FileLock(self.private_dir / "lock", timeout=lock_timeout,
+                              on_abandoned=lambda taken_at: self._recovery.after_dead_writer(taken_at))
+        self._closed = False
+        self._stat_cache = StatCache(self.private_dir / STAT_CACHE_FILE)
+        self.journal = Journal(self.private_dir)  # what gitmem last put in each work-tree file
+        self._objects = ObjectCheck(repo, self.gitdir, self.private_dir)
+        self._reader = Reader(repo, self._objects, self._stat_cache, self.workdir, cache_bytes)
+        self._worktree = WorkTree(self.workdir, self.gitdir, tmp_dir, journal=self.journal,
+                                  stat_cache=self._stat_cache, content_id=self._reader.content_id,
+                                  durability=durability)
+        self._index = Index(repo, self.gitdir, lock=self._lock, writable=self.writable,
+                            reader=self._reader, worktree=self._worktree, durability=durability)
+        self._log = History(repo, self._reader, self._objects)
+        self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self._worktree,
+                                  index=self._index, path_versions=self._log.path_versions)
+        self._remotes = Remotes(repo, self.workdir)
+        self._packer = Packer(repo, self.gitdir, objects=self._objects, tip=self._reader.tip)
+        self.refs = Refs(repo, self.gitdir, self._reader)
+        if self.writable:
+            with self._lock:
+                self._recovery.remove_stale_locks()
+                self._worktree.clean_tmp()
+                try:
+                    self._recovery.recover_worktree()
+                except DamagedObject as exc:  # reads say so; `gitmem fsck` can still run
+                    log.info("work tree not checked: %s", exc)
+        else:
+            log.info("%s is read-only here: reading only", self.workdir)
+        self._hand_edits = hand_edits(self) if hand_edits is not None else None
+        self._background_packer = packer(self) if packer is not None else None
+
+    # -- opening -----------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike, *, create: bool = True, **kwargs) -> GitEngine:
+        """Open the repository at ``path``; create it (branch ``main``) when ``create`` and missing."""
+        path = Path(path)
+        found = pygit2.discover_repository(str(path)) if path.exists() else None
+        if found and Path(found).resolve() in ((path / ".git").resolve(), path.resolve()):
+            repo = pygit2.Repository(str(path))
+        elif create:
+            path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            repo = pygit2.init_repository(str(path), initial_head=BRANCH)
+        else:
+            raise EngineError(f"no gitmem repository at {path} (run `gitmem init {path}`)")
+        if repo.is_bare:
+            raise EngineError(f"{path} is a bare repository; gitmem needs a work tree")
+        return cls(repo, **kwargs)
+
+    @property
+    def hand_edits(self) -> RecordGuard | None:
+        """The hand-edit part this engine was opened with (None: reads see HEAD only)."""
+        return self._hand_edits
+
+    @property
+    def packer(self) -> BackgroundPacker | None:
+        """The background packer this engine was opened with, told of each commit."""
+        return self._background_packer
+
+    def flush_index(self) -> None:
+        """Refresh the index now for the writes made so far (else within about a second)."""
+        self._index.refresher.flush()
+
+    def close(self) -> None:
+        """Bring the index in step with HEAD, stop the background thread, save the stat cache."""
+        if not self._closed:
+            self._closed = True
+            self._index.refresher.stop()
+            if self.writable:
+                self._stat_cache.save()
+            self.journal.close()
+
+    def __enter__(self) -> GitEngine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- reading -----------------------------------------------------------------
+
+    def head(self) -> str | None:
+        """The commit id at the tip of ``main``, or None before the first commit."""
+        oid = self._reader.tip()
+        return str(oid) if oid else None
+
+    def snapshot(self, rev: str | None = None, *, scope: str | None = None) -> Snapshot:
+        """A view of HEAD, or of revision ``rev`` (anything ``git rev-parse`` takes).
+
+        ``scope`` names the record about to be read, so that :attr:`hand_edits` can
+        first commit a hand edit of it.
+        """
+        if rev is None:
+            if scope is not None and self._hand_edits is not None:
+                self._hand_edits.before_access(scope)
+            return Snapshot(self._reader, self._reader.tip())
+        return Snapshot(self._reader, self._reader.resolve(rev))
+
+    def resolve(self, rev: str) -> pygit2.Oid:
+        """The commit id of ``rev``; its history is checked (see :mod:`gitmem.git.objects`)."""
+        return self._reader.resolve(rev)
+
+    def commit_info(self, rev: str) -> CommitInfo:
+        return self._log.commit_info(rev)
+
+    def history(self, path: str | None = None, *, rev: str | None = None,
+                limit: int | None = None) -> list[CommitInfo]:
+        """Commits that changed ``path`` (a file or folder; None for all), newest first."""
+        return self._log.history(path, rev=rev, limit=limit)
+
+    def commit_at(self, when: float) -> str | None:
+        """The newest commit on ``main`` made at or before ``when`` (seconds since the epoch)."""
+        return self._log.commit_at(when)
+
+    def path_versions(self, path: str, *, limit: int | None = None) -> list[str]:
+        """The versions of file ``path`` on ``main`` (blob ids), newest first (see :class:`History`)."""
+        return self._log.path_versions(path, limit=limit)
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of commits ``a`` and ``b`` (None: unrelated histories)."""
+        return self._log.merge_base(a, b)
+
+    def is_ancestor(self, ancestor: str, commit: str) -> bool:
+        """True when ``ancestor`` is ``commit`` or in its history."""
+        return self._log.is_ancestor(ancestor, commit)
+
+    def new_commits(self, tip: str, known: list[str]) -> list[str]:
+        """Commits in the history of ``tip`` and in none of ``known``, oldest first."""
+        return self._log.new_commits(tip, known)
+
+    def changed_files(self, old: str | None, new: str | None) -> dict[str, tuple[str | None, str | None]]:
+        """``{path: (blob id in old, blob id in new)}`` for every file that differs between
+        two commits (None: no commit, or no file there)."""
+        return self._log.changed_files(old, new)
+
+    def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
+        """``(path, line number, line)`` for each line ``commit`` adds to a text file."""
+        return self._log.added_lines(commit)
+
+    def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
+        """The files at or under ``path`` ("" for all) that differ from revision ``old``
+        to revision ``new`` (None: before the first commit), in path order."""
+        return self._log.diff(path, old, new)
+
+    def store_blob(self, data: bytes) -> str:
+        """Put ``data`` in the object database (no commit refers to it); returns its blob id."""
+        return str(self._repo.create_blob(data))
+
+    def has_blob(self, blob_id: str) -> bool:
+        """True when the object database holds blob ``blob_id``."""
+        return pygit2.Oid(hex=blob_id) in self._repo.odb
+
+    def read_blob(self, blob_id: str) -> bytes:
+        """The bytes of a blob (cached like every read)."""
+        return self._reader.blob(pygit2.Oid(hex=blob_id))
+
+    # -- writing -----------------------------------------------------------------
+
+    def commit(self, changes: Changes, message: str, trailers: Mapping[str, str] | None = None,
+               *, author: Identity | None = None, scope: str | None = None,
+               worktree_holds: Mapping[str, str | None] | None = None) -> str | None:
+        """Apply ``changes`` ({path: bytes, or None to delete}) as one commit on ``main``.
+
+        Returns the new commit id, or None when the changes alter nothing (no empty commit).
+        """
+        return self.update(lambda _snapshot: changes, message, trailers, author=author,
+                           scope=scope, worktree_holds=worktree_holds)
+
+    def update(self, make_changes: Callable[[Snapshot], Changes | None], message: str,
+               trailers: Mapping[str, str] | None = None, *,
+               author: Identity | None = None, scope: str | None = None,
+               worktree_holds: Mapping[str, str | None] | None = None) -> str | None:
+        """Like :meth:`commit`, with changes computed from the tip under the writers' lock.
+
+        ``make_changes(snapshot)`` may run more than once when another writer moves the
+        branch in between; it returns the changes, or None for none. ``scope`` names the
+        record being written (see :meth:`snapshot`). The work tree is brought to the new
+        commit for the changed paths, each file only while it holds its version in the
+        snapshot, or ``worktree_holds[path]`` (a blob id, None: no file) for a change made
+        from what the work tree holds (a hand edit); and the index with it, before this
+        returns, so that a plain ``git commit`` never undoes the write.
+        """
+        full_message = with_trailers(message, trailers)
+        with self._lock:
+            if scope is not None and self._hand_edits is not None:
+                self._hand_edits.before_access(scope)
+            for attempt in range(MAX_CAS_RETRIES):
+                base = self._reader.tip()
+                snapshot = Snapshot(self._reader, base)
+                changes = make_changes(snapshot)
+                if not changes:
+                    return None
+                for path in changes:
+                    check_path(path)
+                base_tree = snapshot.tree
+                try:
+                    tree_id = self._build_tree(base_tree, _nest(changes))
+                    if tree_id is None:
+                        tree_id = self._repo.TreeBuilder().write()
+                    if base_tree is not None and tree_id == base_tree.id:
+                        return None
+                    committer = self.identity.signature()
+                    signature = author.signature() if author is not None else committer
+                    commit_id = self._commit_on_branch(base, signature, committer, full_message, tree_id)
+                except (OSError, pygit2.GitError) as exc:
+                    full = self._disk_full(changes)
+                    if full is not None:
+                        raise full from None
+                    # Background packing (git prune-packed) may remove an emptied
+                    # objects/xx folder between libgit2's mkdir and its rename: write again.
+                    if not isinstance(exc, OSError) or attempt >= OBJECT_WRITE_RETRIES:
+                        raise
+                    log.info("writing objects again after: %s", exc)
+                    continue
+                if commit_id is not None:
+                    self._objects.wrote(commit_id, [base] if base else [], tree_id, base_tree)
+                    if self._worktree.is_main():
+                        tree = self._repo[tree_id]
+                        self._worktree.write(changes, expected=worktree_holds or snapshot, blob_ids={
+                            path: str(tree[path].id) for path, data in changes.items() if data is not None})
+                        self._index.stage(changes, tree)
+                    if self._background_packer is not None:
+                        self._background_packer.maybe_start()
+                    return str(commit_id)
+            raise EngineError("the branch kept moving under us; gave up after "
+                              f"{MAX_CAS_RETRIES} attempts")
+
+    def _commit_on_branch(self, base: pygit2.Oid | None, author: pygit2.Signature,
+                          committer: pygit2.Signature, message: str, tree_id: pygit2.Oid) -> pygit2.Oid | None:
+        """Create the commit on ``base`` and move ``main`` to it if ``main`` still points to
+        ``base``; None when another writer moved it first. libgit2 checks that under the
+        ref's lock when it makes a commit on a branch, as cheaply as a bare commit."""
+        if base is None:  # an unborn branch: create it only if nobody did meanwhile
+            commit_id = self._repo.create_commit(None, author, committer, message, tree_id, [])
+            return commit_id if self._move_branch(None, commit_id, message) else None
+        try:
+            return self._repo.create_commit(REF, author, committer, message, tree_id, [base])
+        except pygit2.GitError:  # "current tip is not the first parent", or the ref's CAS
+            if self._reader.tip() != base:
+                return None
+            if os.path.exists(self.gitdir / f"{REF}.lock"):  # plain git moving main: its turn
+                time.sleep(REF_LOCK_WAIT)
+                return None
+            raise
+
+    def _move_branch(self, expected: pygit2.Oid | None, new: pygit2.Oid, message: str) -> bool:
+        summary = message.split("\n", 1)[0]
+        with self._repo.transaction() as txn:
+            txn.lock_ref(REF)
+            if self._reader.tip() != expected:
+                return False
+            txn.set_target(REF, new, message=f"gitmem: {summary}")
+        return True
+
+    def _build_tree(self, base: pygit2.Tree | None, nested: dict) -> pygit2.Oid | None:
+        builder = self._repo.TreeBuilder(base) if base is not None else self._repo.TreeBuilder()
+        for name, change in nested.items():
+            existing = base[name] if base is not None and name in base else None
+            if isinstance(change, dict):
+                sub = self._repo[existing.id] if existing is not None and existing.type_str == "tree" else None
+                oid = self._build_tree(sub, change)
+                if oid is None:
+                    if existing is not None:
+                        builder.remove(name)
+                else:
+                    builder.insert(name, oid, pygit2.enums.FileMode.TREE)
+            elif change is None:
+                if existing is not None:
+                    builder.remove(name)
+            else:
+                blob_id = self._repo.create_blob(change)
+                self._objects.remember(self._objects.checked, blob_id)
+                builder.insert(name, blob_id, pygit2.enums.FileMode.BLOB)
+        if len(builder) == 0:
+            return None
+        return builder.write()
+
+    def _disk_full(self, changes: Changes) -> DiskFull | None:
+        """The error to raise for a failed object write when the disk is (about) full. On
+        ENOSPC libgit2 may report a stale message ("the path 'x' does not exist in the
+        given tree", "no error"), so the free space says what happened."""
+        try:
+            st = os.statvfs(self.gitdir)
+        except OSError:
+            return None
+        free = st.f_bavail * st.f_frsize
+        needed = sum(len(data) for data in changes.values() if data is not None) + FULL_DISK_MARGIN
+        if free >= needed:
+            return None
+        return DiskFull(f"the disk holding {self.gitdir} is full ({free // 1024} KB free): "
+                        "nothing was committed; free some space and write again")
+
+    # -- moving main otherwise: merges, fast-forwards, rewrites ------------------
+
+    def commit_merge(self, ours: str, theirs: str, changes: Changes, message: str,
+                     trailers: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
+        """Commit ``ours`` plus ``changes`` with parents ``ours`` and ``theirs``, and move ``main``
+        there from ``ours`` (EngineError when it is elsewhere).
+
+        Returns the merge commit and the paths left alone in the work tree because they
+        hold an uncommitted hand edit.
+        """
+        full_message = with_trailers(message, trailers)
+        for path in changes:
+            check_path(path)
+        with self._lock:
+            base = self._repo[self.resolve(ours)]
+            base_tree = self._reader.tree_of(base.id)
+            try:
+                tree_id = self._build_tree(base_tree, _nest(changes)) or self._repo.TreeBuilder().write()
+                commit_id = self._repo.create_commit(
+                    None, self.identity.signature(), self.identity.signature(), full_message,
+                    tree_id, [base.id, self.resolve(theirs)])
+            except (OSError, pygit2.GitError):
+                full = self._disk_full(changes)
+                if full is not None:
+                    raise full from None
+                raise
+            self._objects.wrote(commit_id, [base.id, self.resolve(theirs)], tree_id, base_tree)
+            return str(commit_id), self._advance(base.id, commit_id, full_message)
+
+    def fast_forward(self, expected: str | None, target: str) -> list[str]:
+        """Move ``main`` from ``expected`` to its descendant ``target`` and the work tree with it.
+
+        Returns the paths left alone because they hold an uncommitted hand edit.
+        """
+        if expected is not None and not self.is_ancestor(expected, target):
+            raise EngineError(f"{target[:10]} does not descend from {expected[:10]}")
+        with self._lock:
+            old = self.resolve(expected) if expected else None
+            return self._advance(old, self.resolve(target), f"fast-forward to {target[:10]}")
+
+    def backup(self) -> str | None:
+        """Save the tip of ``main`` as ``refs/gitmem/backup/<UTC time>``; return the ref's name."""
+        return self.refs.backup()
+
+    def rewrite_commits(self, commits: list[str], scope: str, rewrite: Callable[[str, bytes], bytes],
+                        keep_ref: str, message: str) -> tuple[str, list[str]]:
+        """Make ``commits`` (oldest first, the last one ``main``'s tip) again with each file
+        under ``scope`` (a file or folder) replaced by ``rewrite(path, data)``, keeping every
+        author, date, message and other change; move ``main`` to the new tip and the work
+        tree with it; keep the old tip as ``keep_ref``.
+
+        Returns the new tip and the paths left alone because they hold a hand edit.
+        EngineError when ``main`` is no longer at ``commits[-1]``.
+        """
+        repo = self._repo
+        with self._lock:
+            tip = self._reader.tip()
+            if not commits or tip is None or str(tip) != commits[-1]:
+                raise EngineError("the branch moved meanwhile; try again")
+            made: dict[pygit2.Oid, pygit2.Oid] = {}
+            for commit_id in commits:
+                old = repo[pygit2.Oid(hex=commit_id)]
+                snapshot = Snapshot(self._reader, old.id)
+                paths = [scope] if snapshot.blob_id(scope) else list(snapshot.files(scope))
+                changes = {}
+                for path in paths:
+                    data = snapshot.read(path)
+                    new = rewrite(path, data)
+                    if new != data:
+                        changes[path] = new
+                tree_id = old.tree_id
+                if changes:
+                    tree_id = self._build_tree(old.tree, _nest(changes)) or repo.TreeBuilder().write()
+                parents = [made.get(parent, parent) for parent in old.parent_ids]
+                made[old.id] = repo.create_commit(None, old.author, old.committer, old.message,
+                                                  tree_id, parents)
+            repo.references.create(keep_ref, tip, force=True)
+            kept = self._advance(tip, made[tip], message)
+        return str(made[tip]), kept
+
+    def _advance(self, old: pygit2.Oid | None, new: pygit2.Oid, message: str) -> list[str]:
+        """Move ``main`` from ``old`` to ``new`` (under our lock) and update the work tree.
+
+        A file that no longer holds its old version holds a hand edit: it is left alone
+        (see :mod:`gitmem.git.worktree`) and returned.
+        """
+        changed = tree_changes(self._reader.tree_of(old), self._reader.tree_of(new))
+        for path in changed:
+            check_path(path)
+        if not self._move_branch(old, new, message):
+            raise BranchMoved("the branch moved while syncing; try again")
+        if not self._worktree.is_main():
+            return []
+        writes = {path: self.read_blob(new_id) if new_id else None
+                  for path, (_, new_id) in changed.items() if self._worktree.file_id(path) != new_id}
+        self._worktree.write(writes, expected=Snapshot(self._reader, old))
+        self._index.stage(changed, self._repo[new].peel(pygit2.Tree))
+        return [path for path in writes if self._worktree.file_id(path) != changed[path][1]]
+
+    # -- the work tree and the index ---------------------------------------------
+
+    def write_worktree(self, changes: Changes,
+                       expected: Snapshot | Mapping[str, str | None] | None = None,
+                       blob_ids: Mapping[str, str] | None = None) -> None:
+        """Make the work tree hold ``changes``, each file only while it holds ``expected``'s
+        version when that is given (see :meth:`WorkTree.write`)."""
+        self._worktree.write(changes, expected, blob_ids)
+
+    def worktree_is_main(self) -> bool:
+        """True when the work tree is ``main``'s (else gitmem leaves it and the index alone)."""
+        return self._worktree.is_main()
+
+    def checked_out(self) -> str:
+        """What the work tree holds, for a person: "main", "branch NAME" or "commit ID"."""
+        return self._worktree.checked_out()
+
+    def worktree_path(self, path: str) -> Path:
+        """The absolute work-tree path of repository path ``path``."""
+        return self._worktree.path(path)
+
+    def worktree_id(self, path: str) -> str | None:
+        """The blob id of the regular file at ``path`` in the work tree; None when there is none."""
+        return self._worktree.file_id(path)
+
+    def read_worktree(self, path: str) -> tuple[bytes, str] | None:
+        """``(bytes, blob id)`` of the regular file at ``path`` in the work tree, or None."""
+        return self._worktree.read(path)
+
+    def worktree_files(self, folder: str) -> list[str]:
+        """The paths of the regular files under work-tree ``folder``, not following symlinks."""
+        return self._worktree.files(folder)
+
+    def worktree_suspects(self, folders: tuple[str, ...] | list[str]) -> list[str]:
+        """Paths under ``folders`` whose work-tree file may differ from HEAD: new, changed or gone."""
+        return self._index.suspects(folders)
+
+    def refresh_index(self, paths: list[str] | None = None) -> None:
+        """Make the index agree with HEAD for ``paths`` (all of HEAD when None)."""
+        self._index.refresh(paths)
+
+    def in_index(self, path: str) -> bool:
+        """True when the index has an entry for ``path``."""
+        return self._index.contains(path)
+
+    def index_in_step(self) -> bool:
+        """True when the index holds exactly HEAD's tree."""
+        return self._index.in_step()
+
+    # -- configuration and the lock ----------------------------------------------
+
+    def user_identity(self) -> Identity:
+        return user_identity(self._repo.config)
+
+    def config_get(self, key: str) -> str | None:
+        return config_get(self._repo.config, key)
+
+    def set_config_default(self, key: str, value: str) -> bool:
+        """Set ``key`` in the repository's own config file unless that file sets it already.
+        Safe from any thread (it does not touch the writers' repository object)."""
+        config = pygit2.Config(str(self.gitdir / "config"))
+        if config_get(config, key) is not None:
+            return False
+        config[key] = value
+        return True
+
+    @property
+    def lock(self) -> FileLock:
+        """The writers' lock; hold it to keep other gitmem writers out."""
+        return self._lock
+
+    # -- remotes -----------------------------------------------------------------
+
+    def remotes(self) -> list[str]:
+        """The names of the configured remotes."""
+        return self._remotes.names()
+
+    def add_remote(self, name: str, url: str) -> None:
+        """Configure remote ``name`` fetching from and pushing to ``url``, as ``git remote add``."""
+        self._remotes.add(name, url)
+
+    def remove_remote(self, name: str) -> None:
+        """Remove remote ``name`` and its remote-tracking refs, as ``git remote remove``."""
+        self._remotes.remove(name)
+
+    def remote_tip(self, remote: str) -> str | None:
+        """The remote's ``main`` as last fetched or pushed (``refs/remotes/<remote>/main``)."""
+        return self._remotes.tip(remote)
+
+    def fetch(self, remote: str, *, interactive: bool = True,
+              timeout: float | None = None) -> str | None:
+        """Fetch the remote's ``main``; return its tip, or None when it has none (see :class:`Remotes`)."""
+        return self._remotes.fetch(remote, interactive=interactive, timeout=timeout)
+
+    def push(self, remote: str, commit: str, *, interactive: bool = True,
+             timeout: float | None = None) -> bool:
+        """Push ``commit`` to the remote's ``main``, never forced; False when the remote moved."""
+        return self._remotes.push(remote, commit, interactive=interactive, timeout=timeout)
+
+    # -- packing and checking ----------------------------------------------------
+
+    def loose_objects(self, *, sample: int = 256) -> int:
+        """How many loose objects the object database holds (see :class:`Packer`)."""
+        return self._packer.loose_objects(sample=sample)
+
+    def pack_files(self) -> list[Path]:
+        """The ``.pack`` files of the object database."""
+        return self._packer.pack_files()
+
+    def pack_loose_objects(self) -> int:
+        """Put every loose object into one new pack; returns how many were packed."""
+        return self._packer.pack_loose_objects()
+
+    def pack_all_objects(self) -> int:
+        """Put every object into one new pack, deleting what it replaces; returns how many."""
+        return self._packer.pack_all_objects()
+
+    def check_objects(self) -> list[tuple[str, str]]:
+        """``[(object id, problem)]`` of every object and its reachability from ``main``."""
+        return self._packer.check_objects()
+
+    def locate_objects(self, ids: set[str]) -> dict[str, str]:
+        """Where at HEAD each of ``ids`` is, found without reading a damaged object."""
+        return self._packer.locate_objects(ids)
+
+    def damaged_loose_objects(self) -> list[tuple[str, str]]:
+        """``[(object id, problem)]`` for each loose object whose file does not inflate completely."""
+        return self._packer.damaged_loose_objects()
+
+
+def _nest(changes: Changes) -> dict:
+    nested: dict = {}
+    for path, data in changes.items():
+        *folders, name = path.split("/")
+        node = nested
+        for folder in folders:
+            node = node.setdefault(folder, {})
+            if not isinstance(node, dict):
+                raise UnsafePath(f"{path!r} needs {folder!r} to be a folder and a file at once")
+        if isinstance(node.get(name), dict):
+            raise UnsafePath(f"{path!r} is both a file and a folder in one change")
+        node[name] = data
+    return nested
+
+
+def _writable(gitdir: Path) -> bool:
+    """Whether this process may write the repository (its .git/gitmem/ when there is one)."""
+    private = gitdir / GITMEM_DIR
+    return os.access(private if private.is_dir() else gitdir, os.W_OK)

@@ -1,0 +1,59 @@
+"""What a git work tree holds, looked at before gitmem opens it (nothing is written)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pygit2
+
+from gitmem.git.base import GITMEM_DIR
+from gitmem.git.objects import LooseObjectDamaged, read_loose_object
+
+
+@dataclasses.dataclass(frozen=True)
+class RepositoryFacts:
+    """What a git work tree holds, looked at before gitmem opens it (nothing is written)."""
+
+    branch: str | None  # the branch HEAD names ("master"); None when HEAD is detached
+    has_commits: bool  # whether HEAD's branch has a commit
+    top_names: tuple[str, ...]  # the names at the top of HEAD's tree
+    opened_by_gitmem: bool  # .git/gitmem/ exists: gitmem has opened it before
+
+
+def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
+    """The facts of the git work tree whose top is ``path``; None when ``path`` is not one
+    (missing, a plain folder, a bare repository, or a folder inside a work tree)."""
+    path = Path(path)
+    found = pygit2.discover_repository(str(path)) if path.is_dir() else None
+    if not found or Path(found).resolve() != (path / ".git").resolve():
+        return None
+    repo = pygit2.Repository(str(path))
+    head = repo.references.get("HEAD")
+    target = head.target if head is not None else None
+    branch = target[len("refs/heads/"):] if isinstance(target, str) and \
+        target.startswith("refs/heads/") else None
+    opened = (Path(repo.path) / GITMEM_DIR).is_dir()
+    names: tuple[str, ...] = ()
+    if not opened and not repo.head_is_unborn:
+        names = _top_names(repo)
+    return RepositoryFacts(branch, not repo.head_is_unborn, names, opened)
+
+
+def _top_names(repo: pygit2.Repository) -> tuple[str, ...]:
+    """The names at the top of HEAD's tree; () when its commit or tree is damaged (libgit2
+    would spin on a truncated loose object; opening the engine names the damage)."""
+    objects = Path(repo.path) / "objects"
+    oid = str(repo.head.target)
+    for _ in range(2):  # the commit, then its tree
+        try:
+            kind, content = read_loose_object(str(objects / oid[:2] / oid[2:]), oid)
+        except FileNotFoundError:  # packed: libgit2 checks those itself
+            kind, content = None, None
+        except LooseObjectDamaged:
+            return ()
+        if kind != b"commit":
+            break
+        oid = content.split(b"\n", 1)[0].split(b" ")[-1].decode()
+    return tuple(entry.name for entry in repo.head.peel(pygit2.Commit).tree)

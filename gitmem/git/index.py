@@ -1,0 +1,282 @@
+"""The git index kept in step with HEAD, and crash recovery.
+
+After each commit the changed paths' entries are written into the index at once
+(:meth:`Index.stage`, no stat data), so a plain ``git commit`` after a crash never
+undoes a write; a background thread (:class:`IndexRefresher`) adds their stat data
+once writes settle, so ``git status`` stays clean. :class:`Recovery` finishes what a
+killed writer left: its git locks, temp files and work-tree updates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pygit2
+
+from gitmem.git.base import REF, Changes, fsync_path, unlink
+from gitmem.git.lock import FileLock
+from gitmem.git.snapshot import Reader, Snapshot
+from gitmem.git.worktree import WorkTree
+
+log = logging.getLogger("gitmem.engine")
+
+INDEX_IDLE = 0.3  # seconds without writes before the index is refreshed
+INDEX_MAX_DELAY = 1.0  # refresh at the latest this long after the first pending write
+STALE_GIT_LOCK_AGE = 10.0  # a ref/index .lock older than this, while we hold our lock, is stale
+
+
+class Index:
+    """The index of ``repo``, for the work tree ``worktree``, changed under the writers'
+    ``lock`` (when ``writable``) since the refresher thread shares it."""
+
+    def __init__(self, repo: pygit2.Repository, gitdir: Path, *, lock: FileLock, writable: bool,
+                 reader: Reader, worktree: WorkTree, durability: str):
+        self._repo = repo
+        self._gitdir = gitdir
+        self._lock = lock
+        self._writable = writable
+        self._reader = reader
+        self._worktree = worktree
+        self._durability = durability
+        self.refresher = IndexRefresher(self.refresh)
+
+    def stage(self, changes: Changes, tree: pygit2.Tree) -> None:
+        """Make the index hold ``tree``'s version of the changed paths now (no stat data:
+        the background refresher adds it), so that ``git status`` and ``git commit`` after
+        a crash never see an answered write as undone. One index write (measured in
+        ``gitmem bench``); a git command holding ``index.lock`` leaves it to the refresher."""
+        try:
+            index = self._repo.index
+            index.read(force=False)  # reads the file again only if someone changed it
+            for path in changes:
+                try:
+                    entry = tree[path]
+                except KeyError:
+                    entry = None
+                if entry is None or entry.type_str != "blob":
+                    if path in index:
+                        index.remove(path)
+                elif path not in index or index[path].id != entry.id:
+                    index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+            index.write()
+        except (pygit2.GitError, OSError) as exc:
+            log.warning("index not updated now (the refresher tries again): %s", exc)
+        self.refresher.mark(changes)
+
+    def refresh(self, paths: list[str] | None = None) -> None:
+        """Make the index agree with HEAD for ``paths`` (all of HEAD when None).
+
+        A path whose work-tree file differs from HEAD (a hand edit not yet committed)
+        gets HEAD's blob id without stat data, so git still reports it as modified.
+        """
+        with self._lock:
+            if not self._worktree.is_main():  # the index is the checked-out commit's
+                return
+            index = self._repo.index
+            index.read(force=True)
+            head = self._reader.snapshot(self._reader.tip())
+            if paths is None:
+                index.read_tree(head.tree) if head.tree is not None else index.clear()
+                paths = [e.path for e in index]
+            for path in paths:
+                self._refresh_entry(index, head, path)
+            index.write()
+            if self._durability == "fsync":  # libgit2 does not fsync the index itself
+                fsync_path(self._gitdir / "index")
+                fsync_path(self._gitdir)
+
+    def _refresh_entry(self, index: pygit2.Index, head: Snapshot, path: str) -> None:
+        entry = head.entry(path)
+        if entry is None or entry.type_str != "blob":
+            if path in index:
+                index.remove(path)
+            return
+        on_disk = self._worktree.workdir / path
+        try:
+            if not os.path.islink(on_disk) and on_disk.is_file():
+                index.add(path)  # hashes the file and records its stat data
+                if index[path].id == entry.id:
+                    return
+        except (OSError, pygit2.GitError):
+            pass
+        index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+
+    def contains(self, path: str) -> bool:
+        """True when the index has an entry for ``path``."""
+        # the index refresher thread shares the repository's index
+        with self._lock if self._writable else contextlib.nullcontext():
+            index = self._repo.index
+            index.read(force=False)
+            return path in index
+
+    def in_step(self) -> bool:
+        """True when the index holds exactly HEAD's tree."""
+        index = self._repo.index
+        index.read(force=True)
+        tip = self._reader.tip()
+        if tip is None:
+            return len(index) == 0
+        return index.write_tree() == self._repo[tip].peel(pygit2.Tree).id
+
+    def suspects(self, folders: tuple[str, ...] | list[str]) -> list[str]:
+        """Paths under ``folders`` whose work-tree file may differ from HEAD: new, changed or gone.
+
+        One ``git status`` on the index's stat data, so a large repository is not read.
+        """
+        prefixes = tuple(f"{folder}/" for folder in folders)
+        # the index refresher thread shares the repository's index (none when read-only)
+        with self._lock if self._writable else contextlib.nullcontext():
+            status = self._repo.status(untracked_files="all", ignored=True)
+        found = []
+        for path, flags in status.items():
+            if path.startswith(prefixes) and flags != pygit2.enums.FileStatus.CURRENT:
+                found.extend(self._worktree.files(path.rstrip("/")) if path.endswith("/") else [path])
+        return sorted(found)
+
+
+class IndexRefresher:
+    """Calls ``refresh(paths)`` off the write path for the paths marked: after writes
+    settle, and at close."""
+
+    def __init__(self, refresh: Callable[[list[str]], None]):
+        self._refresh = refresh
+        self._pending: set[str] = set()
+        self._first_mark = 0.0
+        self._last_mark = 0.0
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def mark(self, paths) -> None:
+        with self._cond:
+            self._last_mark = time.monotonic()
+            first = not self._pending
+            self._pending.update(paths)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="gitmem-index", daemon=True)
+                self._thread.start()
+            if first:  # else the thread waits for a due time that later marks only postpone
+                self._first_mark = self._last_mark
+                self._cond.notify()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+        self.flush()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if self._stopping:
+                    return
+                now = time.monotonic()
+                due = min(self._last_mark + INDEX_IDLE, self._first_mark + INDEX_MAX_DELAY)
+                if now < due:
+                    self._cond.wait(due - now)
+                    continue
+            self.flush()
+
+    def flush(self) -> None:
+        with self._cond:
+            paths, self._pending = sorted(self._pending), set()
+        if paths:
+            try:
+                self._refresh(paths)
+            except Exception:  # the next write or close() tries again
+                log.exception("index refresh failed")
+                with self._cond:
+                    self._pending.update(paths)
+
+
+class Recovery:
+    """Finishes what a gitmem writer killed while holding the writers' lock left undone,
+    in repository ``repo`` (git folder ``gitdir``). ``path_versions(path)`` lists the blob
+    ids a path held on ``main``, newest first."""
+
+    def __init__(self, repo: pygit2.Repository, gitdir: Path, *, reader: Reader,
+                 worktree: WorkTree, index: Index, path_versions: Callable[[str], list[str]]):
+        self._repo = repo
+        self._gitdir = gitdir
+        self._reader = reader
+        self._worktree = worktree
+        self._index = index
+        self._path_versions = path_versions
+
+    def after_dead_writer(self, taken_at: float) -> None:
+        """Clean up after a gitmem writer that died holding the writers' lock it took at
+        ``taken_at``: its git locks and temp files, and the work tree it left behind."""
+        log.warning("a gitmem writer died holding the writers' lock: recovering")
+        try:
+            self.remove_stale_locks(since=taken_at)
+            self._worktree.clean_tmp()
+            for leftover in (self._gitdir / "objects").glob("tmp_object_git2_*"):  # libgit2's
+                if leftover.stat().st_mtime >= taken_at:
+                    unlink(leftover)
+            self.recover_worktree()
+        except Exception:  # the next open tries again; writes go on meanwhile
+            log.exception("recovery after a dead writer failed")
+
+    def remove_stale_locks(self, since: float | None = None) -> None:
+        """Remove git lock files left by a killed gitmem writer (we hold the writers' lock):
+        those made ``since`` a writer that then died took it, and ref locks older than
+        STALE_GIT_LOCK_AGE (git holds one for milliseconds). ``index.lock`` only in the first
+        case: a person's ``git commit`` holds it while their editor is open."""
+        for lock in (self._gitdir / "index.lock", self._gitdir / f"{REF}.lock", self._gitdir / "HEAD.lock"):
+            try:
+                mtime = lock.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            age = time.time() - mtime
+            old_ref_lock = age > STALE_GIT_LOCK_AGE and lock.name != "index.lock"
+            if old_ref_lock or (since is not None and mtime >= since):
+                log.warning("removing stale lock %s (%.0f s old)", lock, age)
+                unlink(lock)
+
+    def recover_worktree(self) -> None:
+        """Finish work-tree updates that a killed writer left undone.
+
+        For each path where the index differs from HEAD (a write cut short before its
+        index update, or a person's ``git add``): a work-tree file holding an older
+        committed version of the path was gitmem's and gets HEAD's, as does a missing
+        file the index does not know either (a new file not yet written); one equal to
+        HEAD is fine; anything else is a hand edit (staged or not) and is left alone.
+        Nothing is done while the work tree is not ``main``'s.
+        """
+        tip = self._reader.tip()
+        if tip is None or not self._worktree.is_main():
+            return
+        index = self._repo.index
+        index.read(force=True)
+        head = self._reader.snapshot(tip)
+        lagging = [d.delta.new_file.path if d.delta.new_file.path else d.delta.old_file.path
+                   for d in index.diff_to_tree(head.tree)]
+        if not lagging:
+            return
+        for path in lagging:
+            on_disk = self._worktree.file_id(path)
+            head_id = head.blob_id(path)
+            if on_disk == head_id:
+                continue
+            if on_disk is None and path not in index and not os.path.lexists(self._worktree.workdir / path) \
+                    or on_disk is not None and on_disk in self._path_versions(path):
+                log.warning("recovering %s from HEAD after an interrupted write", path)
+                self._worktree.write({path: head.read(path) if head_id else None}, expected={path: on_disk})
+            else:
+                log.info("leaving %s alone: it holds an uncommitted hand edit", path)
+        try:
+            self._index.refresh(lagging)
+        except pygit2.GitError as exc:  # a git command holds index.lock: refresh it later
+            log.warning("index not refreshed after recovery: %s", exc)
+            self._index.refresher.mark(lagging)
+

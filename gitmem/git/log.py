@@ -1,0 +1,217 @@
+"""History: commits that touched a path, what they changed, and diffs between revisions.
+
+Every commit and tree is checked for damage before libgit2 walks or diffs it
+(:mod:`gitmem.git.objects`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+import pygit2
+
+from gitmem.git.base import CommitInfo, entry_id, join
+from gitmem.git.objects import ObjectCheck
+from gitmem.git.snapshot import Reader
+
+RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
+_NEWEST_FIRST = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+
+
+@dataclasses.dataclass(frozen=True)
+class FileDiff:
+    """How one file changed between two revisions (see :meth:`History.diff`)."""
+
+    path: str
+    status: str  # "added", "deleted" or "modified"
+    added: int  # lines
+    removed: int
+    binary: bool
+    patch: str  # unified diff, with the full repository path in its headers
+
+
+class History:
+    """The history of ``main`` in ``repo``, read through ``reader``, checked by ``objects``."""
+
+    def __init__(self, repo: pygit2.Repository, reader: Reader, objects: ObjectCheck):
+        self._repo = repo
+        self._reader = reader
+        self._objects = objects
+
+    def commit_info(self, rev: str) -> CommitInfo:
+        """The commit ``rev`` names."""
+        return CommitInfo.of(self._repo[self._reader.resolve(rev)])
+
+    def history(self, path: str | None = None, *, rev: str | None = None,
+                limit: int | None = None) -> list[CommitInfo]:
+        """Commits that changed ``path`` (a file or folder; None for all), newest first."""
+        start = self._reader.resolve(rev) if rev else self._reader.tip()
+        if start is None:
+            return []
+        self._objects.make_walkable([start])
+        found = []
+        walker = self._repo.walk(start, _NEWEST_FIRST)
+        for commit in walker:
+            if path is None or self._touches(commit, path):
+                found.append(CommitInfo.of(commit))
+                if limit is not None and len(found) >= limit:
+                    break
+        return found
+
+    def commit_at(self, when: float) -> str | None:
+        """The newest commit on ``main`` made at or before ``when`` (seconds since the epoch)."""
+        tip = self._reader.tip()
+        if tip is None:
+            return None
+        self._objects.make_walkable([tip])
+        # TOPOLOGICAL too: commits made in the same second come child first
+        for commit in self._repo.walk(tip, _NEWEST_FIRST):
+            if commit.commit_time <= when:
+                return str(commit.id)
+        return None
+
+    def _touches(self, commit: pygit2.Commit, path: str) -> bool:
+        mine = self._checked_entry_id(commit.tree_id, path)
+        if not commit.parent_ids:
+            return mine is not None
+        return all(self._checked_entry_id(self._repo[p].tree_id, path) != mine
+                   for p in commit.parent_ids)
+
+    def path_versions(self, path: str, *, limit: int | None = None) -> list[str]:
+        """The versions of file ``path`` on ``main`` (blob ids, each once), newest first, from
+        the last RECOVERY_DEPTH commits; at most ``limit`` of them."""
+        tip = self._reader.tip()
+        found: dict[str, None] = {}
+        if tip is None:
+            return []
+        self._objects.make_walkable([tip])
+        for depth, commit in enumerate(self._repo.walk(tip, pygit2.enums.SortMode.TOPOLOGICAL)):
+            if depth >= RECOVERY_DEPTH or (limit is not None and len(found) >= limit):
+                break
+            version = entry_id(commit.tree, path)
+            if version is not None:
+                found.setdefault(str(version))
+        return list(found)
+
+    def merge_base(self, a: str, b: str) -> str | None:
+        """The best common ancestor of commits ``a`` and ``b`` (None: unrelated histories)."""
+        found = self._repo.merge_base(self._reader.resolve(a), self._reader.resolve(b))
+        return str(found) if found else None
+
+    def is_ancestor(self, ancestor: str, commit: str) -> bool:
+        """True when ``ancestor`` is ``commit`` or in its history."""
+        a, c = self._reader.resolve(ancestor), self._reader.resolve(commit)
+        return a == c or self._repo.descendant_of(c, a)
+
+    def new_commits(self, tip: str, known: list[str]) -> list[str]:
+        """Commits in the history of ``tip`` and in none of ``known``, oldest first."""
+        walker = self._repo.walk(self._reader.resolve(tip),
+                                 pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+        for commit in known:
+            walker.hide(self._reader.resolve(commit))
+        return [str(commit.id) for commit in walker]
+
+    def changed_files(self, old: str | None, new: str | None) -> dict[str, tuple[str | None, str | None]]:
+        """``{path: (blob id in old, blob id in new)}`` for every file that differs between
+        two commits (None: no commit, or no file there)."""
+        return tree_changes(self._reader.tree_of(old), self._reader.tree_of(new))
+
+    def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
+        """``(path, line number, line)`` for each line ``commit`` adds to a text file.
+
+        For a merge, only lines that none of its parents has in that file, so what a
+        merge brings in from either side does not count again.
+        """
+        target = self._repo[self._reader.resolve(commit)]
+        tree = self._reader.tree_of(target.id)
+        parents = [self._reader.tree_of(p) for p in target.parent_ids]
+        for parent in parents or [None]:  # the patches read these blobs
+            for ids in tree_changes(parent, tree).values():
+                for blob_id in filter(None, ids):
+                    self._objects.check(pygit2.Oid(hex=blob_id))
+        others = [{(path, line) for path, _, line in _lines_added(p, tree)} for p in parents[1:]]
+        for path, number, line in _lines_added(parents[0] if parents else None, tree):
+            if all((path, line) in other for other in others):
+                yield path, number, line
+
+    def _checked_entry_id(self, tree_id: pygit2.Oid, path: str) -> pygit2.Oid | None:
+        """The id of the entry at ``path`` in tree ``tree_id``, each folder on the way checked."""
+        parts = path.split("/")
+        for depth, part in enumerate(parts):
+            self._objects.check(tree_id, "a folder in the history")
+            try:
+                entry = self._repo[tree_id][part]
+            except KeyError:
+                return None
+            if depth == len(parts) - 1:
+                return entry.id
+            if entry.type_str != "tree":
+                return None
+            tree_id = entry.id
+        return None
+
+    def _object_at(self, tree: pygit2.Tree, path: str):
+        oid = entry_id(tree, path)
+        if oid is None:
+            return None
+        self._objects.check(oid, path)
+        return self._repo[oid]
+
+    def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
+        """The files at or under ``path`` ("" for all) that differ from revision ``old``
+        to revision ``new`` (None: before the first commit), in path order.
+
+        ``engine.diff("memory/user.md", "HEAD~1", "HEAD")[0].added`` is the lines added.
+        """
+        sides = []
+        for rev in (old, new):
+            tree = self._reader.tree_of(rev)
+            obj = tree if not path or tree is None else self._object_at(tree, path)
+            sides.append(obj)
+        old_tree, new_tree = [o if isinstance(o, pygit2.Tree) else None for o in sides]
+        if new_tree is None:  # tree_changes diffs from nothing, not to nothing
+            gone = tree_changes(None, old_tree).items()
+            changed = {join(path, rel): (new_id, old_id) for rel, (old_id, new_id) in gone}
+        else:
+            changed = {join(path, rel): ids for rel, ids in tree_changes(old_tree, new_tree).items()}
+        blobs = [str(o.id) if isinstance(o, pygit2.Blob) else None for o in sides]
+        if blobs != [None, None] and blobs[0] != blobs[1]:
+            changed[path] = (blobs[0], blobs[1])
+        return [self._file_diff(file, old_id, new_id)
+                for file, (old_id, new_id) in sorted(changed.items())]
+
+    def _file_diff(self, path: str, old_id: str | None, new_id: str | None) -> FileDiff:
+        for blob_id in filter(None, (old_id, new_id)):
+            self._objects.check(pygit2.Oid(hex=blob_id), path)
+        old_blob = self._repo[old_id] if old_id else None
+        new_blob = self._repo[new_id] if new_id else None
+        patch = pygit2.Patch.create_from(old_blob, new_blob, old_as_path=path, new_as_path=path)
+        _, added, removed = patch.line_stats
+        status = "added" if old_id is None else "deleted" if new_id is None else "modified"
+        return FileDiff(path, status, added, removed, patch.delta.is_binary, patch.text or "")
+
+
+def tree_changes(old: pygit2.Tree | None, new: pygit2.Tree | None) -> dict[str, tuple[str | None, str | None]]:
+    """``{path: (blob id in old, blob id in new)}`` for each file that differs between two
+    trees (None: no tree, or no file there)."""
+    if old is None and new is None:
+        return {}
+    diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
+    changed = {}
+    for delta in diff.deltas:
+        old_id = None if delta.status_char() == "A" else str(delta.old_file.id)
+        new_id = None if delta.status_char() == "D" else str(delta.new_file.id)
+        if old_id != new_id:
+            changed[delta.new_file.path or delta.old_file.path] = (old_id, new_id)
+    return changed
+
+
+def _lines_added(old: pygit2.Tree | None, new: pygit2.Tree) -> Iterator[tuple[str, int, bytes]]:
+    diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
+    for patch in diff:
+        if not patch.delta.is_binary:
+            for hunk in patch.hunks:
+                for line in hunk.lines:
+                    if line.origin == "+":
+                        yield patch.delta.new_file.path, line.new_lineno, line.raw_content
