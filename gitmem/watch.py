@@ -43,8 +43,8 @@ class Watcher:
     """Watches one repository's work tree and commits hand edits as they settle.
 
     ``target`` is a :class:`~gitmem.repository.Gitmem` or a
-    :class:`~gitmem.engine.GitEngine`; the watcher shares its engine's hand-edit
-    layer (installing one if needed), so reads and writes see the same edits.
+    :class:`~gitmem.engine.GitEngine`; the watcher shares the hand-edit part its engine
+    was opened with (else makes one of its own), so reads and writes see the same edits.
     """
 
     def __init__(self, target, *, debounce: float = DEBOUNCE, max_delay: float = MAX_DELAY):
