@@ -129,14 +129,14 @@ def history_size(bench: Bench) -> None:
     writes = bench.pick(60, 10_000)
     size = repository_size(bench.workdir / "history-size", writes)
     setting = f"{writes:,} mixed writes"
-    git = bench.add(Row("repository size", setting, ".git, background maintenance on",
-                        value=size["git"] / MB, unit="MB"))
+    dotgit = bench.add(Row("repository size", setting, ".git, background maintenance on",
+                           value=size["git"] / MB, unit="MB"))
     content = bench.add(Row("repository size", setting, "content: the files at HEAD",
                             value=size["content"] / MB, unit="MB"))
     aggressive = bench.add(Row("repository size", setting, ".git after git gc --aggressive",
                                value=size["git_gc_aggressive"] / MB, unit="MB"))
-    bench.compare(git, content, what=".git / content")
-    bench.compare(git, aggressive, what=".git / .git after git gc --aggressive")
+    bench.compare(dotgit, content, what=".git / content")
+    bench.compare(dotgit, aggressive, what=".git / .git after git gc --aggressive")
     bench.add(Row("repository size", setting, f"loose objects left ({size['packs_run']} background "
                   f"packs, threshold {LOOSE_THRESHOLD:,})", value=size["loose"], unit="objects"))
 

@@ -84,11 +84,11 @@ def sync_diverged(bench: Bench) -> None:
         gitmem = bench.add(Row("sync", setting, "gitmem sync: A, B, A", value=time_gitmem_sync(built),
                                unit="s"))
         git_seconds, conflicts = plain_git_sync(copy)
-        git = bench.add(Row("sync", setting, "git push; git pull --no-rebase + git push; git pull"
-                            + (f" (stopped at {conflicts} conflicting files)" if conflicts else ""),
-                            value=git_seconds, unit="s"))
+        plain = bench.add(Row("sync", setting, "git push; git pull --no-rebase + git push; git pull"
+                              + (f" (stopped at {conflicts} conflicting files)" if conflicts else ""),
+                              value=git_seconds, unit="s"))
         if not conflicts:
-            bench.compare(gitmem, git, what="gitmem / git")
+            bench.compare(gitmem, plain, what="gitmem / git")
 
 
 def merge_large_markdown(bench: Bench) -> None:
