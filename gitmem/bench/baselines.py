@@ -1,15 +1,20 @@
-"""What gitmem is measured against in ``gitmem bench``, besides git itself.
+"""What gitmem is measured against in ``gitmem bench``: every baseline, in this one module.
 
+- :class:`FloorWrite` and its variants: the raw floor, a pygit2 commit with nothing
+  around it (plus the work-tree file, plus the index entry);
+- :class:`GitCliWrite`, :class:`GitCliAppend`: the file written, then ``git commit -a``
+  in a subprocess (what most git-memory tools do); :func:`plain_git_sync`: two
+  machines synced with ``git push`` and ``git pull``;
 - :class:`SqliteStore`: SQLite in WAL mode with ``synchronous=FULL``, one transaction
   per write, each record type in its own table (memory, one row per message, one row
-  per event): the database a memory store would otherwise be built on.
+  per event): the database a memory store would otherwise be built on;
 - :class:`NuiDataJson`: nui's built-in storage, every session in one ``data.json``
-  (2-space indented) rewritten whole on each write, through a temp file and a rename.
+  (2-space indented) rewritten whole on each write, through a temp file and a rename;
 - :class:`JsonFileThreadStore`: the seed's kaboo thread store, every thread in one
   JSON file rewritten whole on each append.
 
-All three are implemented here in Python, as gitmem is, and are used through the
-same calls as gitmem's stores:
+They are implemented here in Python, as gitmem is, and are used through the same
+calls as gitmem's stores:
 
     db = SqliteStore(Path("/tmp/bench.sqlite"))
     db.write_session("s1", messages)      # inserts the messages it does not hold yet
@@ -17,16 +22,133 @@ same calls as gitmem's stores:
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
-import random
 import sqlite3
+import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+# The raw floor is a pygit2 commit with nothing of gitmem around it, so this module is
+# the one outside the git engine that imports pygit2: as a baseline, never to store data.
+import pygit2
+
+from gitmem.bench.workloads import GIT_ENV, MEMORY_PATH, git, memory_content
+
+SQLITE = "SQLite"  # in WAL mode with synchronous=FULL, one transaction per write
+
+
+def pygit2_versions() -> dict[str, str]:
+    """The pygit2 and libgit2 the floor (and gitmem's engine) run on."""
+    return {"pygit2": pygit2.__version__, "libgit2": pygit2.LIBGIT2_VERSION}
+
+
+# -- the raw floor: pygit2 alone ------------------------------------------------------
+
+
+class FloorWrite:
+    """The raw floor: blob, trees and commit built in memory by pygit2, ref moved; nothing else.
+
+    It writes ``record`` (by default the store's own file): in a repository the store
+    writes too, give it a file of its own, as deep as the store's.
+    """
+
+    def __init__(self, path: Path, record: str = MEMORY_PATH):
+        self.repo = pygit2.Repository(str(path))
+        self.signature = pygit2.Signature("bench", "bench@localhost")
+        self.record = record
+
+    def __call__(self, i: int) -> None:
+        parent = self.repo.head.peel(pygit2.Commit)
+        blob = self.repo.create_blob(memory_content(i))
+        tree = self._tree_with(parent.tree, self.record.split("/"), blob)
+        self.repo.create_commit("refs/heads/main", self.signature, self.signature,
+                                "memory: replace agent bench\n", tree, [parent.id])
+
+    def _tree_with(self, tree: pygit2.Tree, parts: list[str], blob: pygit2.Oid) -> pygit2.Oid:
+        builder = self.repo.TreeBuilder(tree)
+        name = parts[0]
+        if len(parts) == 1:
+            builder.insert(name, blob, pygit2.enums.FileMode.BLOB)
+        else:
+            builder.insert(name, self._tree_with(self.repo[tree[name].id], parts[1:], blob),
+                           pygit2.enums.FileMode.TREE)
+        return builder.write()
+
+
+class FloorAndFileWrite(FloorWrite):
+    """The raw floor plus the work-tree file (temp file + rename): what the store adds by design."""
+
+    def __init__(self, path: Path, record: str = MEMORY_PATH):
+        super().__init__(path, record)
+        self.file = path / record
+        self.tmp = path / ".git" / "bench.tmp"
+
+    def __call__(self, i: int) -> None:
+        super().__call__(i)
+        self.tmp.write_bytes(memory_content(i))
+        os.replace(self.tmp, self.file)
+
+
+class FloorAndIndexWrite(FloorWrite):
+    """The raw floor plus the index entry of the file (one index write): the cost of keeping
+    the index in step with every commit, which the store pays so that a plain ``git
+    commit`` after a crash never undoes a write."""
+
+    def __call__(self, i: int) -> None:
+        super().__call__(i)
+        index = self.repo.index
+        index.read(force=False)
+        entry = self.repo.head.peel(pygit2.Commit).tree[self.record]
+        index.add(pygit2.IndexEntry(self.record, entry.id, entry.filemode))
+        index.write()
+
+
+# -- the git CLI ------------------------------------------------------------------------
+
+
+class GitCliWrite:
+    """Write the file, then ``git commit -a`` in a subprocess: what most git-memory tools do."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.file = path / MEMORY_PATH
+
+    def __call__(self, i: int) -> None:
+        self.write_file(i)
+        subprocess.run(["git", "-C", str(self.path), "commit", "-a", "-q", "--no-verify",
+                        "-m", "memory: replace agent bench"], env=GIT_ENV, check=True)
+
+    def write_file(self, i: int) -> None:
+        self.file.write_bytes(memory_content(i))
+
+
+class GitCliAppend(GitCliWrite):
+    """Append a block to the file, then ``git commit -a`` in a subprocess."""
+
+    def write_file(self, i: int) -> None:
+        with self.file.open("a") as file:
+            file.write(f"\n- learned fact {i}\n")
+
+
+def plain_git_sync(root: Path) -> tuple[float, int]:
+    """Seconds for ``root/a`` and ``root/b`` (clones of one remote) to sync with plain git:
+    A pushes, B pulls (merge) and pushes, A pulls; and the number of files it left in conflict."""
+    start = time.perf_counter()
+    git(root / "a", "push", "--quiet", "origin", "main")
+    pulled = git(root / "b", "pull", "--quiet", "--no-rebase", "origin", "main", check=False)
+    if pulled.returncode != 0:
+        conflicts = git(root / "b", "diff", "--name-only", "--diff-filter=U").stdout.split()
+        return time.perf_counter() - start, len(conflicts)
+    git(root / "b", "push", "--quiet", "origin", "main")
+    git(root / "a", "pull", "--quiet", "--no-rebase", "origin", "main")
+    return time.perf_counter() - start, 0
+
+
+# -- stores built on something else -----------------------------------------------------
 
 
 class SqliteStore:
@@ -172,64 +294,3 @@ class JsonFileThreadStore:
                 snapshot = event.get("snapshot")
                 return snapshot if isinstance(snapshot, (dict, list)) else None
         return None
-
-
-# -- a realistic nui data folder ------------------------------------------------------
-
-
-def make_nui_data(folder: Path, *, sessions: int = 6, messages: int = 8, image_every: int = 3,
-                  image_bytes: int = 30_000, seed: int = 0) -> dict[str, Any]:
-    """Write a nui data folder as nui's built-in storage keeps it; returns its data.json.
-
-    Sessions of ``claude-code``, ``codex`` and ``ext:corp/reviewer`` alternate; assistant
-    turns carry text and tool parts; every ``image_every``-th session (0: none) has a
-    user turn with an image; every third one has a sub-agent resume id. User memory
-    and agent memory of ``claude-code`` and ``ext:corp/reviewer`` (as ``ext-corp-reviewer.md``).
-    """
-    rng = random.Random(seed)
-    agent_types = ["claude-code", "codex", "ext:corp/reviewer"]
-    data: dict[str, Any] = {"sessions": [], "agentSessions": {}, "sessionMessages": {}}
-    for n in range(sessions):
-        session_id = f"{rng.getrandbits(32):08x}-{n:04d}-4c1e-9a57-3f2d1e0c9b8a"
-        agent_type = agent_types[n % len(agent_types)]
-        data["sessions"].append({"id": session_id, "name": f"session {n}",
-                                 "workingDir": f"/home/me/project{n % 4}", "agentType": agent_type,
-                                 "createdAt": f"2026-10-{1 + n % 28:02d}T09:{n % 60:02d}:00Z",
-                                 "pinned": n % 5 == 0})
-        data["agentSessions"][session_id] = f"resume-{n}"
-        if n % 3 == 0:
-            data["agentSessions"][f"{session_id}#explorer"] = f"sub-resume-{n}"
-        data["sessionMessages"][session_id] = [
-            nui_message(n, i, rng.randbytes(image_bytes)
-                        if image_every and n % image_every == 0 and i == 2 else b"")
-            for i in range(messages)]
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "data.json").write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    agents = folder / "memory" / "agents"
-    agents.mkdir(parents=True, exist_ok=True)
-    (folder / "memory" / "user.md").write_text("Prefers short answers.\n\nWorks in Go and Python.\n")
-    (agents / "claude-code.md").write_text("Run the tests with `make test`.\n")
-    (agents / "ext-corp-reviewer.md").write_text("Review for naming first, then tests.\n")
-    return data
-
-
-def nui_message(session: int, i: int, image: bytes = b"") -> dict[str, Any]:
-    """Message ``i`` of session number ``session`` as nui stores it: a user turn (with
-    ``image`` attached when given) or an assistant turn with a text part and a tool part."""
-    stamp = f"2026-10-{1 + session % 28:02d}T10:{i % 60:02d}:00.000Z"
-    if i % 2 == 0:
-        message: dict[str, Any] = {"id": f"u{session}-{i}", "role": "user",
-                                   "content": f"please look at step {i} of task {session}",
-                                   "createdAt": stamp}
-        if image:
-            message["images"] = [{"id": f"img{session}-{i}", "mediaType": "image/png",
-                                  "data": base64.b64encode(image).decode()}]
-        return message
-    return {"id": f"a{session}-{i}", "role": "assistant", "content": f"Done with step {i}. " * 8,
-            "createdAt": stamp,
-            "parts": [{"type": "text", "id": f"p{session}-{i}a", "content": "Let me check."},
-                      {"type": "tool", "id": f"p{session}-{i}b", "content": "",
-                       "toolCallId": f"call_{session}_{i}", "toolName": "bash",
-                       "toolArgs": {"command": f"grep -rn step{i} src/"},
-                       "toolResult": f"src/a.py:{i}: step{i}()\n" * 5,
-                       "subagentTrace": [{"role": "assistant", "content": "searching"}]}]}

@@ -19,13 +19,12 @@ from __future__ import annotations
 import base64
 import random
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench.core import Row
-from gitmem.bench.baselines import make_nui_data, nui_message
+from gitmem.bench.core import Bench, Row
+from gitmem.bench.workloads import git, make_nui_data, nui_message
 from gitmem.maintenance import LOOSE_THRESHOLD, Maintenance
 from gitmem.nui_import import import_nui
 from gitmem.repository import Gitmem
@@ -54,7 +53,7 @@ def repository_size(root: Path, writes: int) -> dict[str, float]:
               "packs_run": packs}
     copy = root / "mixed-aggressive"
     shutil.copytree(path, copy, symlinks=True)
-    subprocess.run(["git", "-C", str(copy), "gc", "--aggressive", "--prune=now", "-q"], check=True)
+    git(copy, "gc", "--aggressive", "--prune=now", "-q")
     result["git_gc_aggressive"] = _size(copy / ".git")
     return result
 
@@ -125,24 +124,24 @@ def import_throughput(root: Path, sessions: int) -> dict[str, float]:
     return result
 
 
-def history_size(bench) -> None:
+def history_size(bench: Bench) -> None:
     """Repository size after N mixed writes, against the content and ``git gc --aggressive``."""
     writes = bench.pick(60, 10_000)
     size = repository_size(bench.workdir / "history-size", writes)
     setting = f"{writes:,} mixed writes"
-    git = bench.add(Row("repository size", setting, ".git, background maintenance on",
-                        value=size["git"] / MB, unit="MB"))
+    dotgit = bench.add(Row("repository size", setting, ".git, background maintenance on",
+                           value=size["git"] / MB, unit="MB"))
     content = bench.add(Row("repository size", setting, "content: the files at HEAD",
                             value=size["content"] / MB, unit="MB"))
     aggressive = bench.add(Row("repository size", setting, ".git after git gc --aggressive",
                                value=size["git_gc_aggressive"] / MB, unit="MB"))
-    bench.compare(git, content, what=".git / content")
-    bench.compare(git, aggressive, what=".git / .git after git gc --aggressive")
+    bench.compare(dotgit, content, what=".git / content")
+    bench.compare(dotgit, aggressive, what=".git / .git after git gc --aggressive")
     bench.add(Row("repository size", setting, f"loose objects left ({size['packs_run']} background "
                   f"packs, threshold {LOOSE_THRESHOLD:,})", value=size["loose"], unit="objects"))
 
 
-def history_packing(bench) -> None:
+def history_packing(bench: Bench) -> None:
     """Writes while background packing runs often, against the same writes without maintenance."""
     latency = write_latency(bench.workdir / "history-packing", bench.pick(60, 1_000))
     setting = f"{len(latency['with']):,} mixed writes"
@@ -159,7 +158,7 @@ def history_packing(bench) -> None:
                   value=max(latency["maybe_start"]) * 1000))
 
 
-def history_images(bench) -> None:
+def history_images(bench: Bench) -> None:
     """``.git`` growth and write time of a session holding 1 MB images: blobs against inline."""
     images, writes = bench.pick((2, 3), (20, 50))
     growth = image_growth(bench.workdir / "history-images", images=images, writes=writes)
@@ -173,7 +172,7 @@ def history_images(bench) -> None:
         bench.compare(blobs, inline, what=f"{what}, blobs / inline")
 
 
-def history_import(bench) -> None:
+def history_import(bench: Bench) -> None:
     """``gitmem import nui`` of a generated data folder, and the second (no-op) import."""
     sessions = bench.pick(20, 1_000)
     throughput = import_throughput(bench.workdir / "history-import", sessions)

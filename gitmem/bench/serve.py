@@ -1,4 +1,4 @@
-"""``gitmem bench`` scenarios for ``gitmem serve``: protocol overhead, cold start, durability.
+"""``gitmem bench`` scenarios for ``gitmem serve``: protocol overhead, durability, a large read.
 
 - A memory write and a session write as round trips through a ``gitmem serve``
   subprocess (one request in flight, as nui sends them), against the same write on
@@ -7,9 +7,6 @@
   protocol: what a second process costs by itself, so the table also shows the share
   of the JSON-RPC work alone (round trip / child). The same for a session of 2,000
   messages (about 800 KB a request; no target).
-- Cold start: from spawning ``python -m gitmem serve`` to the answer to the first
-  ``storage.info`` (target <= 250 ms), beside what it is spent on: the bare
-  interpreter, the imports, and the import time by package (``python -X importtime``).
 - Durability: a memory write through ``gitmem serve --durability fast`` and through
   ``--durability fsync`` (no target: what fsync costs on this disk).
 - A read of a 6 MB session (200 messages, two 3 MB screenshots) through ``gitmem serve``,
@@ -17,69 +14,31 @@
   beside the whole read in-process (no target: a read that blocks nui's request).
 
     gitmem bench --only serve
+
+The cold start of ``gitmem serve`` is in ``gitmem.bench.cold``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import statistics
 import subprocess
 import sys
 import time
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench.core import (AGENT, AGENT_TYPE, GIT_ENV, Row, StoreWrite, build_repository,
-                          copy_repository, memory_content, session_messages)
-from gitmem.bench.baselines import nui_message
+from gitmem.bench.core import Bench, Row
+from gitmem.bench.workloads import (AGENT, AGENT_TYPE, GIT_ENV, ServeProcess, StoreWrite,
+                                    build_repository, copy_repository, memory_content,
+                                    nui_message, session_messages)
 from gitmem.engine import DURABILITIES, INDEX_IDLE
 from gitmem.repository import Gitmem
 
-COLD_START_BUDGET_MS = 250.0
 SESSION_SIZE = 200  # messages in the session that each write sends in full, as nui does
 LONG_SESSION = 2000  # messages in a long one (about 800 KB a request)
-SERVE = [sys.executable, "-m", "gitmem", "serve"]
 SERVED = "bench-served"  # the server's record, beside the in-process store's in one repository
-
-
-class ServeProcess:
-    """A ``gitmem serve [options]`` subprocess on ``repo`` and a client that waits for each answer."""
-
-    def __init__(self, repo: Path, env: dict[str, str] = GIT_ENV, options: Sequence[str] = ()):
-        self.process = subprocess.Popen([*SERVE, "--repo", str(repo), *options], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
-        self.next_id = 0
-
-    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        """Send one request as nui encodes it (compact, keys sorted) and return its result."""
-        return self.send(self.encode(method, params))
-
-    def encode(self, method: str, params: dict[str, Any] | None = None) -> bytes:
-        """The next request line, as nui encodes it (compact, keys sorted)."""
-        self.next_id += 1
-        request = {"id": self.next_id, "jsonrpc": "2.0", "method": method, "params": params or {}}
-        return json.dumps(request, sort_keys=True, separators=(",", ":")).encode() + b"\n"
-
-    def send(self, request: bytes) -> Any:
-        """Send one encoded request and return its result."""
-        self.process.stdin.write(request)
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{json.loads(request)['method']}: the server exited without answering")
-        answer = json.loads(line)
-        if "error" in answer:
-            raise RuntimeError(f"{json.loads(request)['method']}: {answer['error']['message']}")
-        return answer["result"]
-
-    def close(self) -> None:
-        """End of input: the server finishes its work and exits."""
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
 
 
 class ServeWrite:
@@ -154,7 +113,8 @@ CHILD = "bench-child"  # the child writer's record
 _CHILD = """
 import sys
 from pathlib import Path
-from gitmem.bench.serve import CHILD, StoreSessionWrite, StoreWrite, session_messages
+from gitmem.bench.serve import CHILD, StoreSessionWrite
+from gitmem.bench.workloads import StoreWrite, session_messages
 kind, repo, messages = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 write = (StoreWrite(repo, CHILD) if kind == "memory"
          else StoreSessionWrite(repo, session_messages(messages), CHILD))
@@ -180,7 +140,7 @@ def memory_request(i: int, agent: str = AGENT) -> tuple[str, dict[str, Any]]:
                                          "handlerId": "bench", "writeMode": "replace"}
 
 
-def serve_writes(bench) -> None:
+def serve_writes(bench: Bench) -> None:
     """A memory write and a session write through ``gitmem serve`` against the store
     in-process, and a session of 2,000 messages (no target: what a long request costs)."""
     base = build_repository(bench.workdir / "serve-base", 10)
@@ -233,7 +193,7 @@ class StoreSessionRead:
 SCREENSHOT = 3_000_000 * 3 // 4  # bytes of a screenshot whose base64 is 3 MB
 
 
-def serve_session_read(bench) -> None:
+def serve_session_read(bench: Bench) -> None:
     """A read of a 6 MB session through ``gitmem serve``, answered within 4 MiB, beside the
     whole read in-process, and the size of the answer."""
     repo = build_repository(bench.workdir / "serve-read", 10)
@@ -271,7 +231,7 @@ def session_request(messages: list[dict[str, Any]]) -> Callable[[int], tuple[str
     return request
 
 
-def serve_durability(bench) -> None:
+def serve_durability(bench: Bench) -> None:
     """A memory write through ``gitmem serve`` with each ``--durability``, taking turns, and
     what one fsync costs on this disk (for reference: the difference is a few of them)."""
     base = build_repository(bench.workdir / "durability-base", 10)
@@ -295,85 +255,4 @@ def serve_durability(bench) -> None:
     bench.compare(fsync, fast, what="fsync / fast")
 
 
-def serve_cold_start(bench) -> None:
-    """Spawn to the ``storage.info`` answer, beside the bare interpreter and the imports alone.
-
-    Measured with gitmem's bytecode cached, as after ``pip install`` (here under the
-    scratch folder, through PYTHONPYCACHEPREFIX), and once more without any bytecode
-    (PYTHONDONTWRITEBYTECODE=1 on a source checkout: every module compiled at each start).
-    """
-    repo = build_repository(bench.workdir / "serve-cold", 10)
-    cached = {k: v for k, v in GIT_ENV.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    cached["PYTHONPYCACHEPREFIX"] = str(bench.workdir / "pycache")
-    uncached = {**GIT_ENV, "PYTHONDONTWRITEBYTECODE": "1"}
-    uncached.pop("PYTHONPYCACHEPREFIX", None)
-
-    def answered(env: dict[str, str]) -> Callable[[], float]:
-        def spawn() -> float:
-            started = time.perf_counter()
-            server = ServeProcess(repo, env)
-            server.call("storage.info")
-            elapsed = time.perf_counter() - started
-            server.close()
-            return elapsed
-        return spawn
-
-    def interpreter() -> float:
-        started = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], env=cached, check=True)
-        return time.perf_counter() - started
-
-    def imports() -> float:  # timed inside the child: no interpreter start or exit
-        done = subprocess.run([sys.executable, "-c", _TIMED_IMPORTS], env=cached, check=True,
-                              capture_output=True, text=True)
-        return float(done.stdout)
-
-    measured = {
-        "serve: spawn to storage.info answer": answered(cached),
-        "python -c pass (start and exit)": interpreter,
-        "imports: gitmem.cli, gitmem.serve": imports,
-        "serve: spawn to answer, no bytecode cache": answered(uncached),
-    }
-    answered(cached)()  # writes the bytecode cache
-    rows = {what: Row("cold start", "10 files", what) for what in measured}
-    for _ in range(bench.pick(2, 20)):  # taking turns: drift in load hits all alike
-        for what, measure in measured.items():
-            rows[what].samples.append(measure() * 1000)
-    bench.rows.extend(rows.values())
-    spawn, start, imported, _ = rows.values()
-    spawn.target = COLD_START_BUDGET_MS
-    bench.add(Row(spawn.scenario, spawn.repo, "  the rest: open repository, log, answer (medians)",
-                  value=spawn.median - start.median - imported.median))
-    for group, ms in import_time(repo, cached, runs=bench.pick(1, 3))[:8]:
-        bench.add(Row(spawn.scenario, spawn.repo, f"  import time of {group}", value=ms))
-
-
-_TIMED_IMPORTS = """
-import time
-started = time.perf_counter()
-import gitmem.cli, gitmem.serve
-print(time.perf_counter() - started)
-"""
-_IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \| *(\S+)")
-
-
-def import_time(repo: Path, env: dict[str, str], runs: int = 3) -> list[tuple[str, float]]:
-    """Where ``gitmem serve`` spends its import time: ms of self time per package, biggest first.
-
-    gitmem's own modules are counted one by one, others by top-level package; the median
-    of ``runs`` runs of ``python -X importtime`` (which adds a little overhead of its own).
-    """
-    spent: dict[str, list[float]] = defaultdict(lambda: [0.0] * runs)
-    for run in range(runs):
-        done = subprocess.run([sys.executable, "-X", "importtime", *SERVE[1:], "--repo", str(repo)],
-                              input=b"", capture_output=True, env=env, check=True)
-        for match in map(_IMPORT_LINE.match, done.stderr.decode().splitlines()):
-            if match:
-                name = match[2]
-                group = name if name.startswith("gitmem") else name.split(".")[0]
-                spent[group][run] += int(match[1]) / 1000
-    medians = {group: statistics.median(times) for group, times in spent.items()}
-    return sorted(medians.items(), key=lambda item: -item[1])
-
-
-SCENARIOS = [serve_writes, serve_session_read, serve_cold_start]
+SCENARIOS = [serve_durability, serve_writes, serve_session_read]

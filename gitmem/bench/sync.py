@@ -4,7 +4,7 @@ Two machines (clones of one bare remote) each make ``commits`` divergent commits
 (memory appends, session writes, thread appends); then they sync: A pushes, B
 fetches, merges and pushes, A fast-forwards. The baseline is plain git on copies of
 the same repositories: ``git push``, ``git pull --no-rebase`` + ``git push``,
-``git pull``. Two workloads:
+``git pull`` (``gitmem.bench.baselines.plain_git_sync``). Two workloads:
 
 - ``disjoint``: each machine writes its own records, so plain git can do it too;
 - ``shared``: both write the same user memory, session and thread; plain git stops
@@ -18,32 +18,28 @@ Each is timed once (a sync of that size cannot be repeated on the same repositor
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench.core import Row
+from gitmem.bench.baselines import plain_git_sync
+from gitmem.bench.core import Bench, Row
+from gitmem.bench.workloads import git
 from gitmem.merge import merge_text
 from gitmem.repository import Gitmem
 from gitmem.sync import sync
-
-GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost",
-           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
 
 
 def diverged_machines(root: Path, commits: int, shared: bool) -> Path:
     """``root/{remote.git,a,b}``: two clones of one remote, ``commits`` commits apart each."""
     root.mkdir(parents=True)
-    _git(root, "init", "--quiet", "--bare", "--initial-branch=main", "remote.git")
+    git(root, "init", "--quiet", "--bare", "--initial-branch=main", "remote.git")
     with Gitmem.open(root / "a") as a:
         a.engine.add_remote("origin", str(root / "remote.git"))
         sync(a)
-    _git(root, "clone", "--quiet", "remote.git", "b")
+    git(root, "clone", "--quiet", "remote.git", "b")
     for name in ("a", "b"):
         with Gitmem.open(root / name, create=False) as mem:
             _write(mem, name, commits, shared)
@@ -76,39 +72,26 @@ def time_gitmem_sync(root: Path) -> float:
     return time.perf_counter() - start
 
 
-def time_plain_git(root: Path) -> tuple[float, int]:
-    """Seconds for the same with plain git, and the number of files it left in conflict."""
-    start = time.perf_counter()
-    _git(root / "a", "push", "--quiet", "origin", "main")
-    pulled = _git(root / "b", "pull", "--quiet", "--no-rebase", "origin", "main", check=False)
-    if pulled.returncode != 0:
-        conflicts = _git(root / "b", "diff", "--name-only", "--diff-filter=U").stdout.split()
-        return time.perf_counter() - start, len(conflicts)
-    _git(root / "b", "push", "--quiet", "origin", "main")
-    _git(root / "a", "pull", "--quiet", "--no-rebase", "origin", "main")
-    return time.perf_counter() - start, 0
-
-
-def sync_diverged(bench) -> None:
+def sync_diverged(bench: Bench) -> None:
     """Both workloads, gitmem against plain git on copies of the same repositories."""
     commits = bench.pick(10, 1_000)
     for workload in ("disjoint", "shared"):
         built = diverged_machines(bench.workdir / f"sync-{workload}-gitmem", commits, workload == "shared")
         copy = shutil.copytree(built, bench.workdir / f"sync-{workload}-git", symlinks=True)
         for name in ("a", "b"):
-            _git(copy / name, "remote", "set-url", "origin", str(copy / "remote.git"))
+            git(copy / name, "remote", "set-url", "origin", str(copy / "remote.git"))
         setting = f"{commits:,} divergent commits each, {workload} records"
         gitmem = bench.add(Row("sync", setting, "gitmem sync: A, B, A", value=time_gitmem_sync(built),
                                unit="s"))
-        git_seconds, conflicts = time_plain_git(copy)
-        git = bench.add(Row("sync", setting, "git push; git pull --no-rebase + git push; git pull"
-                            + (f" (stopped at {conflicts} conflicting files)" if conflicts else ""),
-                            value=git_seconds, unit="s"))
+        git_seconds, conflicts = plain_git_sync(copy)
+        plain = bench.add(Row("sync", setting, "git push; git pull --no-rebase + git push; git pull"
+                              + (f" (stopped at {conflicts} conflicting files)" if conflicts else ""),
+                              value=git_seconds, unit="s"))
         if not conflicts:
-            bench.compare(gitmem, git, what="gitmem / git")
+            bench.compare(gitmem, plain, what="gitmem / git")
 
 
-def merge_large_markdown(bench) -> None:
+def merge_large_markdown(bench: Bench) -> None:
     """The merge of one large diverged markdown memory: 4,000 base blocks, 2,000 new blocks
     inserted at random places on each side (issue 16: 10.7 s with a quadratic diff)."""
     rng = random.Random(16)
@@ -126,13 +109,6 @@ def merge_large_markdown(bench) -> None:
                          {what: lambda _i: merge_text("memory/user.md", start, ours, theirs)},
                          samples=bench.pick(5, 20))
     rows[what].target = 1000.0  # ms: well under a second
-
-
-def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=GIT_ENV)
-    if check and done.returncode != 0:
-        raise RuntimeError(f"git {' '.join(args)}: {done.stderr.strip()}")
-    return done
 
 
 SCENARIOS = [sync_diverged, merge_large_markdown]

@@ -21,11 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench.core import SQLITE, ColdRead
-from gitmem.bench.baselines import JsonFileThreadStore, SqliteStore
-from gitmem.bench.serve import ServeProcess
-from gitmem.repository import Gitmem
+from gitmem.bench.baselines import SQLITE, JsonFileThreadStore, SqliteStore
+from gitmem.bench.core import Bench
+from gitmem.bench.workloads import ColdRead, ServeProcess
 from gitmem.meta import meta_bytes
+from gitmem.repository import Gitmem
 
 RUN_SIZE = 50
 READ_STATE_TARGET_MS = 5.0
@@ -69,7 +69,7 @@ def filled(path: Path, thread_id: str, count: int, batch: int = 10_000) -> Path:
     return path
 
 
-def thread_append(bench) -> None:
+def thread_append(bench: Bench) -> None:
     """A 50-event run appended to a long thread and to a new one: gitmem, SQLite, the seed's store.
 
     The long thread grows by a run per sample, so the samples are capped to keep it
@@ -134,7 +134,7 @@ class LoadsAfterServerStart(FreshServerRead):
         return json.loads(self.events_file.read_bytes())
 
 
-def thread_reads(bench) -> None:
+def thread_reads(bench: Bench) -> None:
     """Reading a thread's events cold, warm, through a fresh server; ``read_state`` warm."""
     count = bench.pick(1_000, 10_000)
     repo = filled(bench.workdir / "thread-read", "long", count)
@@ -199,7 +199,7 @@ class ListAfterChange:
         return self.mem.threads.list_threads()
 
 
-def thread_list(bench) -> None:
+def thread_list(bench: Bench) -> None:
     """``list_threads`` of 10,000 threads: first call after opening, after one changed, SQLite."""
     count = bench.pick(200, 10_000)
     repo = bench.workdir / "thread-list"

@@ -16,44 +16,24 @@ Two scenarios in the form :mod:`gitmem.bench` runs (``scenario(bench)``):
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import Any
 
+from gitmem.bench.core import Bench, Row
+from gitmem.bench.workloads import ServeProcess, build_repository, copy_repository
 from gitmem.engine import GitEngine
 from gitmem.repository import Gitmem
 from gitmem.watch import DEBOUNCE, Watcher
 
 LATENCY_TARGET = 1.2  # seconds from a save to the commit being readable, default debounce
 OVERHEAD_TARGET = 1.05  # the watcher's cost on an API write
+COMMIT_BOUND = 60  # seconds to wait for the watcher's commit of a save before giving up
 
 
-class _Server:
-    """A ``gitmem serve`` child process, called one request at a time."""
-
-    def __init__(self, repo: Path):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "gitmem", "serve", "--repo", str(repo)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self._ids = iter(range(1, 1 << 30))
-
-    def call(self, method: str, **params: Any) -> Any:
-        request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method,
-                   "params": {"handlerId": "bench", **params}}
-        self.process.stdin.write(json.dumps(request).encode() + b"\n")
-        self.process.stdin.flush()
-        return json.loads(self.process.stdout.readline())["result"]
-
-    def read_memory(self) -> str:
-        return self.call("storage.userMemory.read")["content"]
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
+def _read_memory(server: ServeProcess) -> str:
+    """The user memory, read through ``server``."""
+    return server.call("storage.userMemory.read", {"handlerId": "bench"})["content"]
 
 
 def _save(path: Path, text: str) -> None:
@@ -63,25 +43,15 @@ def _save(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _serve_watches() -> bool:
-    """True when ``gitmem serve`` runs the watcher itself (it then has ``--no-watch``)."""
-    done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--help"],
-                          capture_output=True, text=True)
-    return "--no-watch" in done.stdout
-
-
-def hand_edit_latency(bench) -> None:
+def hand_edit_latency(bench: Bench) -> None:
     """Save -> readable through ``gitmem serve``: by the watcher (nothing reading), and by a read."""
-    from gitmem.bench.core import Row, build_repository
-
     repo = build_repository(bench.workdir / "hand-edits", 10)
     user_md = repo / "memory" / "user.md"
-    server = _Server(repo)
-    # Without a watcher in serve, one in this process stands in for it, as serve would run it.
-    with Gitmem.open(repo, create=False) as mem, GitEngine.open(repo, create=False) as observer:
-        watcher = None if _serve_watches() else Watcher(mem).start()
+    server = ServeProcess(repo)  # it runs the watcher
+    with GitEngine.open(repo, create=False) as observer:
         try:
-            server.call("storage.userMemory.write", content="start", writeMode="replace")
+            server.call("storage.userMemory.write",
+                        {"handlerId": "bench", "content": "start", "writeMode": "replace"})
             by_watcher = Row("hand edits", "10 files", "save -> readable via serve, watcher "
                              f"(debounce {DEBOUNCE:g} s)", target=LATENCY_TARGET * 1000)
             for i in range(2 if bench.quick else 8):
@@ -89,23 +59,23 @@ def hand_edit_latency(bench) -> None:
                 saved = time.perf_counter()
                 _save(user_md, f"edited {i}\n")
                 while observer.head() == head:  # reading HEAD only: this commits nothing
+                    if time.perf_counter() - saved > COMMIT_BOUND:
+                        raise RuntimeError(f"the watcher did not commit a save in {COMMIT_BOUND} s")
                     time.sleep(0.002)
-                assert server.read_memory() == f"edited {i}\n"
+                assert _read_memory(server) == f"edited {i}\n"
                 by_watcher.samples.append((time.perf_counter() - saved) * 1000)
                 time.sleep(0.2)
             by_read = Row("hand edits", "10 files", "save -> read via serve (read commits it)")
             plain = Row("hand edits", "10 files", "read via serve, nothing edited")
             for i in range(5 if bench.quick else 30):
                 started = time.perf_counter()
-                server.read_memory()
+                _read_memory(server)
                 plain.samples.append((time.perf_counter() - started) * 1000)
                 started = time.perf_counter()
                 _save(user_md, f"read back {i}\n")
-                assert server.read_memory() == f"read back {i}\n"
+                assert _read_memory(server) == f"read back {i}\n"
                 by_read.samples.append((time.perf_counter() - started) * 1000)
         finally:
-            if watcher is not None:
-                watcher.stop()
             server.close()
     bench.rows += [by_watcher, by_read, plain]
 
@@ -131,10 +101,8 @@ class _Writer:
         self.mem.close()
 
 
-def watcher_overhead(bench) -> None:
+def watcher_overhead(bench: Bench) -> None:
     """A memory append with the watcher running vs without (and without hand edits at all)."""
-    from gitmem.bench.core import build_repository, copy_repository
-
     base = build_repository(bench.workdir / "watch-base", 10)
     writers = {
         "store, watcher running": _Writer(copy_repository(base, bench.workdir / "watch-on"),

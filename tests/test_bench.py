@@ -1,0 +1,71 @@
+"""``gitmem bench``'s layout and its cold-start rows (the rows' figures are the bench's job, not a test's)."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import SUBPROCESS_ENV
+
+import gitmem.bench
+from gitmem.bench.core import SCENARIO_MODULES, scenarios
+
+BENCH = Path(gitmem.bench.__file__).parent
+BENCH_HANG = 1800  # seconds: a bound against a hang, no deadline a loaded machine could miss
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth of its code."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def defines_scenarios(path: Path) -> bool:
+    """Whether the module at ``path`` assigns ``SCENARIOS`` at its top level."""
+    return any(isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "SCENARIOS" for t in node.targets)
+               for node in ast.parse(path.read_text()).body)
+
+
+def test_every_scenario_module_is_registered_and_every_scenario_name_is_unique():
+    with_scenarios = {path.stem for path in BENCH.glob("*.py") if defines_scenarios(path)}
+    assert with_scenarios == set(SCENARIO_MODULES)
+    names = [scenario.__name__ for scenario in scenarios()]
+    assert len(names) == len(set(names))
+
+
+def test_only_the_baselines_module_of_the_bench_imports_pygit2():
+    importers = {path.name for path in BENCH.glob("*.py")
+                 if any(name.split(".")[0] == "pygit2" for name in imported_modules(path))}
+    assert importers == {"baselines.py"}
+
+
+def test_cold_start_rows_compare_each_command_with_the_pygit2_import(tmp_path):
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, "-m", "gitmem", "bench", "--quick", "--only", "^cold_start$",
+                           "--json", str(out)], capture_output=True, text=True, env=SUBPROCESS_ENV,
+                          timeout=BENCH_HANG)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(out.read_text())["rows"]
+    measured = {r["what"]: r for r in rows if r["ratio"] is None}
+    assert set(measured) == {'python -c "import pygit2" (start and exit)',
+                             "gitmem --version (start and exit)",
+                             "gitmem memory read --user (start and exit)",
+                             "gitmem serve: spawn to the storage.info answer"}
+    assert all(r["n"] >= 5 and r["median_ms"] > 0 for r in measured.values())
+    ratios = {r["what"]: r for r in rows if r["ratio"] is not None}
+    assert {what: r["target"] for what, r in ratios.items()} == {
+        "gitmem --version / import pygit2": 1.3,
+        "gitmem memory read --user / import pygit2": 2.0,
+        "gitmem serve: spawn to the storage.info answer / import pygit2": 2.0}
+    baseline = measured['python -c "import pygit2" (start and exit)']["median_ms"]
+    assert ratios["gitmem --version / import pygit2"]["ratio"] == (
+        measured["gitmem --version (start and exit)"]["median_ms"] / baseline)
+    assert all(r["met"] == (r["ratio"] <= r["target"]) for r in ratios.values())
