@@ -2229,3 +2229,94 @@ def delete_ref(engine: GitEngine, name: str) -> None:
     ref = engine._repo.references.get(name)
     if ref is not None:
         ref.delete()
+
+
+# == record index and blame support (issue 19, branch work-index) ==========================
+# What gitmem/record_index.py and gitmem/blame.py need from pygit2; the lead moves this
+# block into the git package. Commit ids here come from main's history (the record
+# index's), so their ancestry is not walked and checked first as resolve() does: each
+# commit and tree read is checked on its own.
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangedCommit:
+    """A commit with the files that differ from its first parent (every file of a root commit)."""
+
+    id: str
+    parents: tuple[str, ...]
+    time: int  # committer time, seconds since the epoch
+    paths: tuple[str, ...]
+
+
+def changed_commits(engine: GitEngine, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+    """The commits in the history of ``tip`` for which ``known(id)`` is false, parents
+    first, each with the files it changed; the walk stops at known commits."""
+    objects, found, order = engine._objects, {}, []
+    pending: list[tuple[pygit2.Oid, bool]] = [(pygit2.Oid(hex=tip), False)]
+    while pending:
+        oid, parents_done = pending.pop()
+        if parents_done:
+            order.append(found[oid])
+            continue
+        if oid in found or known(str(oid)):
+            continue
+        commit = objects.load(oid, "a commit in the history")
+        found[oid] = commit
+        pending.append((oid, True))
+        pending.extend((p, False) for p in commit.parent_ids if p not in found)
+    result = []
+    for commit in order:
+        parent = objects.load(commit.parent_ids[0], "a commit in the history") if commit.parent_ids else None
+        try:
+            tree = commit.tree
+            diff = parent.tree.diff_to_tree(tree) if parent is not None else tree.diff_to_tree(swap=True)
+            paths = tuple(d.new_file.path or d.old_file.path for d in diff.deltas)
+        except pygit2.GitError as exc:
+            raise DamagedObject(str(commit.id), f"its files cannot be read ({exc})", "a commit in the history") from None
+        result.append(ChangedCommit(str(commit.id), tuple(str(p) for p in commit.parent_ids),
+                                    commit.commit_time, paths))
+    return result
+
+
+def entry_ids(engine: GitEngine, commit: str, paths) -> dict[str, str | None]:
+    """The id of the file or folder at each of ``paths`` in ``commit`` (None: nothing there)."""
+    tree = engine._objects.load(pygit2.Oid(hex=commit), "a commit in the history").tree
+    found = {}
+    for path in paths:
+        oid = _entry_id(tree, path)
+        found[path] = str(oid) if oid is not None else None
+    return found
+
+
+def descends_from(engine: GitEngine, commit: str, ancestor: str) -> bool:
+    """True when ``ancestor`` is ``commit`` or in its history (False when either is gone)."""
+    if commit == ancestor:
+        return True
+    try:
+        return engine._repo.descendant_of(pygit2.Oid(hex=commit), pygit2.Oid(hex=ancestor))
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+
+
+def commit_exists(engine: GitEngine, commit: str) -> bool:
+    """True when the object database holds commit ``commit``."""
+    try:
+        return engine._repo[pygit2.Oid(hex=commit)].type == pygit2.enums.ObjectType.COMMIT
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+
+
+def commit_infos(engine: GitEngine, commits: list[str]) -> list[CommitInfo]:
+    """The :class:`CommitInfo` of each of ``commits``."""
+    return [engine._info(engine._objects.load(pygit2.Oid(hex=c), "a commit in the history").peel(pygit2.Commit))
+            for c in commits]
+
+
+def snapshot_of(engine: GitEngine, commit: str | None) -> Snapshot:
+    """The snapshot of commit ``commit`` (an empty one for None: before the first commit)."""
+    return Snapshot(engine, pygit2.Oid(hex=commit) if commit else None)
+
+
+def diff_commits(engine: GitEngine, path: str, old: str | None, new: str | None) -> list[FileDiff]:
+    """:meth:`GitEngine.diff` of two commit ids."""
+    return engine.diff(path, *(pygit2.Oid(hex=c) if c else None for c in (old, new)))
