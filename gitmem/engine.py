@@ -2056,7 +2056,9 @@ class _ObjectCheck:
         if root_id in self.sound:
             return
         self._sound_below(root_id, self._trusted_root(), "")
-        self._save_trusted(root_id)
+        tip = self._engine._tip()
+        if tip is not None and self._engine._repo[tip].tree_id == root_id:  # not an old tree
+            self._save_trusted(root_id)  # of the history (a file write each, issue 19)
 
     def _sound_below(self, tree_id: pygit2.Oid, trusted_id: pygit2.Oid | None, where: str) -> None:
         if tree_id in self.sound:

@@ -9,8 +9,7 @@ and after each batch of lines a check line, ``#`` and the CRC-32 of every byte b
 A record path is the file or folder that holds a record (``memory/user.md``,
 ``memory/agents/<id>.md``, ``sessions/<type>/<id>``, ``threads/<id>``). A commit counts for
 a record when the record's file or folder differs from its first parent's and, for a
-merge, from every other parent's too: what ``git log -- PATH`` and ``GitEngine.history``
-list. The generation is one more than the largest of the parents' (1 for a root commit).
+merge, from every other parent's too, as ``GitEngine.history`` counts it. The generation is one more than the largest of the parents' (1 for a root commit).
 
 The index is a cache. It is brought up to date on use, whoever made the new commits
 (gitmem, a hand edit, a sync merge, plain ``git commit``, a fetch): only commits it does
@@ -238,20 +237,26 @@ class RecordIndex:
         return records
 
     def _append(self, new: list[IndexedCommit]) -> None:
+        if not new:
+            return
         base = self._data
-        batch = b"".join(e.line() for e in new)
-        self._data, self._tip = _with_check(base + batch), new[-1].id
+        self._data, self._tip = _with_check(base + b"".join(e.line() for e in new)), new[-1].id
         try:
             with self._lock():
                 now = self._read()
                 if now is None:
                     self._write_all()
-                elif now == base:
+                    return
+                missing = new
+                if now != base:  # another process indexed meanwhile, maybe some of these
+                    have = set(_LINE_ID.findall(now))
+                    missing = [e for e in new if e.id.encode() not in have]
+                if missing:
+                    self._data = _with_check(now + b"".join(e.line() for e in missing))
                     with open(self.path, "r+b") as file:  # past a tail no check vouches for
-                        file.seek(len(base))
-                        file.write(self._data[len(base):])
+                        file.seek(len(now))
+                        file.write(self._data[len(now):])
                         file.truncate()
-                # else another process indexed meanwhile: its lines stand
         except (LockTimeout, OSError):
             pass  # answered from memory; the next use writes it
 

@@ -15,9 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem import layout
-from gitmem.record_index import FILE, RecordIndex
+from gitmem.record_index import FILE, RecordIndex, checked
 from gitmem.repository import Gitmem
 from gitmem.sync import sync
 
@@ -212,6 +212,34 @@ def test_commits_amended_or_reset_away_leave_the_answers(rewrite, mem, repo_path
         assert gone not in answers
         assert answers == full_walk(again, "agent:a", git)
         assert again.record_index.rebuilds == 1
+
+
+WRITE_AND_LOOK = """
+import sys
+from gitmem.repository import Gitmem
+with Gitmem.open(sys.argv[1], create=False) as mem:
+    for n in range(15):
+        mem.memory.write(f"fact {sys.argv[2]}.{n}", agent_id=sys.argv[2], mode="append")
+        mem.log(f"agent:{sys.argv[2]}")
+        mem.log("agent:a")
+"""
+
+
+def test_processes_writing_and_updating_the_index_at_once_leave_it_sound(mem, repo_path, git):
+    mem.memory.write("first", agent_id="a")
+    indexed(mem, "agent:a")
+    writers = [python_script(WRITE_AND_LOOK, str(repo_path), who) for who in ("a", "x", "y")]
+    for writer in writers:
+        writer.communicate(timeout=120)
+        assert writer.returncode == 0
+    data = (mem.engine.private_dir / FILE).read_bytes()
+    assert checked(data) == data  # every line checked: none cut, none written twice
+    ids = [line[:40] for line in data.splitlines()[1:] if not line.startswith(b"#")]
+    assert len(ids) == len(set(ids)) == git.count()
+    with Gitmem.open(repo_path) as again:
+        for record in ("agent:a", "agent:x", "agent:y"):
+            assert indexed(again, record) == full_walk(again, record, git)
+        assert again.record_index.diffed == 0
 
 
 # -- a history from another machine ----------------------------------------------------

@@ -523,11 +523,11 @@ def reads(bench: Bench) -> None:
 
 def scenarios() -> list[Callable[[Bench], None]]:
     """Every scenario, in the order of the table."""
-    from gitmem.bench import history, serve, sync, threads, watch  # they import this module
+    from gitmem.bench import history, record_index, serve, sync, threads, watch  # they import this module
 
     return [memory_write, memory_append, serve.serve_durability, session_write, session_nui,
             threads.thread_append, reads, threads.thread_reads, threads.thread_list,
-            *serve.SCENARIOS, *watch.SCENARIOS, *sync.SCENARIOS, *history.SCENARIOS]
+            *serve.SCENARIOS, *watch.SCENARIOS, *sync.SCENARIOS, *history.SCENARIOS, *record_index.SCENARIOS]
 
 
 # -- running and printing ----------------------------------------------------------
