@@ -36,7 +36,7 @@ import zlib
 from gitmem import layout
 from gitmem.engine import (ChangedCommit, GitEngine, changed_commits, commit_exists,
                            descends_from, entry_ids)
-from gitmem.lock import FileLock, LockTimeout
+from gitmem.lock import FileLock, LockTimeout, NotWritable
 
 FILE = "record-index"  # in .git/gitmem/
 LOCK_FILE = "record-index.lock"
@@ -257,7 +257,7 @@ class RecordIndex:
                         file.seek(len(now))
                         file.write(self._data[len(now):])
                         file.truncate()
-        except (LockTimeout, OSError):
+        except (LockTimeout, NotWritable, OSError):
             pass  # answered from memory; the next use writes it
 
     def _rebuild(self, head: str) -> None:
@@ -268,7 +268,7 @@ class RecordIndex:
         try:
             with self._lock():
                 self._write_all()
-        except (LockTimeout, OSError):
+        except (LockTimeout, NotWritable, OSError):
             pass
 
     def _write_all(self) -> None:

@@ -12,14 +12,18 @@ import os
 import stat
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gitmem import blame, history, layout
+from gitmem import history, layout
 from gitmem.engine import (BRANCH, CommitInfo, EngineError, GitEngine, RepositoryFacts,
                            inspect_repository, point_head_at_main)
 from gitmem.handedits import HandEdits
 from gitmem.record_index import RecordIndex
 from gitmem.secrets import ALLOW_FILE
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+
+if TYPE_CHECKING:
+    from gitmem.blame import Blamed
 
 ENV_REPO = "GITMEM_REPO"
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
@@ -190,10 +194,11 @@ class Gitmem:
         """Write ``record`` back as it was at WHEN ``at``, as one new commit."""
         return history.restore(self, record, at)
 
-    def blame(self, record: str) -> list[blame.Blamed]:
+    def blame(self, record: str) -> list[Blamed]:
         """Each block of a memory, or each message and event of a session or thread, with
         the commit that introduced it."""
-        return blame.blame(self, record)
+        from gitmem.blame import blame
+        return blame(self, record)
 
     def close(self) -> None:
         self.engine.close()
