@@ -295,11 +295,14 @@ def test_at_counts_changes_of_the_record_not_commits(mem, cli):
     assert "@~2" in cli("show", "--help").stdout
 
 
-def test_at_on_sessions_and_threads(mem):
+def test_at_on_sessions_and_threads(mem, cli):
     for n in range(3):
         mem.sessions.append("cc", "s1", [{"id": f"m{n}", "role": "user", "content": str(n)}])
         mem.threads.append_events("t1", "planner", [{"type": "E", "n": n}])
     assert [m["id"] for m in mem.show("session:cc/s1", "@~1").value["messages"]] == ["m0", "m1"]
+    shown = json.loads(cli("show", "session:cc/s1", "--at", "@~2", "--json").stdout)
+    assert [m["id"] for m in shown["messages"]] == ["m0"] and shown["commit"] == mem.log("session:cc/s1")[2].id
+    assert json.loads(cli("show", "thread:t1", "--at", "@", "--json").stdout)["events"][-1] == {"type": "E", "n": 2}
     assert mem.show("thread:t1", "@~2").value["events"] == [{"type": "E", "n": 0}]
     changes = mem.diff("thread:t1", "@~1", "@")
     assert [f.added for f in changes.files if f.path.endswith(".jsonl")] == [1]
@@ -347,6 +350,8 @@ def test_blame_of_a_session_and_a_thread(mem, cli):
     assert [(b.kind, b.value["id"], b.commit.id) for b in mem.blame("session:cc/s1")] == [
         ("message", "m0", first), ("message", "m1", third), ("message", "m2", second),
         ("message", "m3", third)]
+    text = cli("blame", "session:cc/s1").stdout.splitlines()
+    assert text[1].startswith(third[:10]) and '  message 1: {"id": "m1"' in text[1]
     started = mem.threads.append_events("t1", "planner", [{"type": "RUN_STARTED"}])
     finished = mem.threads.append_events("t1", "planner", [{"type": "RUN_FINISHED"}])
     saved = mem.threads.save_messages("t1", [{"id": "x", "role": "assistant", "content": "done"}])
