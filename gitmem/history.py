@@ -287,7 +287,7 @@ def summarise(record: layout.Record | None, files: list[FileDiff]) -> tuple[str,
 
 
 def add_commands(commands, command) -> None:
-    """Add ``log``, ``show``, ``diff`` and ``restore`` to the CLI."""
+    """Add ``log``, ``blame``, ``show``, ``diff`` and ``restore`` to the CLI."""
     records = ("user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>")
     when = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
             "(HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, '3 days ago')")

@@ -273,7 +273,8 @@ class RecordIndex:
 
     def _write_all(self) -> None:
         """Replace the file with this object's index (a temporary file, then a rename)."""
-        tmp = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
+        # in the engine's temp folder, named so that it is removed if this process dies first
+        tmp = self.engine.private_dir / "tmp" / f"{os.getpid()}-{FILE}"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
         with os.fdopen(fd, "wb") as file:
             file.write(self._data)
