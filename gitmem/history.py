@@ -6,7 +6,10 @@ Records are named as everywhere else (``user``, ``agent:<id>``,
 revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (midnight, local
 time), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``, ``3 days ago``,
 ``yesterday``, ``@1793534400``. A date stands for the newest commit made at or before
-it. Restoring writes the old content back as a new commit; nothing is ever reset.
+it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N changes of the record
+back: ``@~1`` is the one before the newest). Restoring writes the old content back as a
+new commit; nothing is ever reset. The record's commits come from the record index
+(:mod:`gitmem.record_index`), so a record's history costs what its own changes cost.
 
     with Gitmem.open() as mem:
         for entry in log(mem, "user"):
@@ -26,7 +29,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from gitmem import layout
-from gitmem.engine import CommitInfo, DamagedObject, EngineError, FileDiff, GitEngine, Snapshot
+from gitmem.engine import CommitInfo, DamagedObject, EngineError, FileDiff, GitEngine
 
 if TYPE_CHECKING:
     from gitmem.repository import Gitmem
@@ -35,6 +38,7 @@ _AGO = re.compile(r"(\d+)\s*(second|minute|hour|day|week|month|year)s?\s+ago")
 _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
                  "month": 30 * 86400, "year": 365 * 86400}
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ].+)?")
+_RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
 _NOUNS = {"messages": "message", "events": "event"}
 
 
@@ -147,6 +151,26 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
                            "2026-11-01, 2026-11-01T14:00 or '3 days ago')") from None
 
 
+def resolve_version(mem: Gitmem, record: layout.Record, when: str) -> str | None:
+    """The commit WHEN names for ``record``: ``@``/``@~N`` (the record's newest version,
+    N of its changes back), a date (the newest commit at or before it; None: before the
+    first commit) or a revision."""
+    match = _RECORD_VERSION.fullmatch(when.strip())
+    if match:
+        back = int(match[1] or 0)
+        versions = mem.record_index.versions(record.path)
+        if back >= len(versions):
+            have = f"@ to @~{len(versions) - 1}" if versions else "none"
+            raise HistoryError(f"{record.name} has {len(versions)} version"
+                               f"{'s' if len(versions) != 1 else ''} ({have}): {when!r} goes "
+                               "back further")
+        return versions[back].id
+    moment = parse_time(when)
+    if moment is not None:
+        return mem.record_index.commit_at(moment)
+    return resolve_when(mem.engine, when)
+
+
 def format_date(seconds: int, offset_minutes: int) -> str:
     """A commit time as ISO 8601 in the committer's zone."""
     zone = timezone(timedelta(minutes=offset_minutes))
@@ -160,21 +184,30 @@ def log(mem: Gitmem, record: str | None = None, *, limit: int | None = None) -> 
     """The commits that touched ``record`` (None: every commit), newest first, each with
     a one-line summary of what it changed there."""
     parsed = layout.parse_record(record) if record else None
-    path = parsed.path if parsed else ""
+    if parsed is None:
+        commits = mem.engine.history(None, limit=limit)
+    else:
+        commits = record_commits(mem, parsed, limit=limit)
     entries = []
-    for commit in mem.engine.history(path or None, limit=limit):
+    for commit in commits:
         parent = commit.parents[0] if commit.parents else None
-        files = mem.engine.diff(path, parent, commit.id)
+        files = mem.engine.diff_commits(parsed.path if parsed else "", parent, commit.id)
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries
 
 
+def record_commits(mem: Gitmem, record: layout.Record, *, limit: int | None = None) -> list[CommitInfo]:
+    """The commits that changed ``record``, newest first (at most ``limit``)."""
+    versions = mem.record_index.versions(record.path)[:limit]
+    return mem.engine.commit_infos([v.id for v in versions])
+
+
 def show(mem: Gitmem, record: str, at: str) -> Shown:
     """``record`` as it was at WHEN ``at``."""
     parsed = layout.parse_record(record)
-    commit = resolve_when(mem.engine, at)
-    return _read(mem, parsed, _snapshot_at(mem.engine, commit), commit)
+    commit = resolve_version(mem, parsed, at)
+    return read_record(mem, parsed, mem.engine.snapshot_of(commit), commit)
 
 
 def diff(mem: Gitmem, record: str, since: str | None = None,
@@ -182,15 +215,15 @@ def diff(mem: Gitmem, record: str, since: str | None = None,
     """What changed in ``record`` from WHEN ``since`` (default: its beginning) to WHEN
     ``until`` (default: now)."""
     parsed = layout.parse_record(record)
-    old = resolve_when(mem.engine, since) if since else None
-    new = resolve_when(mem.engine, until) if until else mem.engine.head()
+    old = resolve_version(mem, parsed, since) if since else None
+    new = resolve_version(mem, parsed, until) if until else mem.engine.head()
     times = [parse_time(when) for when in (since, until) if when]
     later = (len(times) == 2 and None not in times and times[0] > times[1]) or (
-        old and new and old != new and mem.engine.is_ancestor(new, old))
+        old and new and old != new and mem.engine.descends_from(old, new))
     if later:
         raise HistoryError(f"--since {since!r} is later than --until {until or 'now'!r}: "
                            "swap them")
-    return RecordDiff(parsed.name, old, new, mem.engine.diff(parsed.path, old, new))
+    return RecordDiff(parsed.name, old, new, mem.engine.diff_commits(parsed.path, old, new))
 
 
 def restore(mem: Gitmem, record: str, at: str) -> Restored:
@@ -198,8 +231,8 @@ def restore(mem: Gitmem, record: str, at: str) -> Restored:
     record already is that way). A record that did not exist then is deleted, which
     the history keeps as well."""
     parsed = layout.parse_record(record)
-    commit = resolve_when(mem.engine, at)
-    old = _snapshot_at(mem.engine, commit)
+    commit = resolve_version(mem, parsed, at)
+    old = mem.engine.snapshot_of(commit)
 
     def changes(snapshot):
         before = _files(snapshot, parsed)
@@ -253,10 +286,10 @@ def summarise(record: layout.Record | None, files: list[FileDiff]) -> tuple[str,
 
 
 def add_commands(commands, command) -> None:
-    """Add ``log``, ``show``, ``diff`` and ``restore`` to the CLI."""
+    """Add ``log``, ``blame``, ``show``, ``diff`` and ``restore`` to the CLI."""
     records = ("user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>")
-    when = ("a revision (HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, "
-            "'3 days ago')")
+    when = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
+            "(HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, '3 days ago')")
     sub = command(commands, "log", "commits that touched a record, newest first, with a "
                   "summary of each change", cmd_log)
     sub.add_argument("record", nargs="?", metavar="RECORD",
@@ -264,6 +297,12 @@ def add_commands(commands, command) -> None:
     from gitmem.cli import positive_int
     sub.add_argument("-n", "--max-count", type=positive_int, metavar="N",
                      help="show at most N commits")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+    sub = command(commands, "blame", "each block of a memory, or message and event of a session "
+                  "or thread, with the commit that introduced it", cmd_blame,
+                  example="gitmem blame agent:reviewer")
+    sub.add_argument("record", metavar="RECORD", help=records)
     sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
 
     sub = command(commands, "show", "a record as it was at a time", cmd_show)
@@ -295,6 +334,26 @@ def cmd_log(args) -> None:
         c = e.commit
         print(f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  [{e.summary}]"
               f"  {c.summary}")
+
+
+def cmd_blame(args) -> None:
+    from gitmem.blame import blame
+    from gitmem.cli import open_repo
+    with open_repo(args) as mem:
+        found = blame(mem, args.record)
+    if args.json:
+        _print_json([b.to_json() for b in found])
+        return
+    for b in found:
+        c = b.commit
+        origin = f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  {b.op or '-'}" + (
+            f" ({b.handler})" if b.handler else "")
+        if b.kind == "block":
+            print(origin)
+            print("".join(f"    {line}\n" for line in b.value.splitlines()), end="")
+        else:
+            text = json.dumps(b.value, ensure_ascii=False)
+            print(f"{origin}  {b.kind} {b.index}: {text[:80]}{'...' if len(text) > 80 else ''}")
 
 
 def cmd_show(args) -> None:
@@ -339,7 +398,8 @@ def cmd_restore(args) -> None:
 # -- helpers ----------------------------------------------------------------------
 
 
-def _read(mem: Gitmem, record: layout.Record, snapshot, commit: str | None) -> Shown:
+def read_record(mem: Gitmem, record: layout.Record, snapshot, commit: str | None) -> Shown:
+    """``record`` as ``snapshot`` (of ``commit``) holds it."""
     if record.kind in ("user", "agent"):
         agent = record.ids[0] if record.kind == "agent" else None
         value = {"content": mem.memory.read(agent, snapshot=snapshot)}
@@ -356,11 +416,6 @@ def _read(mem: Gitmem, record: layout.Record, snapshot, commit: str | None) -> S
                  "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
         exists = snapshot.tree_id(record.path) is not None
     return Shown(record.name, commit, exists, value)
-
-
-def _snapshot_at(engine: GitEngine, commit: str | None) -> Snapshot:
-    """The snapshot of ``commit``; an empty one for None (before the first commit)."""
-    return engine.snapshot(commit) if commit else Snapshot(engine, None)
 
 
 def _files(snapshot, record: layout.Record) -> dict[str, str]:

@@ -12,13 +12,18 @@ import os
 import stat
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitmem import history, layout
 from gitmem.engine import (BRANCH, CommitInfo, EngineError, GitEngine, RepositoryFacts,
                            inspect_repository, point_head_at_main)
 from gitmem.handedits import HandEdits
+from gitmem.record_index import RecordIndex
 from gitmem.secrets import ALLOW_FILE
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+
+if TYPE_CHECKING:
+    from gitmem.blame import Blamed
 
 ENV_REPO = "GITMEM_REPO"
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
@@ -106,6 +111,7 @@ class Gitmem:
         self.memory = MemoryStore(engine)
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
+        self.record_index = RecordIndex(engine)  # read when a record's history is asked for
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
@@ -166,8 +172,9 @@ class Gitmem:
 
     def log(self, record: str | None = None, *, limit: int | None = None) -> list[CommitInfo]:
         """Commits that touched ``record`` (``user``, ``agent:<id>``, ...; None for all), newest first."""
-        path = layout.parse_record(record).path if record else None
-        return self.engine.history(path, limit=limit)
+        if record is None:
+            return self.engine.history(None, limit=limit)
+        return history.record_commits(self, layout.parse_record(record), limit=limit)
 
     # -- history (gitmem.history; WHEN is a revision or a date such as "3 days ago") --
 
@@ -186,6 +193,12 @@ class Gitmem:
     def restore(self, record: str, at: str) -> history.Restored:
         """Write ``record`` back as it was at WHEN ``at``, as one new commit."""
         return history.restore(self, record, at)
+
+    def blame(self, record: str) -> list[Blamed]:
+        """Each block of a memory, or each message and event of a session or thread, with
+        the commit that introduced it."""
+        from gitmem.blame import blame
+        return blame(self, record)
 
     def close(self) -> None:
         self.engine.close()

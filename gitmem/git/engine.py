@@ -41,7 +41,7 @@ from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, REF, Br
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
-from gitmem.git.log import FileDiff, History, tree_changes
+from gitmem.git.log import ChangedCommit, FileDiff, History, tree_changes
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.pack import Packer
 from gitmem.git.refs import Refs
@@ -252,6 +252,36 @@ class GitEngine:
         """The files at or under ``path`` ("" for all) that differ from revision ``old``
         to revision ``new`` (None: before the first commit), in path order."""
         return self._log.diff(path, old, new)
+
+    # commit ids of main's history, as the record index holds them: no revision is
+    # resolved (and no whole ancestry checked) on the way
+
+    def changed_commits(self, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+        """The commits in the history of ``tip`` that ``known(id)`` does not know, parents
+        first, with the files each changed (see :meth:`History.changed_commits`)."""
+        return self._log.changed_commits(tip, known)
+
+    def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
+        """The id of the file or folder at each of ``paths`` in ``commit`` (None: nothing there)."""
+        return self._log.entry_ids(commit, paths)
+
+    def descends_from(self, commit: str, ancestor: str) -> bool:
+        """True when ``ancestor`` is ``commit`` or in its history (False when either is gone)."""
+        return self._log.descends_from(commit, ancestor)
+
+    def commit_exists(self, commit: str) -> bool:
+        return self._log.commit_exists(commit)
+
+    def commit_infos(self, commits: list[str]) -> list[CommitInfo]:
+        return self._log.commit_infos(commits)
+
+    def snapshot_of(self, commit: str | None) -> Snapshot:
+        """The snapshot of commit ``commit`` (an empty one for None: before the first commit)."""
+        return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None)
+
+    def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
+        """:meth:`diff` of two commit ids."""
+        return self._log.diff(path, *(pygit2.Oid(hex=c) if c else None for c in (old, new)))
 
     def store_blob(self, data: bytes) -> str:
         """Put ``data`` in the object database (no commit refers to it); returns its blob id."""

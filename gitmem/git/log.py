@@ -7,7 +7,7 @@ Every commit and tree is checked for damage before libgit2 walks or diffs it
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pygit2
 
@@ -17,6 +17,16 @@ from gitmem.git.snapshot import Reader
 
 RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
 _NEWEST_FIRST = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangedCommit:
+    """A commit with the files that differ from its first parent (every file of a root commit)."""
+
+    id: str
+    parents: tuple[str, ...]
+    time: int  # committer time, seconds since the epoch
+    paths: tuple[str, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +144,60 @@ class History:
         for path, number, line in _lines_added(parents[0] if parents else None, tree):
             if all((path, line) in other for other in others):
                 yield path, number, line
+
+    # -- for the record index (gitmem.record_index): commit ids of main's history, so
+    # no revision is resolved (and no whole ancestry checked) on the way
+
+    def changed_commits(self, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+        """The commits in the history of ``tip`` for which ``known(id)`` is false, parents
+        first, each with the files it changed; the walk stops at known commits."""
+        found: dict[pygit2.Oid, pygit2.Commit] = {}
+        order = []
+        pending: list[tuple[pygit2.Oid, bool]] = [(pygit2.Oid(hex=tip), False)]
+        while pending:
+            oid, parents_done = pending.pop()
+            if parents_done:
+                order.append(found[oid])
+                continue
+            if oid in found or known(str(oid)):
+                continue
+            commit = self._objects.load(oid, "a commit in the history")
+            found[oid] = commit
+            pending.append((oid, True))
+            pending.extend((p, False) for p in commit.parent_ids if p not in found)
+        result = []
+        for commit in order:
+            parent = self._reader.tree_of(commit.parent_ids[0]) if commit.parent_ids else None
+            paths = tuple(tree_changes(parent, self._reader.tree_of(commit.id)))
+            result.append(ChangedCommit(str(commit.id), tuple(str(p) for p in commit.parent_ids),
+                                        commit.commit_time, paths))
+        return result
+
+    def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
+        """The id of the file or folder at each of ``paths`` in ``commit`` (None: nothing there)."""
+        tree = self._reader.tree_of(pygit2.Oid(hex=commit))
+        return {path: str(oid) if (oid := entry_id(tree, path)) is not None else None for path in paths}
+
+    def descends_from(self, commit: str, ancestor: str) -> bool:
+        """True when ``ancestor`` is ``commit`` or in its history (False when either is gone)."""
+        if commit == ancestor:
+            return True
+        try:
+            return self._repo.descendant_of(pygit2.Oid(hex=commit), pygit2.Oid(hex=ancestor))
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
+
+    def commit_exists(self, commit: str) -> bool:
+        """True when the object database holds commit ``commit``."""
+        try:
+            return self._repo[pygit2.Oid(hex=commit)].type == pygit2.enums.ObjectType.COMMIT
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
+
+    def commit_infos(self, commits: list[str]) -> list[CommitInfo]:
+        """The :class:`CommitInfo` of each of ``commits`` (commit ids)."""
+        return [CommitInfo.of(self._objects.load(pygit2.Oid(hex=c), "a commit in the history")
+                              .peel(pygit2.Commit)) for c in commits]
 
     def _checked_entry_id(self, tree_id: pygit2.Oid, path: str) -> pygit2.Oid | None:
         """The id of the entry at ``path`` in tree ``tree_id``, each folder on the way checked."""

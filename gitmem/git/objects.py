@@ -125,13 +125,16 @@ class ObjectCheck:
             known.clear()
         known.add(oid)
 
-    def make_sound(self, root_id: pygit2.Oid) -> None:
+    def make_sound(self, root_id: pygit2.Oid, *, keep: bool = True) -> None:
         """Check every tree under root tree ``root_id``, except the folders that are the
-        same as in the root tree found sound last time (by this process or one before)."""
+        same as in the root tree found sound last time (by this process or one before).
+        ``keep``: remember ``root_id`` as that tree (for the tip's tree: an old tree of the
+        history read by ``gitmem log`` would cost a file write each)."""
         if root_id in self.sound:
             return
         self._sound_below(root_id, self._trusted_root(), "")
-        self._save_trusted(root_id)
+        if keep:
+            self._save_trusted(root_id)
 
     def _sound_below(self, tree_id: pygit2.Oid, trusted_id: pygit2.Oid | None, where: str) -> None:
         if tree_id in self.sound:

@@ -80,7 +80,7 @@ class Reader:
             return None
         oid = commit if isinstance(commit, pygit2.Oid) else self.resolve(commit)
         tree_id = self._objects.load(oid, "a commit").peel(pygit2.Commit).tree_id
-        self._objects.make_sound(tree_id)
+        self._objects.make_sound(tree_id, keep=oid == self.tip())
         return self._objects.load(tree_id, "folder /")
 
     def tree(self, tree_id: pygit2.Oid) -> pygit2.Tree:

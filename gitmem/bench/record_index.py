@@ -1,0 +1,170 @@
+"""``gitmem bench`` scenarios for issue 19's record index: a record's history in time
+that follows its own changes, not the repository's.
+
+Repositories of 1,000 and 20,000 commits are built once per run with ``git fast-import``
+(a record changed 12 times among the first commits, every other commit changing
+another memory). Rows, each against ``git log --numstat -- PATH`` run beside it:
+
+- ``gitmem log RECORD`` and ``gitmem show RECORD --at DATE`` as commands (a process each,
+  the index already built), <= 2x git at each size and within 1.5x of themselves from
+  the small repository to the large one; the same calls inside one process, for the
+  index's own share;
+- building the index the first time (every commit diffed once, for reference);
+- what the index costs a write: it is not written by writes, so the cost is catching up
+  on them at the next use, per commit, against a memory write (<= 5%).
+
+    gitmem bench --only record
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from gitmem.bench.core import Bench, Row
+from gitmem.bench.workloads import GIT_ENV, StoreWrite, copy_repository
+from gitmem.repository import Gitmem
+
+RECORD = "agent:target"
+RECORD_PATH = "memory/agents/target.md"
+CHANGES = 12  # of the record, among the first commits
+START = 1_700_000_000  # the first commit's time; one commit a minute after it
+AT = f"@{START + 20 * 60}"  # a date between the record's changes
+CATCH_UP = 50  # writes the index catches up on at once
+
+
+def build_history(path: Path, commits: int) -> Path:
+    """A gitmem repository of ``commits`` commits made by ``git fast-import``: ``RECORD``
+    changed :data:`CHANGES` times early on, each other commit appending to one of 40
+    other agents' memories."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=GIT_ENV)
+    stream = []
+
+    def inline(name: str, data: bytes) -> None:
+        stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (name.encode(), len(data), data))
+
+    for i in range(commits):
+        mine = i < 3 * CHANGES and i % 3 == 1
+        name = RECORD_PATH if mine else f"memory/agents/other-{i % 40}.md"
+        message = f"memory: append to agent {i}\n\nGitmem-Op: memory.append\n".encode()
+        stream.append(b"commit refs/heads/main\ncommitter bench <bench@localhost> %d +0000\n"
+                      b"data %d\n%s" % (START + 60 * i, len(message), message))
+        if i == 0:
+            inline("README.md", b"# memory\n")
+        inline(name, f"- fact {i}\n".encode() * (1 + i % 5))
+    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet"], input=b"".join(stream),
+                   check=True, env=GIT_ENV)
+    subprocess.run(["git", "-C", str(path), "checkout", "-q", "-f", "main"], check=True, env=GIT_ENV)
+    return path
+
+
+def _command(*args: str):
+    def run(i: int) -> None:
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env=GIT_ENV)
+    return run
+
+
+class FreshOpen:
+    """``call(mem)`` on a repository opened anew before each run (untimed): what a
+    process that just started pays, without Python's own start-up."""
+
+    def __init__(self, path: Path, call):
+        self.path, self.call, self.mem = path, call, None
+
+    def prepare(self, i: int) -> None:
+        if self.mem is not None:
+            self.mem.close()
+        self.mem = Gitmem.open(self.path, create=False)
+
+    def __call__(self, i: int) -> None:
+        self.call(self.mem)
+
+    def close(self) -> None:
+        if self.mem is not None:
+            self.mem.close()
+
+
+def record_index_history(bench: Bench) -> None:
+    """``gitmem log`` and ``show --at`` of one record at two repository sizes."""
+    sizes = bench.pick((1_000, 5_000), (1_000, 20_000))
+    samples = bench.pick(5, 20)
+    by_size: dict[int, dict[str, Row]] = {}
+    for commits in sizes:
+        setting = f"{commits:,} commits"
+        path = build_history(bench.workdir / f"record-index-{commits}", commits)
+        with Gitmem.open(path, create=False) as mem:
+            started = time.perf_counter()
+            mem.changes(RECORD)  # the first use builds the index
+            built = time.perf_counter() - started
+        bench.add(Row("record index", setting, "first use: index built (every commit diffed)",
+                      value=built * 1000))
+        gitmem = (sys.executable, "-m", "gitmem")
+        log_fresh = FreshOpen(path, lambda mem: mem.changes(RECORD))
+        show_fresh = FreshOpen(path, lambda mem: mem.show(RECORD, AT))
+        try:
+            rows = bench.measure("record index", setting, {
+                "gitmem log RECORD": _command(*gitmem, "log", RECORD, "--repo", str(path)),
+                "gitmem show RECORD --at DATE": _command(*gitmem, "show", RECORD, "--at", AT,
+                                                         "--repo", str(path)),
+                "git log --numstat -- PATH": _command("git", "-C", str(path), "log", "--numstat",
+                                                      "--", RECORD_PATH),
+                "in process: mem.changes(RECORD) after opening": log_fresh,
+                "in process: mem.show(RECORD, DATE) after opening": show_fresh,
+            }, samples=samples)
+        finally:
+            log_fresh.close()
+            show_fresh.close()
+        git = rows["git log --numstat -- PATH"]
+        bench.compare(rows["gitmem log RECORD"], git, 2.0)
+        bench.compare(rows["gitmem show RECORD --at DATE"], git, 2.0)
+        by_size[commits] = rows
+    small, large = (by_size[size] for size in sizes)
+    for what in ("gitmem log RECORD", "gitmem show RECORD --at DATE",
+                 "in process: mem.changes(RECORD) after opening"):
+        bench.add(Row("record index", f"{sizes[1]:,} / {sizes[0]:,} commits", what,
+                      ratio=large[what].figure / small[what].figure,
+                      target=1.5 if what.startswith("gitmem") else None))
+
+
+class CatchUp:
+    """:data:`CATCH_UP` memory writes (untimed), then the index brought up to date on them."""
+
+    def __init__(self, path: Path):
+        self.mem = Gitmem.open(path, create=False)
+        self.mem.changes(RECORD)
+
+    def prepare(self, i: int) -> None:
+        for n in range(CATCH_UP):
+            self.mem.memory.write(f"- catch-up fact {i}.{n}", "catch-up", mode="append")
+
+    def __call__(self, i: int) -> None:
+        self.mem.record_index.versions(RECORD_PATH)
+
+    def close(self) -> None:
+        self.mem.close()
+
+
+def record_index_write_cost(bench: Bench) -> None:
+    """What the index costs each write: catching up on it later, against the write."""
+    path = bench.workdir / "record-index-writes"
+    source = bench.workdir / "record-index-1000"
+    if not source.exists():
+        build_history(source, 1_000)
+    copy_repository(source, path)
+    write, catch_up = StoreWrite(path), CatchUp(path)
+    try:
+        rows = bench.measure("record index", "1,000 commits", {
+            "MemoryStore.write": write,
+            f"index catching up on {CATCH_UP} writes": catch_up,
+        }, samples=bench.pick(5, 40))
+    finally:
+        write.close()
+        catch_up.close()
+    per_write = rows[f"index catching up on {CATCH_UP} writes"].figure / CATCH_UP
+    bench.add(Row("record index", "1,000 commits", "index, per write / MemoryStore.write",
+                  ratio=per_write / rows["MemoryStore.write"].figure, target=0.05))
+
+
+SCENARIOS = [record_index_history, record_index_write_cost]
