@@ -42,6 +42,7 @@ log = logging.getLogger("gitmem.rescue")
 
 OP = "rescue"  # the Gitmem-Op trailer of the merge commits
 LET_GO_FILE = "rescue-let-go"  # in .git/gitmem/: ids of dropped commits the person let go
+LOOKED_FILE = "rescue-looked"  # in .git/gitmem/: the newest move of main find_lost looked at
 MOVED_RETRIES = 5  # merges computed again when plain git moves main meanwhile
 
 
@@ -87,14 +88,17 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
     before; a kept ref whose commit main holds again (merged back, or restored by hand)
     is released. Only a move of main that gitmem did not make can drop a commit (each of
     gitmem's is a commit on top, a merge or a fast-forward): without one, and with no
-    ref kept, nothing is walked.
+    ref kept, nothing is walked. Moves an earlier call looked at are not looked at again
+    (telling whether one kept main's history can cost a walk of all of it).
     """
     with engine.lock if engine.writable else contextlib.nullcontext():
         kept = rescue_refs(engine)
         entries = reflog(engine)
-        rewrites = [entry for entry in entries if entry.old and not _made_by_gitmem(engine, entry)
+        rewrites = [entry for entry in _not_looked_at(engine, entries)
+                    if entry.old and not _made_by_gitmem(engine, entry)
                     and not _descends(engine, entry.new, entry.old)]
         if not kept and not rewrites:
+            _looked_at(engine, entries)
             return []
         # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made.
         candidates = [*kept, *(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
@@ -111,6 +115,8 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
                             "kept as %s; `gitmem rescue` merges it back", commit[:10], ref)
             info = engine.commit_info(commit)
             found.append(Dropped(commit, info.time, info.offset, info.summary, ref))
+        if all(d.ref for d in found):  # each kept: later calls find it from its ref
+            _looked_at(engine, entries)
     return sorted(found, key=lambda d: d.time, reverse=True)
 
 
@@ -131,6 +137,29 @@ def _let_go(engine: GitEngine) -> list[str]:
         return (engine.private_dir / LET_GO_FILE).read_text(encoding="ascii").split()
     except FileNotFoundError:
         return []
+
+
+def _not_looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> list[ReflogEntry]:
+    """``entries`` (newest first) newer than the one :func:`_looked_at` noted; all of them
+    when none is (none noted yet, or the reflog was expired or rewritten)."""
+    try:
+        noted = (engine.private_dir / LOOKED_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return entries
+    for count, entry in enumerate(entries):
+        if _entry_key(entry) == noted:
+            return entries[:count]
+    return entries
+
+
+def _looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> None:
+    if entries and engine.writable and _not_looked_at(engine, entries):
+        with contextlib.suppress(OSError):  # the next call looks again
+            (engine.private_dir / LOOKED_FILE).write_text(_entry_key(entries[0]) + "\n", encoding="ascii")
+
+
+def _entry_key(entry: ReflogEntry) -> str:
+    return f"{entry.old or '-'} {entry.new or '-'} {entry.time}"
 
 
 def _private(path: str, flags: int) -> int:

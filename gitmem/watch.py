@@ -61,10 +61,13 @@ class Watcher:
         self._pending: set[str] = set()
         self._first = self._last = 0.0
 
-    def start(self) -> Watcher:
-        """Watch in a background thread; returns once watching has begun."""
+    def start(self, *, wait: bool = True) -> Watcher:
+        """Watch in a background thread; returns once watching has begun (and the edits
+        made while nothing watched are committed), or at once with ``wait=False``."""
         self._thread = threading.Thread(target=self._run_in_thread, name="gitmem-watch", daemon=True)
         self._thread.start()
+        if not wait:
+            return self
         self._watching.wait()
         if self._failure is not None:
             raise self._failure
@@ -187,11 +190,16 @@ def add_serve_options(parser) -> None:
 
 def start_from_args(mem, args) -> Watcher | None:
     """A started :class:`Watcher` unless ``--no-watch`` was given (or it cannot start:
-    logged, and serving goes on)."""
+    logged, and serving goes on).
+
+    Serving does not wait for it: setting up the watches and looking over every file
+    takes time that grows with the repository, and an edit saved meanwhile is seen by
+    the watcher's first look, or committed first by the read or write of its record.
+    """
     if getattr(args, "no_watch", False):
         return None
     try:
-        return Watcher(mem).start()
+        return Watcher(mem).start(wait=False)
     except Exception:
         log.exception("not watching for hand edits")
         return None

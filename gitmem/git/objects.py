@@ -6,8 +6,9 @@ object is checked with Python's zlib, which stops, before libgit2 first reads it
 What is checked is remembered: objects gitmem writes itself are known good, trees
 whose whole content was checked are "sound" (libgit2 may walk them freely, as the
 index diffs and tree diffs do), commits whose whole ancestry was checked may be
-walked. The root tree last found sound is kept in .git/gitmem/, so a new process
-checks only the folders that changed since.
+walked. The root tree last found sound, and the newest commits whose ancestry was
+found walkable, are kept in .git/gitmem/, so a new process checks only the folders
+and the commits that came since.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from gitmem.git.base import FILE_MODE, DamagedObject, join
 log = logging.getLogger("gitmem.engine")
 
 SOUND_TREE_FILE = "sound-tree"  # in .git/gitmem/
+WALKABLE_FILE = "walkable-commits"  # in .git/gitmem/
+WALKABLE_KEPT = 32  # commits remembered there, newest first
 CHECKED_LIMIT = 2_000_000  # remembered object ids before the memory starts over
 _LOOSE_KINDS = (b"commit", b"tree", b"blob", b"tag")
 
@@ -68,10 +71,12 @@ class ObjectCheck:
         self._repo = repo
         self._objects = str(gitdir / "objects")
         self._sound_tree_file = private_dir / SOUND_TREE_FILE
+        self._walkable_file = private_dir / WALKABLE_FILE
         self.checked: set[pygit2.Oid] = set()  # readable (loose and complete, or packed)
         self.sound: set[pygit2.Oid] = set()  # trees: themselves and every tree under them
         self.walkable: set[pygit2.Oid] = set()  # commits: themselves and all their ancestry
         self._trusted: pygit2.Oid | None | bool = False  # False: not read yet
+        self._walked: list[pygit2.Oid] | None = None  # the walkable file's commits; None: not read yet
 
     def check(self, oid: pygit2.Oid, where: str | None = None) -> bytes | None:
         """Raise DamagedObject unless ``oid`` can be read without hanging. Returns the content
@@ -159,6 +164,12 @@ class ObjectCheck:
         """Check every commit in the history of ``starts`` before libgit2 walks it."""
         repo = self._repo
         starts = [oid for oid in starts if oid is not None]
+        if all(oid in self.walkable for oid in starts):
+            return
+        if self._walked is None:
+            self._walked = self._read_walked()
+            for oid in self._walked:
+                self.remember(self.walkable, oid)
         pending = list(starts)
         seen: set[pygit2.Oid] = set()
         while pending:
@@ -174,6 +185,15 @@ class ObjectCheck:
             pending.extend(getattr(commit, "parent_ids", ()))
         for oid in seen:  # only once all of it is checked
             self.remember(self.walkable, oid)
+        if seen:
+            self._walked = [*starts, *(oid for oid in self._walked if oid not in starts)][:WALKABLE_KEPT]
+            self._save(self._walkable_file, "".join(f"{oid}\n" for oid in self._walked))
+
+    def _read_walked(self) -> list[pygit2.Oid]:
+        try:
+            return [pygit2.Oid(hex=line) for line in self._walkable_file.read_text("ascii").split()]
+        except (OSError, ValueError):  # none yet, or garbage: walk (and check) again
+            return []
 
     def _trusted_root(self) -> pygit2.Oid | None:
         if self._trusted is False:
@@ -186,12 +206,15 @@ class ObjectCheck:
 
     def _save_trusted(self, tree_id: pygit2.Oid) -> None:
         self._trusted = tree_id
-        target = self._sound_tree_file
-        tmp = target.with_name(f"{SOUND_TREE_FILE}.{os.getpid()}.{threading.get_ident()}")
+        self._save(self._sound_tree_file, f"{tree_id}\n")
+
+    @staticmethod
+    def _save(target: Path, text: str) -> None:
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
             with os.fdopen(fd, "w") as out:
-                out.write(f"{tree_id}\n")
+                out.write(text)
             os.replace(tmp, target)
         except OSError:  # a read-only repository: the next process checks again
             with contextlib.suppress(OSError):
