@@ -77,6 +77,7 @@ class ObjectCheck:
         self.walkable: set[pygit2.Oid] = set()  # commits: themselves and all their ancestry
         self._trusted: pygit2.Oid | None | bool = False  # False: not read yet
         self._walked: list[pygit2.Oid] | None = None  # the walkable file's commits; None: not read yet
+        self.commits_walked = 0  # commits make_walkable checked: what a start-up costs
 
     def check(self, oid: pygit2.Oid, where: str | None = None) -> bytes | None:
         """Raise DamagedObject unless ``oid`` can be read without hanging. Returns the content
@@ -177,6 +178,7 @@ class ObjectCheck:
             if oid in self.walkable or oid in seen:
                 continue
             seen.add(oid)
+            self.commits_walked += 1
             if oid in starts:  # an unknown revision, not a damaged history: KeyError
                 self.check(oid, "a commit in the history")
                 commit = repo[oid]

@@ -1,0 +1,71 @@
+"""A start that does not grow with the repository: what a process looked at, the next
+one does not look at again, and what came since is still checked.
+
+Real repositories, the real CLI and the real ``git``; the counts are the engine's own
+(commits checked before libgit2 walks them), never timings.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from gitmem.repository import Gitmem
+from nui_client import NuiHost
+
+def commits_walked(repo_path: Path) -> int:
+    """How many commits a fresh process checks to list main's whole history."""
+    with Gitmem.open(repo_path, create=False) as mem:
+        mem.log()
+        return mem.engine._objects.commits_walked
+
+
+def test_a_new_process_checks_only_the_commits_made_since_the_last_one(mem, repo_path):
+    for i in range(30):
+        mem.memory.write(f"fact {i}", "a1", mode="append")
+    mem.close()
+    assert commits_walked(repo_path) >= 30  # the first process checks it all
+    for i in range(3):  # another process, then plain git
+        run_gitmem("memory", "write", "--agent", "a2", repo=repo_path, input=f"note {i}\n")
+    (repo_path / "notes.txt").write_text("by hand\n")
+    Git(repo_path)("add", "notes.txt")
+    Git(repo_path)("commit", "-qm", "by hand")
+
+    assert commits_walked(repo_path) <= 4
+    assert commits_walked(repo_path) == 0
+
+
+def test_a_damaged_commit_made_since_is_still_found_and_nothing_hangs(mem, repo_path):
+    mem.memory.write("likes tea")
+    mem.close()
+    assert commits_walked(repo_path) >= 1
+    git = Git(repo_path)
+    (repo_path / "notes.txt").write_text("by hand\n")
+    git("add", "notes.txt")
+    git("commit", "-qm", "by hand")
+    run_gitmem("memory", "write", "--user", repo=repo_path, input="likes coffee\n")
+    damaged = git("rev-parse", "HEAD~1").strip()  # the person's commit, under the new tip
+    loose = repo_path / ".git" / "objects" / damaged[:2] / damaged[2:]
+    data = loose.read_bytes()
+    loose.chmod(0o600)
+    loose.write_bytes(data[:len(data) // 2])
+
+    shown = run_gitmem("log", repo=repo_path, check=False)  # its timeout guards a hang
+    assert shown.returncode == 1
+    assert damaged in shown.stderr and "Traceback" not in shown.stderr
+
+
+def test_a_history_rewrite_after_a_start_is_still_found(mem, repo_path, tmp_path):
+    mem.memory.write("likes tea")
+    mem.close()
+    host = NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo_path)],
+                   cwd=tmp_path, env=SUBPROCESS_ENV)  # looks at main's moves as it starts
+    host.call("storage.info")
+    host.close()
+    run_gitmem("memory", "write", "--user", repo=repo_path, input="likes coffee\n")
+    dropped = Git(repo_path)("rev-parse", "HEAD").strip()
+    Git(repo_path)("commit", "-q", "--amend", "-m", "reworded")
+
+    status = run_gitmem("status", repo=repo_path)
+    assert dropped[:10] in status.stdout
