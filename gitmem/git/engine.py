@@ -120,7 +120,7 @@ class GitEngine:
         self._worktree = WorkTree(self.workdir, self.gitdir, tmp_dir, journal=self.journal,
                                   stat_cache=self._stat_cache, content_id=self._reader.content_id,
                                   durability=durability)
-        self._index = Index(repo, self.gitdir, lock=self._lock, writable=self.writable,
+        self._index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
                             reader=self._reader, worktree=self._worktree, durability=durability)
         self._log = History(repo, self._reader, self._objects)
         self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self._worktree,
@@ -179,6 +179,7 @@ class GitEngine:
             self._closed = True
             self._index.refresher.stop()
             if self.writable:
+                self._index.save_in_step(self._reader.tip())
                 self._stat_cache.save()
             self.journal.close()
 
@@ -359,7 +360,7 @@ class GitEngine:
                         tree = self._repo[tree_id]
                         self._worktree.write(changes, expected=worktree_holds or snapshot, blob_ids={
                             path: str(tree[path].id) for path, data in changes.items() if data is not None})
-                        self._index.stage(changes, tree)
+                        self._index.stage(changes, tree, moved=(base, commit_id))
                     if self._background_packer is not None:
                         self._background_packer.maybe_start()
                     return str(commit_id)
@@ -527,7 +528,7 @@ class GitEngine:
         writes = {path: self.read_blob(new_id) if new_id else None
                   for path, (_, new_id) in changed.items() if self._worktree.file_id(path) != new_id}
         self._worktree.write(writes, expected=Snapshot(self._reader, old))
-        self._index.stage(changed, self._repo[new].peel(pygit2.Tree))
+        self._index.stage(changed, self._repo[new].peel(pygit2.Tree), moved=(old, new))
         return [path for path in writes if self._worktree.file_id(path) != changed[path][1]]
 
     # -- the work tree and the index ---------------------------------------------

@@ -29,16 +29,21 @@ log = logging.getLogger("gitmem.engine")
 INDEX_IDLE = 0.3  # seconds without writes before the index is refreshed
 INDEX_MAX_DELAY = 1.0  # refresh at the latest this long after the first pending write
 STALE_GIT_LOCK_AGE = 10.0  # a ref/index .lock older than this, while we hold our lock, is stale
+IN_STEP_FILE = "index-in-step"  # in .git/gitmem/: a tip, and the index file found holding its tree
 
 
 class Index:
     """The index of ``repo``, for the work tree ``worktree``, changed under the writers'
     ``lock`` (when ``writable``) since the refresher thread shares it."""
 
-    def __init__(self, repo: pygit2.Repository, gitdir: Path, *, lock: FileLock, writable: bool,
-                 reader: Reader, worktree: WorkTree, durability: str):
+    def __init__(self, repo: pygit2.Repository, gitdir: Path, private_dir: Path, *, lock: FileLock,
+                 writable: bool, reader: Reader, worktree: WorkTree, durability: str):
         self._repo = repo
         self._gitdir = gitdir
+        self._in_step_file = private_dir / IN_STEP_FILE
+        # (tip, the index file's stat data) while the index is known to hold tip's tree: found
+        # so at opening, then carried through each of our own index writes
+        self._in_step: tuple[pygit2.Oid, tuple[int, ...]] | None = None
         self._lock = lock
         self._writable = writable
         self._reader = reader
@@ -46,11 +51,13 @@ class Index:
         self._durability = durability
         self.refresher = IndexRefresher(self.refresh)
 
-    def stage(self, changes: Changes, tree: pygit2.Tree) -> None:
+    def stage(self, changes: Changes, tree: pygit2.Tree, moved: tuple[pygit2.Oid | None, pygit2.Oid]) -> None:
         """Make the index hold ``tree``'s version of the changed paths now (no stat data:
         the background refresher adds it), so that ``git status`` and ``git commit`` after
         a crash never see an answered write as undone. One index write (measured in
-        ``gitmem bench``); a git command holding ``index.lock`` leaves it to the refresher."""
+        ``gitmem bench``); a git command holding ``index.lock`` leaves it to the refresher.
+        ``moved``: main's tip before and after the commit of ``changes``."""
+        before = self._file_stat()
         try:
             index = self._repo.index
             index.read(force=False)  # reads the file again only if someone changed it
@@ -65,7 +72,9 @@ class Index:
                 elif path not in index or index[path].id != entry.id:
                     index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
             index.write()
+            self._carry_in_step(moved[0], before, moved[1])
         except (pygit2.GitError, OSError) as exc:
+            self._in_step = None
             log.warning("index not updated now (the refresher tries again): %s", exc)
         self.refresher.mark(changes)
 
@@ -78,15 +87,22 @@ class Index:
         with self._lock:
             if not self._worktree.is_main():  # the index is the checked-out commit's
                 return
+            before = self._file_stat()
             index = self._repo.index
             index.read(force=True)
-            head = self._reader.snapshot(self._reader.tip())
-            if paths is None:
+            tip = self._reader.tip()
+            head = self._reader.snapshot(tip)
+            whole = paths is None
+            if whole:
                 index.read_tree(head.tree) if head.tree is not None else index.clear()
                 paths = [e.path for e in index]
             for path in paths:
                 self._refresh_entry(index, head, path)
             index.write()
+            if whole and tip is not None:
+                self._in_step = (tip, self._file_stat())
+            else:
+                self._carry_in_step(tip, before, tip)
             if self._durability == "fsync":  # libgit2 does not fsync the index itself
                 fsync_path(self._gitdir / "index")
                 fsync_path(self._gitdir)
@@ -106,6 +122,49 @@ class Index:
         except (OSError, pygit2.GitError):
             pass
         index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+
+    # -- the index known to hold HEAD's tree, so that opening need not compare them --
+
+    def known_in_step(self, tip: pygit2.Oid) -> bool:
+        """True when the index file is the one a process before left holding ``tip``'s tree."""
+        try:
+            noted = self._in_step_file.read_text(encoding="ascii").split()
+        except (OSError, UnicodeDecodeError):
+            return False
+        stat = self._file_stat()
+        if noted != [str(tip), *map(str, stat)]:
+            return False
+        self._in_step = (tip, stat)
+        return True
+
+    def note_in_step(self, tip: pygit2.Oid) -> None:
+        """The index was just found to hold ``tip``'s tree."""
+        self._in_step = (tip, self._file_stat())
+
+    def save_in_step(self, tip: pygit2.Oid | None) -> None:
+        """Note for the next process that the index holds ``tip``'s tree, if it is known to."""
+        if tip is None or self._in_step != (tip, self._file_stat()):
+            with contextlib.suppress(OSError):
+                self._in_step_file.unlink()
+            return
+        with contextlib.suppress(OSError):  # the next opening compares them again
+            self._in_step_file.write_text(" ".join([str(tip), *map(str, self._in_step[1])]) + "\n",
+                                          encoding="ascii")
+
+    def _carry_in_step(self, old_tip: pygit2.Oid | None, stat_before: tuple[int, ...],
+                       new_tip: pygit2.Oid | None) -> None:
+        """After an index write that makes an index holding ``old_tip``'s tree hold ``new_tip``'s."""
+        if self._in_step is not None and self._in_step == (old_tip, stat_before) and new_tip is not None:
+            self._in_step = (new_tip, self._file_stat())
+        else:
+            self._in_step = None
+
+    def _file_stat(self) -> tuple[int, ...]:
+        try:
+            found = os.stat(self._gitdir / "index")
+        except FileNotFoundError:
+            return ()
+        return found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns
 
     def contains(self, path: str) -> bool:
         """True when the index has an entry for ``path``."""
@@ -254,7 +313,7 @@ class Recovery:
         Nothing is done while the work tree is not ``main``'s.
         """
         tip = self._reader.tip()
-        if tip is None or not self._worktree.is_main():
+        if tip is None or not self._worktree.is_main() or self._index.known_in_step(tip):
             return
         index = self._repo.index
         index.read(force=True)
@@ -262,6 +321,7 @@ class Recovery:
         lagging = [d.delta.new_file.path if d.delta.new_file.path else d.delta.old_file.path
                    for d in index.diff_to_tree(head.tree)]
         if not lagging:
+            self._index.note_in_step(tip)
             return
         for path in lagging:
             on_disk = self._worktree.file_id(path)
