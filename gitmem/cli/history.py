@@ -1,0 +1,95 @@
+"""``gitmem log``, ``show``, ``diff`` and ``restore``: a record's history
+(:mod:`gitmem.history`)."""
+
+from __future__ import annotations
+
+import sys
+
+from gitmem.cli import open_repo, positive_int, print_json, takes_repo
+
+RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
+WHEN = ("a revision (HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, "
+        "'3 days ago')")
+
+
+def add_log(sub) -> None:
+    takes_repo(sub, cmd_log)
+    sub.add_argument("record", nargs="?", metavar="RECORD",
+                     help=f"{RECORDS} (default: every commit)")
+    sub.add_argument("-n", "--max-count", type=positive_int, metavar="N",
+                     help="show at most N commits")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+
+def add_show(sub) -> None:
+    takes_repo(sub, cmd_show)
+    sub.add_argument("record", metavar="RECORD", help=RECORDS)
+    sub.add_argument("--at", required=True, metavar="WHEN", help=WHEN)
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+
+def add_diff(sub) -> None:
+    takes_repo(sub, cmd_diff)
+    sub.add_argument("record", metavar="RECORD", help=RECORDS)
+    sub.add_argument("--since", metavar="WHEN", help=f"from {WHEN} (default: the beginning)")
+    sub.add_argument("--until", metavar="WHEN", help="to WHEN (default: now)")
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+
+def add_restore(sub) -> None:
+    takes_repo(sub, cmd_restore)
+    sub.add_argument("record", metavar="RECORD", help=RECORDS)
+    sub.add_argument("--at", required=True, metavar="WHEN", help=WHEN)
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+
+def cmd_log(args) -> None:
+    from gitmem.history import format_date, log
+    with open_repo(args) as mem:
+        entries = log(mem, args.record, limit=args.max_count)
+    if args.json:
+        print_json([e.to_json() for e in entries])
+        return
+    for e in entries:
+        c = e.commit
+        print(f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  [{e.summary}]"
+              f"  {c.summary}")
+
+
+def cmd_show(args) -> None:
+    from gitmem.history import show
+    with open_repo(args) as mem:
+        shown = show(mem, args.record, args.at)
+    if args.json:
+        print_json(shown.to_json())
+        return
+    if not shown.exists:
+        at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
+        print(f"gitmem: {shown.record} did not exist at {at}", file=sys.stderr)
+    if "content" in shown.value:
+        sys.stdout.write(shown.value["content"])
+    else:
+        print_json(shown.value)
+
+
+def cmd_diff(args) -> None:
+    from gitmem.history import diff
+    with open_repo(args) as mem:
+        changes = diff(mem, args.record, args.since, args.until)
+    if args.json:
+        print_json(changes.to_json())
+    else:
+        sys.stdout.write(changes.patch)
+
+
+def cmd_restore(args) -> None:
+    from gitmem.history import restore
+    with open_repo(args) as mem:
+        done = restore(mem, args.record, args.at)
+    source = done.source[:10] if done.source else "before the first commit"
+    if args.json:
+        print_json(done.to_json())
+    elif done.commit is None:
+        print(f"{done.record} already is as it was at {source}; nothing to commit")
+    else:
+        print(f"restored {done.record} as it was at {source}, in commit {done.commit[:10]}")
