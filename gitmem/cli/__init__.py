@@ -151,6 +151,7 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
         prog="gitmem", description="Memory and history for AI agents, kept in git.")
     parser.add_argument("--version", action="version", version=f"gitmem {__version__}")
     parser.add_argument("--repo", metavar="PATH", default=None, help=REPO_HELP)
+    parser.add_argument("--no-pager", action="store_true", help=NO_PAGER_HELP)
     commands = parser.add_subparsers(metavar="COMMAND", action=_Commands)
     for name, help_, filler in COMMANDS:
         commands.add_parser(name, help=help_, description=help_)
@@ -163,6 +164,7 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
 
 
 REPO_HELP = "the repository (default: $GITMEM_REPO or ~/.local/share/gitmem)"
+NO_PAGER_HELP = "do not pipe the output into a pager ($GIT_PAGER, $PAGER or less)"
 
 
 def command(commands, name: str, help_: str, run, example: str | None = None

@@ -1,11 +1,13 @@
 """``gitmem log``, ``show``, ``diff`` and ``restore``: a record's history
-(:mod:`gitmem.history`)."""
+(:mod:`gitmem.history`). ``log`` pages and colours on a terminal, as ``git log`` does."""
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from gitmem.cli import open_repo, positive_int, print_json, takes_repo
+from gitmem.cli import NO_PAGER_HELP, open_repo, positive_int, print_json, takes_repo
+from gitmem.cli import pager
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WHEN = ("a revision (HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, "
@@ -19,6 +21,12 @@ def add_log(sub) -> None:
     sub.add_argument("-n", "--max-count", type=positive_int, metavar="N",
                      help="show at most N commits")
     sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+    sub.add_argument("--color", default="auto", choices=pager.COLOURS, metavar="WHEN",
+                     help="colour commit ids as git does: auto (on a terminal), always or "
+                          "never (default: auto)")
+    # SUPPRESS: `gitmem --no-pager log` is not reset by this default.
+    sub.add_argument("--no-pager", action="store_true", default=argparse.SUPPRESS,
+                     help=NO_PAGER_HELP)
 
 
 def add_show(sub) -> None:
@@ -47,13 +55,15 @@ def cmd_log(args) -> None:
     from gitmem.history import format_date, log
     with open_repo(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
-    if args.json:
-        print_json([e.to_json() for e in entries])
-        return
-    for e in entries:
-        c = e.commit
-        print(f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  [{e.summary}]"
-              f"  {c.summary}")
+    colour = pager.use_colour(args.color)
+    with pager.paged(not args.no_pager):
+        if args.json:
+            print_json([e.to_json() for e in entries])
+            return
+        for e in entries:
+            c = e.commit
+            print(f"{pager.yellow(c.id[:10], colour)}  {format_date(c.time, c.offset)}  "
+                  f"{c.author:<24}  [{e.summary}]  {c.summary}")
 
 
 def cmd_show(args) -> None:
