@@ -30,10 +30,7 @@ def add_log(sub) -> None:
 
 
 def add_show(sub) -> None:
-    takes_repo(sub, cmd_show)
-    sub.add_argument("record", metavar="RECORD", help=RECORDS)
-    sub.add_argument("--at", required=True, metavar="WHEN", help=WHEN)
-    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+    _record_at_a_time(takes_repo(sub, cmd_show))
 
 
 def add_diff(sub) -> None:
@@ -45,7 +42,11 @@ def add_diff(sub) -> None:
 
 
 def add_restore(sub) -> None:
-    takes_repo(sub, cmd_restore)
+    _record_at_a_time(takes_repo(sub, cmd_restore))
+
+
+def _record_at_a_time(sub) -> None:
+    """RECORD and ``--at WHEN``, as ``show`` and ``restore`` take them."""
     sub.add_argument("record", metavar="RECORD", help=RECORDS)
     sub.add_argument("--at", required=True, metavar="WHEN", help=WHEN)
     sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
