@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import sys
 
@@ -293,6 +294,5 @@ def open_repo(args, *, create: bool = False):
 
 def print_json(value) -> None:
     """``value`` as indented JSON on stdout, for scripts (``--json``)."""
-    import json
     json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")
