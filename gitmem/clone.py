@@ -61,18 +61,3 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
                 else:
                     child.unlink()
         raise
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem clone`` to the CLI."""
-    sub = command(commands, "clone", "copy a gitmem repository from a git remote, ready to "
-                  "sync (a second machine)", cmd_clone)
-    sub.add_argument("url", metavar="URL", help="the remote (what `git clone` takes)")
-    sub.add_argument("path", nargs="?", metavar="PATH",
-                     help="where (default: --repo, $GITMEM_REPO or ~/.local/share/gitmem)")
-
-
-def cmd_clone(args) -> None:
-    with clone(args.url, args.path or args.repo) as mem:
-        print(f"cloned {args.url} into {mem.engine.workdir} (remote {REMOTE}); "
-              f"`gitmem sync` exchanges commits with it")

@@ -123,20 +123,3 @@ def _refuse_if_held(engine: GitEngine, snapshot, path: str, holds, where: str) -
             raise ForgetRefused(
                 f"{file}: the line is already {where}; it has left this machine, so "
                 "rewriting here cannot take it back: rotate the secret, then edit it out")
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem forget`` to the CLI."""
-    sub = command(commands, "forget", "take a secret out of the commits not pushed yet "
-                  "(the line `gitmem sync` refused)", cmd_forget)
-    sub.add_argument("path", metavar="PATH",
-                     help="the file the finding names (memory/user.md), or a record (user, "
-                          "agent:<id>, session:<type>/<id>, thread:<id>)")
-    sub.add_argument("--secret", required=True, metavar="FINGERPRINT",
-                     help="the fingerprint `gitmem sync` printed for the finding")
-
-
-def cmd_forget(args) -> None:
-    with Gitmem.open(args.repo, create=False) as mem:
-        for line in forget_secret(mem, args.path, args.secret).describe():
-            print(line)

@@ -21,9 +21,7 @@ new commit; nothing is ever reset. The record's commits come from the record ind
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
@@ -282,119 +280,6 @@ def summarise(record: layout.Record | None, files: list[FileDiff]) -> tuple[str,
     return text, changes
 
 
-# -- the CLI ----------------------------------------------------------------------
-
-
-def add_commands(commands, command) -> None:
-    """Add ``log``, ``blame``, ``show``, ``diff`` and ``restore`` to the CLI."""
-    records = ("user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>")
-    when = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
-            "(HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, '3 days ago')")
-    sub = command(commands, "log", "commits that touched a record, newest first, with a "
-                  "summary of each change", cmd_log)
-    sub.add_argument("record", nargs="?", metavar="RECORD",
-                     help=f"{records} (default: every commit)")
-    from gitmem.cli import positive_int
-    sub.add_argument("-n", "--max-count", type=positive_int, metavar="N",
-                     help="show at most N commits")
-    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
-
-    sub = command(commands, "blame", "each block of a memory, or message and event of a session "
-                  "or thread, with the commit that introduced it", cmd_blame,
-                  example="gitmem blame agent:reviewer")
-    sub.add_argument("record", metavar="RECORD", help=records)
-    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
-
-    sub = command(commands, "show", "a record as it was at a time", cmd_show)
-    sub.add_argument("record", metavar="RECORD", help=records)
-    sub.add_argument("--at", required=True, metavar="WHEN", help=when)
-    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
-
-    sub = command(commands, "diff", "what changed in a record between two times", cmd_diff)
-    sub.add_argument("record", metavar="RECORD", help=records)
-    sub.add_argument("--since", metavar="WHEN", help=f"from {when} (default: the beginning)")
-    sub.add_argument("--until", metavar="WHEN", help="to WHEN (default: now)")
-    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
-
-    sub = command(commands, "restore", "write a record back as it was at a time, as a new "
-                  "commit", cmd_restore)
-    sub.add_argument("record", metavar="RECORD", help=records)
-    sub.add_argument("--at", required=True, metavar="WHEN", help=when)
-    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
-
-
-def cmd_log(args) -> None:
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        entries = log(mem, args.record, limit=args.max_count)
-    if args.json:
-        _print_json([e.to_json() for e in entries])
-        return
-    for e in entries:
-        c = e.commit
-        print(f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  [{e.summary}]"
-              f"  {c.summary}")
-
-
-def cmd_blame(args) -> None:
-    from gitmem.blame import blame
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        found = blame(mem, args.record)
-    if args.json:
-        _print_json([b.to_json() for b in found])
-        return
-    for b in found:
-        c = b.commit
-        origin = f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  {b.op or '-'}" + (
-            f" ({b.handler})" if b.handler else "")
-        if b.kind == "block":
-            print(origin)
-            print("".join(f"    {line}\n" for line in b.value.splitlines()), end="")
-        else:
-            text = json.dumps(b.value, ensure_ascii=False)
-            print(f"{origin}  {b.kind} {b.index}: {text[:80]}{'...' if len(text) > 80 else ''}")
-
-
-def cmd_show(args) -> None:
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        shown = show(mem, args.record, args.at)
-    if args.json:
-        _print_json(shown.to_json())
-        return
-    if not shown.exists:
-        at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
-        print(f"gitmem: {shown.record} did not exist at {at}", file=sys.stderr)
-    if "content" in shown.value:
-        sys.stdout.write(shown.value["content"])
-    else:
-        _print_json(shown.value)
-
-
-def cmd_diff(args) -> None:
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        changes = diff(mem, args.record, args.since, args.until)
-    if args.json:
-        _print_json(changes.to_json())
-    else:
-        sys.stdout.write(changes.patch)
-
-
-def cmd_restore(args) -> None:
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        done = restore(mem, args.record, args.at)
-    source = done.source[:10] if done.source else "before the first commit"
-    if args.json:
-        _print_json(done.to_json())
-    elif done.commit is None:
-        print(f"{done.record} already is as it was at {source}; nothing to commit")
-    else:
-        print(f"restored {done.record} as it was at {source}, in commit {done.commit[:10]}")
-
-
 # -- helpers ----------------------------------------------------------------------
 
 
@@ -460,7 +345,3 @@ def _describe(group: str, added: int, removed: int) -> str:
 def _plural(noun: str, count: int) -> str:
     return noun if count == 1 else noun + "s"
 
-
-def _print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")

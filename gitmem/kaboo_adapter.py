@@ -34,22 +34,3 @@ def init_adapter(directory: Path, *, force: bool = False) -> list[Path]:
     for path, data in files.items():
         path.write_bytes(data)
     return list(files)
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem kaboo init`` to the CLI."""
-    kaboo = commands.add_parser("kaboo", help="use gitmem as kaboo's thread store")
-    kaboo_commands = kaboo.add_subparsers(metavar="ACTION", required=True)
-    init = kaboo_commands.add_parser(
-        "init", help="copy the TypeScript GitMemThreadStore into a project folder",
-        description="copy the TypeScript GitMemThreadStore into a project folder")
-    init.add_argument("dir", metavar="DIR", help="where to put gitmem-thread-store.mjs and .d.mts")
-    init.add_argument("--force", action="store_true", help="replace files that differ")
-    init.set_defaults(run=cmd_init)
-
-
-def cmd_init(args) -> None:
-    paths = init_adapter(Path(args.dir), force=args.force)
-    print(f"wrote {', '.join(str(p) for p in paths)}")
-    print(f'use it: import {{ GitMemThreadStore }} from "./{ADAPTER_FILES[0]}";\n'
-          '        createKabooRunner(new GitMemThreadStore({ repo: "/path/to/repo" }))')

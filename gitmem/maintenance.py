@@ -35,7 +35,6 @@ import os
 import posixpath
 import re
 import shutil
-import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -386,55 +385,3 @@ def _check_file(report: FsckReport, snapshot, path: str, data: bytes, version: s
         report.blobs += counted
         if not blobs.verify(name, data):
             report.problems.append(Problem(where, "content does not match its SHA-256 name"))
-
-
-# -- the CLI ----------------------------------------------------------------------
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gc`` and ``fsck`` to the CLI."""
-    sub = command(commands, "gc", "pack the repository now (all objects into one pack, "
-                  "bounded memory)", cmd_gc)
-    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
-    sub.add_argument("--prune-forgotten", action="store_true",
-                     help="first stop keeping the commits `gitmem forget` replaced")
-    sub = command(commands, "fsck", "check git's objects, every JSONL line and every "
-                  "metadata file; exit 1 on a problem", cmd_fsck)
-    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
-
-
-def cmd_gc(args) -> None:
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        if args.prune_forgotten:
-            from gitmem.forget import prune_forgotten
-            for name in prune_forgotten(mem.engine):
-                print(f"dropped {name}", file=sys.stderr)
-        report = pack(mem.engine, full=True, wait=600.0)
-    if args.json:
-        json.dump(dataclasses.asdict(report), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    elif report.method == "skipped":
-        raise EngineError("another gitmem process kept packing this repository for 10 minutes")
-    else:
-        print(f"{report.method}: loose objects {report.loose_before} -> {report.loose_after}, "
-              f"packs {report.packs_before} -> {report.packs_after} ({report.seconds:.1f} s)")
-
-
-def cmd_fsck(args) -> int:
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        report = fsck(mem)
-    if args.json:
-        json.dump(report.to_json(), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        bad_objects = any(p.where.startswith("object") for p in report.problems)
-        print(f"objects: {'PROBLEMS' if bad_objects else 'ok'} ({report.objects_checked_by})")
-        print(f"content at HEAD: {report.jsonl_files} JSONL files ({report.lines} lines), "
-              f"{report.json_files} JSON files, {report.blobs} blobs")
-        for problem in report.problems:
-            print(f"problem: {problem}")
-        print("ok" if report.ok else f"{len(report.problems)} problem"
-              f"{'s' if len(report.problems) != 1 else ''} found")
-    return 0 if report.ok else 1

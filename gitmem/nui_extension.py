@@ -12,9 +12,8 @@ import os
 import sys
 from pathlib import Path
 
-from gitmem.protocol.handlers import (
-    DEFAULT_FILE, add_handler, load_handlers, remove_handler)
-from gitmem.repository import Gitmem, default_repo_path, template_files
+from gitmem.protocol.handlers import DEFAULT_FILE, load_handlers
+from gitmem.repository import Gitmem, template_files
 
 DEFAULT_AGENT_TYPES = ("claude-code", "codex", "pi", "opencode")
 KINDS = ("sessionHistory", "agentMemory", "userMemory")
@@ -57,61 +56,3 @@ def install(directory: Path, repo: Path, agent_types: list[str], *,
     load_handlers(directory / DEFAULT_FILE)  # the rendered list must be one nui accepts
     Gitmem.open(repo, create=True).close()
     return directory
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem nui install`` and ``gitmem nui handlers list|add|remove`` to the CLI."""
-    nui = commands.add_parser("nui", help="use gitmem as nui's storage extension")
-    nui_commands = nui.add_subparsers(metavar="ACTION", required=True)
-    install_cmd = command(nui_commands, "install", "write a nui extension folder that runs "
-                          "gitmem serve on the repository", cmd_install)
-    install_cmd.add_argument("--dir", default="gitmem", help="the folder to write (default: ./gitmem)")
-    install_cmd.add_argument("--agent-types", default=",".join(DEFAULT_AGENT_TYPES),
-                             help="comma-separated nui agent types whose sessions and memory "
-                                  f"gitmem keeps (default: {','.join(DEFAULT_AGENT_TYPES)})")
-    install_cmd.add_argument("--force", action="store_true",
-                             help="also write storage-handlers.yaml again (dropping handlers "
-                                  "added since)")
-
-    handlers = nui_commands.add_parser("handlers", help="list or edit storage-handlers.yaml")
-    handler_commands = handlers.add_subparsers(metavar="ACTION", required=True)
-    for name, run, help_ in (("list", cmd_handlers_list, "print the handlers"),
-                             ("add", cmd_handlers_add, "add a handler"),
-                             ("remove", cmd_handlers_remove, "remove the handlers with an id")):
-        sub = handler_commands.add_parser(name, help=help_, description=help_)
-        sub.add_argument("--dir", default="gitmem", help="the extension folder (default: ./gitmem)")
-        sub.set_defaults(run=run)
-        if name in ("add", "remove"):
-            sub.add_argument("id", metavar="ID")
-        if name == "add":
-            sub.add_argument("kind", choices=KINDS)
-            sub.add_argument("--agent-types", default="",
-                             help="comma-separated agent types (not for userMemory)")
-
-
-def cmd_install(args) -> None:
-    agent_types = _split(args.agent_types)
-    kept = (Path(args.dir) / DEFAULT_FILE).exists() and not args.force
-    folder = install(Path(args.dir), Path(args.repo) if args.repo else default_repo_path(),
-                     agent_types, force=args.force)
-    if kept:
-        print(f"kept {folder / DEFAULT_FILE} as it is (--force writes it again)")
-    print(f"nui extension written to {folder.resolve()}; install it with: "
-          f"nui extension add {folder.resolve()}")
-
-
-def cmd_handlers_list(args) -> None:
-    for handler in load_handlers(Path(args.dir) / DEFAULT_FILE).handlers:
-        print(f"{handler.id}\t{handler.kind}\t{','.join(handler.agent_types)}")
-
-
-def cmd_handlers_add(args) -> None:
-    add_handler(Path(args.dir) / DEFAULT_FILE, args.id, args.kind, _split(args.agent_types))
-
-
-def cmd_handlers_remove(args) -> None:
-    remove_handler(Path(args.dir) / DEFAULT_FILE, args.id)
-
-
-def _split(csv: str) -> list[str]:
-    return [part.strip() for part in csv.split(",") if part.strip()]

@@ -30,8 +30,6 @@ import dataclasses
 import json
 import os
 import re
-import sys
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -372,72 +370,3 @@ def _write(path: Path, data: bytes) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-
-
-# -- the CLI ----------------------------------------------------------------------
-
-
-def add_commands(commands, command) -> None:
-    """Add ``import nui`` and ``export nui`` to the CLI."""
-    importing = commands.add_parser("import", help="bring data in from another store")
-    sub = command(importing.add_subparsers(metavar="SOURCE", required=True), "nui",
-                  "import nui's built-in sessions, user memory and agent memory", cmd_import_nui)
-    sub.add_argument("--data-dir", metavar="DIR",
-                     help=f"nui's data folder (default: ${ENV_DATA_DIR}, else ~/.nui)")
-    sub.add_argument("--dry-run", action="store_true", help="list what would change, change nothing")
-    exporting = commands.add_parser("export", help="write data out in another store's format")
-    sub = command(exporting.add_subparsers(metavar="FORMAT", required=True), "nui",
-                  "write sessions and memory in nui's built-in formats to DIR", cmd_export_nui)
-    sub.add_argument("dir", metavar="DIR", help="where (data.json, memory/user.md, memory/agents/)")
-
-
-def cmd_import_nui(args) -> None:
-    from gitmem.cli import open_repo
-    from gitmem.repository import Gitmem, default_repo_path
-    if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
-        folder = Path(args.repo).expanduser() if args.repo else default_repo_path()
-        if not (folder / ".git").exists():
-            plan = plan_import(None, args.data_dir)
-        else:
-            with Gitmem.open(folder, create=False, hand_edits=False) as mem:
-                plan = plan_import(mem, args.data_dir)
-    else:
-        with open_repo(args, create=True) as mem:
-            plan = import_nui(mem, args.data_dir, progress=progress_bar("import"))
-    verb = "would " if args.dry_run else ""
-    for action in plan.changes:
-        print(f"{verb}{action}")
-    for note in plan.notes:
-        print(f"note: {note}")
-    print(f"{'dry run: would import' if args.dry_run else 'imported'} {plan.summary()}")
-
-
-def cmd_export_nui(args) -> None:
-    from gitmem.cli import open_repo
-    with open_repo(args) as mem:
-        report = export_nui(mem, args.dir, progress=progress_bar("export"))
-    for note in report.notes:
-        print(f"note: {note}")
-    print(f"exported {report.sessions} sessions, {report.agent_memories} agent memories"
-          f"{' and user memory' if report.user_memory else ''} to {args.dir}")
-
-
-def progress_bar(label: str, stream=None) -> Progress | None:
-    """A progress callback drawing a bar on ``stream`` (stderr), or None when it is not a terminal."""
-    stream = stream or sys.stderr
-    if not stream.isatty():
-        return None
-    last = [0.0]
-
-    def draw(done: int, total: int) -> None:
-        now = time.monotonic()
-        if done < total and now - last[0] < 0.1:
-            return
-        last[0] = now
-        filled = int(30 * done / total) if total else 30
-        stream.write(f"\r{label} [{'#' * filled}{' ' * (30 - filled)}] {done}/{total}")
-        if done >= total:
-            stream.write("\n")
-        stream.flush()
-
-    return draw

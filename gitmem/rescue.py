@@ -21,13 +21,10 @@ commit the person dropped on purpose: its ref is released and it is listed no mo
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
-import json
 import logging
 import os
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -124,12 +121,12 @@ def let_go(engine: GitEngine, commits: Iterable[str]) -> list[Dropped]:
     """Stop keeping the dropped commits named by ``commits`` (ids or unique prefixes):
     their refs are released and they (and their history) are listed no more."""
     with engine.lock:
-        chosen = _chosen(find_lost(engine), commits)
+        named = chosen(find_lost(engine), commits)
         with open(engine.private_dir / LET_GO_FILE, "a", encoding="ascii", opener=_private) as file:
-            file.writelines(f"{d.commit}\n" for d in chosen)
-        for d in chosen:
+            file.writelines(f"{d.commit}\n" for d in named)
+        for d in named:
             release_rescued(engine, d.commit)
-    return chosen
+    return named
 
 
 def _let_go(engine: GitEngine) -> list[str]:
@@ -194,23 +191,25 @@ def rescue(mem: Gitmem, commits: Iterable[str] | None = None) -> list[Rescued]:
     """
     engine = mem.engine
     with engine.lock:
-        dropped = _chosen(find_lost(engine), commits)
+        dropped = chosen(find_lost(engine), commits)
         HandEdits.of(engine).commit_pending()
         return [_merge_back(engine, d) for d in reversed(dropped)]
 
 
-def _chosen(dropped: list[Dropped], commits: Iterable[str] | None) -> list[Dropped]:
+def chosen(dropped: list[Dropped], commits: Iterable[str] | None) -> list[Dropped]:
+    """The commits of ``dropped`` that ``commits`` (ids or unique prefixes; None: all)
+    name; raises RescueError for a name that matches none or more than one."""
     if commits is None:
         return dropped
-    chosen = []
+    named = []
     for name in commits:
         matches = [d for d in dropped if d.commit.startswith(name.lower())] if name else []
         if len(matches) != 1:
             what = "no" if not matches else "more than one"
             raise RescueError(f"{what} dropped commit matches {name!r} (see `gitmem rescue --list`)")
-        if matches[0] not in chosen:
-            chosen.append(matches[0])
-    return [d for d in dropped if d in chosen]
+        if matches[0] not in named:
+            named.append(matches[0])
+    return [d for d in dropped if d in named]
 
 
 def _merge_back(engine: GitEngine, dropped: Dropped) -> Rescued:
@@ -245,65 +244,3 @@ def _message(dropped: Dropped, spots: list[Spot]) -> str:
                     "were kept\n(ours, a blank line, theirs). Tidy them in an editor:\n")
         message += "".join(f"- {spot}\n" for spot in spots)
     return message
-
-
-# -- the command line -----------------------------------------------------------------
-
-EXAMPLE = """\
-example:
-  gitmem rescue --list        # the gitmem commits a history rewrite took off main
-  gitmem rescue               # merges each back, as one merge commit
-
-a whole run, as it is, in a scratch repository:
-  export GITMEM_REPO=/tmp/rescue-demo
-  gitmem init && echo one | gitmem memory write --user --append
-  echo two | gitmem memory write --user --append
-  git -C "$GITMEM_REPO" reset --hard HEAD~1   # takes the write of "two" off main
-  gitmem status                               # lists it under "dropped"
-  gitmem rescue                               # merges it back: one commit
-  gitmem memory read --user                   # one, then two
-
-A commit dropped on purpose: `gitmem rescue --let-go COMMIT` stops keeping it.
-"""
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem rescue`` to the CLI."""
-    parser = command(commands, "rescue", "merge back gitmem commits that a history rewrite "
-                     "by hand (git commit --amend, git reset) took off main", cmd_rescue)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = EXAMPLE
-    parser.add_argument("commits", nargs="*", metavar="COMMIT",
-                        help="only these dropped commits (ids or unique prefixes; default: all)")
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--list", action="store_true", help="list the dropped commits, merge nothing")
-    action.add_argument("--let-go", action="store_true",
-                        help="stop keeping the COMMITs named (dropped on purpose): they are "
-                             "listed no more and never merged back")
-    parser.add_argument("--json", action="store_true", help="JSON, for scripts")
-
-
-def cmd_rescue(args) -> None:
-    if args.let_go and not args.commits:
-        raise RescueError("--let-go needs the COMMITs to let go (see `gitmem rescue --list`)")
-    with Gitmem.open(args.repo, create=False) as mem:
-        if args.list or args.let_go:
-            dropped = (let_go(mem.engine, args.commits) if args.let_go else
-                       _chosen(find_lost(mem.engine), args.commits or None))
-            report = [d.to_json() for d in dropped]
-            lines = [f"{'let go ' if args.let_go else ''}{d.commit[:10]}  "
-                     f"{format_date(d.time, d.offset)}  {d.summary}" for d in dropped]
-        else:
-            rescued = rescue(mem, args.commits or None)
-            report = [r.to_json() for r in rescued]
-            lines = [f"merged back {r.dropped.commit[:10]} ({r.dropped.summary}) as {r.merge[:10]}: "
-                     f"{len(r.files)} file{'s' if len(r.files) != 1 else ''} changed" for r in rescued]
-            lines += [f"to tidy     {spot}" for r in rescued for spot in r.spots]
-            lines += [f"not updated (uncommitted hand edit): {p}" for r in rescued for p in r.kept]
-    if args.json:
-        json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    elif lines:
-        print("\n".join(lines))
-    else:
-        print("nothing dropped: main holds every commit gitmem made")

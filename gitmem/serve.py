@@ -28,7 +28,7 @@ from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
 from gitmem.protocol.nui import LATE_WINDOW, storage_methods
-from gitmem.engine import DURABILITIES, GITMEM_DIR, DamagedObject
+from gitmem.engine import GITMEM_DIR, DamagedObject
 from gitmem.repository import Gitmem, default_repo_path
 
 log = logging.getLogger("gitmem.serve")
@@ -42,58 +42,42 @@ MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exi
 SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at exit
 
 
-def add_commands(commands, command) -> None:
-    """Add ``gitmem serve`` to the CLI."""
-    serve = command(commands, "serve", "speak nui's storage protocol (and threads.*) on "
-                    "stdin/stdout", cmd_serve)
-    serve.add_argument("--handlers", metavar="FILE",
-                       help="storage-handlers.yaml (default: the one in $NUI_EXTENSION_DIR, or "
-                            "$LOOP_EXTENSION_DIR, else accept every handler id)")
-    serve.add_argument("--log-file", metavar="FILE",
-                       help=f"where to log (default: .git/gitmem/{LOG_NAME} in the repository)")
-    serve.add_argument("--log-level", default="INFO",
-                       choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    serve.add_argument("--durability", choices=DURABILITIES,
-                       help="fsync: every answered write is on disk, safe from power loss "
-                            "(slower); fast: safe from crashes of gitmem itself (default: "
-                            "$GITMEM_DURABILITY, else fast)")
-    serve.add_argument("--max-response", type=int, default=rpc.MAX_RESPONSE, metavar="BYTES",
-                       help="longest answer line to write; longer ones become error -32000 "
-                            "(default: nui's reader limit, 4 MiB; 0: no limit, for the kaboo "
-                            "adapter, which reads lines of any length)")
-    serve.add_argument("--late-window", type=float, metavar="SECONDS",
-                       default=os.environ.get(LATE_WINDOW_ENV) or str(LATE_WINDOW),
-                       help="how long after a write an older write of the same session or "
-                            "memory may still arrive (nui sends writes from goroutines) and is "
-                            f"not taken over it; 0: off (default: ${LATE_WINDOW_ENV}, else "
-                            f"{LATE_WINDOW:g})")
-    watch.add_serve_options(serve)
-    sync.add_serve_options(serve)
+def run(repo: str | os.PathLike | None = None, *,
+        handlers_path: str | os.PathLike | None = None,
+        log_file: str | os.PathLike | None = None, log_level: str = "INFO",
+        durability: str | None = None, max_response: int = rpc.MAX_RESPONSE,
+        late_window: float = LATE_WINDOW, watch_edits: bool = True,
+        sync_interval: float | None = None, sync_remote: str | None = None) -> int:
+    """``gitmem serve``: serve ``repo`` on this process's stdin and stdout until end of
+    input, a shutdown call or SIGTERM; returns the exit status (1: the repository could
+    not be served, and every request was answered with an error saying why).
 
-
-def cmd_serve(args) -> int:
+    ``handlers_path`` is the storage-handlers.yaml (default: as :func:`find_handlers_file`);
+    ``max_response`` 0 lifts the answer cap; ``watch_edits`` commits hand edits as they
+    are saved; ``sync_interval`` (seconds) syncs with ``sync_remote`` in the background.
+    """
     protocol_out = _claim_stdout()
     _keep_big_buffers_in_the_heap()
     os.umask(0o077)
     try:
-        mem = Gitmem.open(args.repo, create=True, durability=args.durability, packer=Maintenance)
+        mem = Gitmem.open(repo, create=True, durability=durability, packer=Maintenance)
     except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
-        return _serve_unavailable(args, exc, protocol_out)
+        return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
     try:
         mem.engine.snapshot()  # a damaged HEAD commit or folder: said as at opening
     except DamagedObject as exc:
         mem.close()
-        return _serve_unavailable(args, exc, protocol_out)
-    log_path = Path(args.log_file) if args.log_file else mem.engine.private_dir / LOG_NAME
+        return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
+    log_path = Path(log_file) if log_file else mem.engine.private_dir / LOG_NAME
     try:
-        log_writer = logfile.start(log_path, args.log_level)
+        log_writer = logfile.start(log_path, log_level)
     except OSError as exc:  # a read-only repository: the log goes to stderr
         log_writer = None
         log.warning("not logging to %s: %s", log_path, exc.strerror or exc)
     # An invalid handler list stops us before serving, with a one-line error the CLI
     # prints; nui drops stderr, so it goes to the log too.
     try:
-        handlers_file = find_handlers_file(args.handlers, os.environ)
+        handlers_file = find_handlers_file(handlers_path, os.environ)
         handlers = load_handlers(handlers_file) if handlers_file else HandlerTable()
     except HandlerConfigError as error:
         log.error("not serving: %s", error)
@@ -109,8 +93,9 @@ def cmd_serve(args) -> int:
         log.exception("looking for commits taken off main failed")
     maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
     # a repository we cannot write is only read: nothing to commit or sync
-    watcher = watch.start_from_args(mem, args) if mem.engine.writable else None
-    syncer = sync.start_from_args(mem, args) if mem.engine.writable else None
+    watcher = watch.start_watching(mem) if watch_edits and mem.engine.writable else None
+    syncer = (sync.BackgroundSync(mem, sync_interval, sync_remote).start()
+              if sync_interval and mem.engine.writable else None)
     finished = False
 
     def finish() -> None:
@@ -134,8 +119,8 @@ def cmd_serve(args) -> int:
 
     try:
         serve(mem, handlers, _protocol_in(), protocol_out,
-              max_response=args.max_response or sys.maxsize, on_shutdown=finish,
-              late_window=args.late_window)
+              max_response=max_response or sys.maxsize, on_shutdown=finish,
+              late_window=late_window)
     finally:
         finish()
         log.info("stopped")
@@ -161,17 +146,18 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
               stop_signals=(signal.SIGTERM, signal.SIGINT))
 
 
-def _serve_unavailable(args, problem: Exception, protocol_out: BinaryIO) -> int:
+def _serve_unavailable(repo, log_file, log_level: str, problem: Exception,
+                       protocol_out: BinaryIO) -> int:
     """Stay up and answer every request with an error saying why the repository cannot be
     served and what to do (nui logs it; a process that exited would only be "gone"). The
     reason goes to the log file first. Returns 1 at end of input, SIGTERM or shutdown."""
-    repo = (Path(args.repo).expanduser() if args.repo else default_repo_path()).absolute()
+    repo = (Path(repo).expanduser() if repo else default_repo_path()).absolute()
     reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
     message = f"gitmem cannot serve {repo}: {reason}; {_fix_for(problem, repo)}"
-    log_path = Path(args.log_file) if args.log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
+    log_path = Path(log_file) if log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
     log_writer = unlogged = None
     try:
-        log_writer = logfile.start(log_path, args.log_level)
+        log_writer = logfile.start(log_path, log_level)
     except OSError as exc:  # no log file: stderr is all there is
         unlogged = f" (not in {log_path}: {exc.strerror or exc})"
     log.error("not serving: %s%s", message, unlogged or "")  # stderr, when there is no log file

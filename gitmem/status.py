@@ -21,14 +21,11 @@ skip those records); and whether the index is in step with HEAD. It commits noth
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 from gitmem import layout, rescue, sync
 from gitmem.engine import EngineError, GitEngine
 from gitmem.handedits import HandEdits
-from gitmem.repository import Gitmem
 from gitmem.stores.sessions import parse_meta
 
 
@@ -145,20 +142,3 @@ def _describe_unpushed(unpushed: dict[str, Any] | None) -> str:
     if unpushed["behind"]:
         text += f"; {unpushed['behind']} on {remote}/main not here yet"
     return text
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem status`` to the CLI."""
-    parser = command(commands, "status", "hand edits waiting or refused, commits not pushed, "
-                     "last sync, index", cmd_status)
-    parser.add_argument("--json", action="store_true", help="one JSON object, for scripts")
-
-
-def cmd_status(args) -> None:
-    with Gitmem.open(args.repo, create=False) as mem:
-        report = status(mem)
-    if args.json:
-        json.dump(report, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-    else:
-        print("\n".join(describe(report)))

@@ -20,19 +20,17 @@ person has tidied since.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from datetime import datetime, timezone
 from typing import Any
 
 from gitmem import rescue, secrets
-from gitmem.engine import BranchMoved, GitEngine, remove_remote, scrub_credentials
+from gitmem.engine import BranchMoved, GitEngine, scrub_credentials
 from gitmem.handedits import HandEdits
 from gitmem.merge import Spot, merge_changes
 from gitmem.repository import Gitmem
@@ -354,82 +352,3 @@ class BackgroundSync:
             for line in result.describe():
                 log.info("background sync: %s", line)
             delay = self.interval
-
-
-# -- the CLI ------------------------------------------------------------------------
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem sync`` and ``gitmem remote add|list|remove`` to the CLI."""
-    sync_ = command(commands, "sync", "fetch, merge and push with a git remote, losing "
-                    "nothing", cmd_sync)
-    sync_.add_argument("remote", nargs="?", metavar="REMOTE",
-                       help="the remote (default: branch.main.remote, origin, or the only one)")
-    sync_.add_argument("--allow-secrets", action="store_true",
-                       help="push even if the new commits seem to add secrets")
-    sync_.add_argument("--timeout", type=_seconds, metavar="SECONDS",
-                       help=f"give up after this long on the network (default: git config "
-                            f"{TIMEOUT_KEY}, else {SYNC_TIMEOUT:g})")
-    remote = commands.add_parser("remote", help="configure git remotes to sync with")
-    remote_commands = remote.add_subparsers(metavar="ACTION", required=True)
-    add = command(remote_commands, "add", "add a remote (as `git remote add`)", cmd_remote_add)
-    add.add_argument("name", metavar="NAME")
-    add.add_argument("url", metavar="URL")
-    command(remote_commands, "list", "list the remotes as NAME<TAB>URL", cmd_remote_list)
-    remove = command(remote_commands, "remove", "remove a remote (as `git remote remove`)",
-                     cmd_remote_remove)
-    remove.add_argument("name", metavar="NAME")
-
-
-def add_serve_options(parser) -> None:
-    """Add ``--sync-interval`` and ``--sync-remote`` to ``gitmem serve``."""
-    parser.add_argument("--sync-interval", type=float, metavar="SECONDS",
-                        help="sync with the remote in the background this often")
-    parser.add_argument("--sync-remote", metavar="REMOTE",
-                        help="the remote for background syncs (default: as `gitmem sync`)")
-
-
-def start_from_args(mem: Gitmem, args) -> BackgroundSync | None:
-    """A started :class:`BackgroundSync` when ``--sync-interval`` was given, else None."""
-    interval = getattr(args, "sync_interval", None)
-    if not interval:
-        return None
-    return BackgroundSync(mem, interval, getattr(args, "sync_remote", None)).start()
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"not a positive number of seconds: {text!r}")
-    return value
-
-
-def cmd_sync(args) -> None:
-    with Gitmem.open(args.repo, create=False) as mem:
-        try:
-            result = sync(mem, args.remote, allow_secrets=args.allow_secrets, timeout=args.timeout)
-        except SecretsRefused as exc:
-            for line in exc.report():
-                print(f"gitmem: {line}", file=sys.stderr)
-            raise
-    for line in result.describe():
-        print(line)
-
-
-def cmd_remote_add(args) -> None:
-    with Gitmem.open(args.repo, create=False) as mem:
-        mem.engine.add_remote(args.name, args.url)
-
-
-def cmd_remote_list(args) -> None:
-    with Gitmem.open(args.repo, create=False) as mem:
-        for name in mem.engine.remotes():
-            print(f"{name}\t{scrub_credentials(mem.engine.config_get(f'remote.{name}.url') or '')}")
-
-
-def cmd_remote_remove(args) -> None:
-    with Gitmem.open(args.repo, create=False) as mem:
-        remove_remote(mem.engine, args.name)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-import sys
 import threading
 import time
 
@@ -27,7 +25,6 @@ from watchfiles._rust_notify import RustNotify  # watchfiles' documented low-lev
 from gitmem import layout
 from gitmem.engine import GitEngine
 from gitmem.handedits import HandEdits, is_watched
-from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.watch")
 
@@ -78,6 +75,15 @@ class Watcher:
         self._stopping.set()
         if self._thread is not None:
             self._thread.join()
+
+    def watch_until(self, stopping: threading.Event) -> None:
+        """Go on watching (after :meth:`start`) until ``stopping`` is set or the watcher
+        fails, then stop; raises the watcher's failure (``gitmem watch``)."""
+        while not stopping.wait(_ROOTS_CHECK_MS / 1000) and self._thread.is_alive():
+            pass
+        self.stop()  # commits what is still pending
+        if self._failure is not None:
+            raise self._failure
 
     def run(self) -> None:
         """Watch until :meth:`stop` (or Ctrl-C in the main thread), then commit what is pending."""
@@ -178,63 +184,16 @@ class _Nothing:
         return "stop" if stop.wait(timeout_ms / 1000) else "timeout"
 
 
-# -- inside `gitmem serve` -----------------------------------------------------------
-
-
-def add_serve_options(parser) -> None:
-    """Add ``--no-watch`` to ``gitmem serve``."""
-    parser.add_argument("--no-watch", action="store_true",
-                        help="do not commit hand edits as they are saved (a read or write of "
-                             "a record still commits a saved edit of it first)")
-
-
-def start_from_args(mem, args) -> Watcher | None:
-    """A started :class:`Watcher` unless ``--no-watch`` was given (or it cannot start:
-    logged, and serving goes on).
+def start_watching(mem) -> Watcher | None:
+    """A started :class:`Watcher` on ``mem``, or None when it cannot start (logged: serving
+    goes on without it).
 
     Serving does not wait for it: setting up the watches and looking over every file
     takes time that grows with the repository, and an edit saved meanwhile is seen by
     the watcher's first look, or committed first by the read or write of its record.
     """
-    if getattr(args, "no_watch", False):
-        return None
     try:
         return Watcher(mem).start(wait=False)
     except Exception:
         log.exception("not watching for hand edits")
         return None
-
-
-# -- `gitmem watch` ------------------------------------------------------------------
-
-
-def add_commands(commands, command) -> None:
-    """Add ``gitmem watch`` to the CLI."""
-    watch = command(commands, "watch", "commit hand edits of the repository as they are saved "
-                    "(until Ctrl-C)", cmd_watch)
-    from gitmem.cli import seconds
-    watch.add_argument("--debounce", type=seconds, default=DEBOUNCE, metavar="SECONDS",
-                       help=f"quiet time before edits are committed (default {DEBOUNCE:g})")
-    watch.add_argument("--max-delay", type=seconds, default=MAX_DELAY, metavar="SECONDS",
-                       help="commit at the latest this long after the first change "
-                            f"(default {MAX_DELAY:g})")
-
-
-def cmd_watch(args) -> int:
-    logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True,
-                        format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    # Ctrl-C and SIGTERM only ask to stop: a KeyboardInterrupt landing inside a commit
-    # would end the process with 130 and the pending edits uncommitted.
-    stopping = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stopping.set())
-    with Gitmem.open(args.repo, create=False) as mem:
-        watcher = Watcher(mem, debounce=args.debounce, max_delay=args.max_delay).start()
-        # Said once watching has begun: an edit saved after this line is seen.
-        print(f"watching {mem.engine.workdir} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-        while not stopping.wait(_ROOTS_CHECK_MS / 1000) and watcher._thread.is_alive():
-            pass
-        watcher.stop()  # commits what is still pending
-        if watcher._failure is not None:
-            raise watcher._failure
-    return 0

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from gitmem.bench.history import make_nui_data
-from gitmem.nui_import import export_nui, import_nui, progress_bar, sanitise
+from gitmem.cli.edges import progress_bar
+from gitmem.nui_import import export_nui, import_nui, sanitise
 from nui_client import NuiHost, install_as_nui
 
 SESSIONS = "gitmem-sessions"

@@ -1,0 +1,134 @@
+"""``gitmem log``, ``blame``, ``show``, ``diff`` and ``restore``: a record's history
+(:mod:`gitmem.history`, :mod:`gitmem.blame`). ``log`` pages and colours on a terminal,
+as ``git log`` does."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gitmem.cli import NO_PAGER_HELP, open_repo, positive_int, print_json, takes_repo
+from gitmem.cli import pager
+
+RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
+WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
+        "(HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, '3 days ago')")
+
+
+def add_log(sub) -> None:
+    takes_repo(sub, cmd_log)
+    sub.add_argument("record", nargs="?", metavar="RECORD",
+                     help=f"{RECORDS} (default: every commit)")
+    sub.add_argument("-n", "--max-count", type=positive_int, metavar="N",
+                     help="show at most N commits")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+    sub.add_argument("--color", default="auto", choices=pager.COLOURS, metavar="WHEN",
+                     help="colour commit ids as git does: auto (on a terminal), always or "
+                          "never (default: auto)")
+    # SUPPRESS: `gitmem --no-pager log` is not reset by this default.
+    sub.add_argument("--no-pager", action="store_true", default=argparse.SUPPRESS,
+                     help=NO_PAGER_HELP)
+
+
+def add_blame(sub) -> None:
+    takes_repo(sub, cmd_blame)
+    sub.add_argument("record", metavar="RECORD", help=RECORDS)
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+
+def add_show(sub) -> None:
+    _record_at_a_time(takes_repo(sub, cmd_show))
+
+
+def add_diff(sub) -> None:
+    takes_repo(sub, cmd_diff)
+    sub.add_argument("record", metavar="RECORD", help=RECORDS)
+    sub.add_argument("--since", metavar="WHEN", help=f"from {WHEN} (default: the beginning)")
+    sub.add_argument("--until", metavar="WHEN", help="to WHEN (default: now)")
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+
+def add_restore(sub) -> None:
+    _record_at_a_time(takes_repo(sub, cmd_restore))
+
+
+def _record_at_a_time(sub) -> None:
+    """RECORD and ``--at WHEN``, as ``show`` and ``restore`` take them."""
+    sub.add_argument("record", metavar="RECORD", help=RECORDS)
+    sub.add_argument("--at", required=True, metavar="WHEN", help=WHEN)
+    sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
+
+
+def cmd_log(args) -> None:
+    from gitmem.history import format_date, log
+    with open_repo(args) as mem:
+        entries = log(mem, args.record, limit=args.max_count)
+    colour = pager.use_colour(args.color)
+    with pager.paged(not args.no_pager):
+        if args.json:
+            print_json([e.to_json() for e in entries])
+            return
+        for e in entries:
+            c = e.commit
+            print(f"{pager.yellow(c.id[:10], colour)}  {format_date(c.time, c.offset)}  "
+                  f"{c.author:<24}  [{e.summary}]  {c.summary}")
+
+
+def cmd_blame(args) -> None:
+    from gitmem.blame import blame
+    from gitmem.history import format_date
+    with open_repo(args) as mem:
+        found = blame(mem, args.record)
+    if args.json:
+        print_json([b.to_json() for b in found])
+        return
+    for b in found:
+        c = b.commit
+        origin = f"{c.id[:10]}  {format_date(c.time, c.offset)}  {c.author:<24}  {b.op or '-'}" + (
+            f" ({b.handler})" if b.handler else "")
+        if b.kind == "block":
+            print(origin)
+            print("".join(f"    {line}\n" for line in b.value.splitlines()), end="")
+        else:
+            text = json.dumps(b.value, ensure_ascii=False)
+            print(f"{origin}  {b.kind} {b.index}: {text[:80]}{'...' if len(text) > 80 else ''}")
+
+
+def cmd_show(args) -> None:
+    from gitmem.history import show
+    with open_repo(args) as mem:
+        shown = show(mem, args.record, args.at)
+    if args.json:
+        print_json(shown.to_json())
+        return
+    if not shown.exists:
+        at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
+        print(f"gitmem: {shown.record} did not exist at {at}", file=sys.stderr)
+    if "content" in shown.value:
+        sys.stdout.write(shown.value["content"])
+    else:
+        print_json(shown.value)
+
+
+def cmd_diff(args) -> None:
+    from gitmem.history import diff
+    with open_repo(args) as mem:
+        changes = diff(mem, args.record, args.since, args.until)
+    if args.json:
+        print_json(changes.to_json())
+    else:
+        sys.stdout.write(changes.patch)
+
+
+def cmd_restore(args) -> None:
+    from gitmem.history import restore
+    with open_repo(args) as mem:
+        done = restore(mem, args.record, args.at)
+    source = done.source[:10] if done.source else "before the first commit"
+    if args.json:
+        print_json(done.to_json())
+    elif done.commit is None:
+        print(f"{done.record} already is as it was at {source}; nothing to commit")
+    else:
+        print(f"restored {done.record} as it was at {source}, in commit {done.commit[:10]}")

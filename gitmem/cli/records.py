@@ -1,0 +1,159 @@
+"""``gitmem memory``, ``gitmem session`` and ``gitmem thread``: the records themselves."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+
+from gitmem import strictjson
+from gitmem.cli import CliError, UsageError, command, open_repo
+
+
+def add_memory(parser) -> None:
+    memory_commands = parser.add_subparsers(metavar="ACTION", required=True)
+    for name, run, help_ in (("read", cmd_memory_read, "print the memory"),
+                             ("write", cmd_memory_write, "replace (or --append to) the memory "
+                              "with stdin"),
+                             ("delete", cmd_memory_delete, "delete the memory")):
+        sub = command(memory_commands, name, help_, run)
+        who = sub.add_mutually_exclusive_group()  # one is required: checked by _agent
+        who.add_argument("--user", action="store_true", help="user memory")
+        who.add_argument("--agent", metavar="ID", help="an agent's memory")
+        if name == "write":
+            sub.add_argument("--append", action="store_true",
+                             help="append a block after a blank line instead of replacing")
+            sub.add_argument("--allow-empty", action="store_true",
+                             help="write even an empty stdin (`memory delete` removes a memory)")
+    command(memory_commands, "list", "list the memories: id, size in bytes, last change",
+            cmd_memory_list)
+
+
+def add_session(parser) -> None:
+    session_commands = parser.add_subparsers(metavar="ACTION", required=True)
+    for name, run, help_ in (("read", cmd_session_read, "print {messages, agentSessionId} as JSON"),
+                             ("write", cmd_session_write, "replace the session with "
+                              "{messages, agentSessionId, workingDir} JSON from stdin"),
+                             ("append", cmd_session_append, "add the messages of "
+                              "{messages, agentSessionId?, workingDir?} JSON from stdin"),
+                             ("delete", cmd_session_delete, "delete the session")):
+        sub = command(session_commands, name, help_, run)
+        sub.add_argument("agent_type", metavar="AGENT_TYPE")
+        sub.add_argument("session_id", metavar="SESSION_ID")
+    command(session_commands, "list", "list sessions as AGENT_TYPE<TAB>SESSION_ID",
+            cmd_session_list)
+
+
+def add_thread(parser) -> None:
+    thread_commands = parser.add_subparsers(metavar="ACTION", required=True)
+    command(thread_commands, "list", "list threads as JSON lines: id, agentId, ownerId, "
+            "createdAt, updatedAt", cmd_thread_list)
+    for name, help_ in (("events", "print a thread's events as a JSON array"),
+                        ("state", "print a thread's last state snapshot as JSON"),
+                        ("messages", "print a thread's messages as a JSON array")):
+        sub = command(thread_commands, name, help_, cmd_thread_read)
+        sub.add_argument("thread_id", metavar="THREAD_ID")
+        sub.set_defaults(what=name)
+
+
+def _agent(args) -> str | None:
+    if not args.user and args.agent is None:
+        raise UsageError("say whose memory: --user or --agent ID (see --help)")
+    return None if args.user else args.agent
+
+
+def cmd_memory_read(args) -> None:
+    with open_repo(args) as mem:
+        sys.stdout.write(mem.memory.read(_agent(args)))
+
+
+def cmd_memory_write(args) -> None:
+    agent = _agent(args)
+    content = sys.stdin.read()
+    if not content.strip() and not args.allow_empty:
+        raise CliError("stdin is empty: nothing written (use `gitmem memory delete` to remove "
+                       "a memory, or --allow-empty to write it empty)")
+    with open_repo(args) as mem:
+        mem.memory.write(content, agent, "append" if args.append else "replace")
+
+
+def cmd_memory_delete(args) -> None:
+    with open_repo(args) as mem:
+        mem.memory.delete(_agent(args))
+
+
+def cmd_memory_list(args) -> None:
+    """One line a memory: ``user`` or ``agent:<id>``, its size in bytes, its last change."""
+    with open_repo(args) as mem:
+        snapshot = mem.engine.snapshot()
+        owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
+            mem.memory.agents(snapshot=snapshot))
+        for agent in owners:
+            path = mem.memory.path(agent)
+            size = len(snapshot.read(path) or b"")
+            last = mem.engine.history(path, limit=1)
+            when = datetime.fromtimestamp(last[0].time).astimezone().strftime(
+                "%Y-%m-%d %H:%M") if last else "-"
+            print(f"{'user' if agent is None else f'agent:{agent}'}\t{size}\t{when}")
+
+
+def cmd_session_read(args) -> None:
+    with open_repo(args) as mem:
+        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id)
+    json.dump({"messages": messages, "agentSessionId": agent_session_id}, sys.stdout,
+              ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _session_body() -> dict:
+    """The JSON object on stdin, ``{"messages": [...], "agentSessionId": ..., "workingDir": ...}``."""
+    try:
+        body = strictjson.loads(sys.stdin.read())
+    except ValueError as exc:  # not JSON, or NaN / Infinity (strictjson words it as the wire)
+        raise CliError(f"stdin is not JSON: {exc}") from None
+    if not isinstance(body, dict) or not isinstance(body.get("messages", []), (list, type(None))):
+        raise CliError('stdin must be a JSON object like {"messages": [...], "agentSessionId": ""}')
+    return body
+
+
+def cmd_session_write(args) -> None:
+    body = _session_body()
+    with open_repo(args) as mem:
+        mem.sessions.write(args.agent_type, args.session_id, body.get("messages"),
+                           str(body.get("agentSessionId") or ""), str(body.get("workingDir") or ""))
+
+
+def cmd_session_append(args) -> None:
+    body = _session_body()
+    given = [body.get(key) for key in ("agentSessionId", "workingDir")]
+    with open_repo(args) as mem:
+        mem.sessions.append(args.agent_type, args.session_id, body.get("messages"),
+                            *(None if value is None else str(value) for value in given))
+
+
+def cmd_session_delete(args) -> None:
+    with open_repo(args) as mem:
+        mem.sessions.delete(args.agent_type, args.session_id)
+
+
+def cmd_session_list(args) -> None:
+    with open_repo(args) as mem:
+        for agent_type, session_id in mem.sessions.list():
+            print(f"{agent_type}\t{session_id}")
+
+
+def cmd_thread_list(args) -> None:
+    with open_repo(args) as mem:
+        for thread in mem.threads.list_threads():
+            print(json.dumps(thread, ensure_ascii=False))
+
+
+def cmd_thread_read(args) -> None:
+    with open_repo(args) as mem:
+        threads = mem.threads
+        if args.what == "state":
+            sys.stdout.write(threads.read_state_json(args.thread_id) + "\n")
+            return
+        pieces = (threads.read_events_json if args.what == "events"
+                  else threads.read_messages_json)(args.thread_id)
+        sys.stdout.write(b"".join(pieces).decode("utf-8") + "\n")

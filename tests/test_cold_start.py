@@ -1,0 +1,109 @@
+"""Cold start (issue 17): a command imports what it uses when it runs, so `gitmem --version`
+and `gitmem memory read` do not load the git engine, YAML, the watcher, asyncio, msgspec or
+the bench. Checked on sys.modules at the exit of the real command."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gitmem
+from conftest import SUBPROCESS_ENV, run_gitmem
+
+PACKAGE = Path(gitmem.__file__).resolve().parent
+HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench")
+# Imports this branch does not own: named for their owners, fail loudly once fixed.
+ELSEWHERE = {
+    ("memory read --user", "asyncio"): "gitmem/stores/threads.py imports asyncio at load "
+                                       "(the stores' owner moves it into AsyncThreadStore)",
+}
+
+
+# `python -m gitmem ARGS`, writing the names in sys.modules at exit to the file named first
+# (-X importtime would miss what importlib.import_module loads).
+RUN_RECORDING_MODULES = """\
+import atexit, runpy, sys
+out, sys.argv = sys.argv[1], ["gitmem", *sys.argv[2:]]
+
+@atexit.register
+def record():
+    with open(out, "w", encoding="utf-8") as file:
+        file.write("\\n".join(sys.modules))
+
+runpy.run_module("gitmem", run_name="__main__", alter_sys=True)
+"""
+
+
+def imported(tmp_path: Path, *args: str) -> set[str]:
+    """The modules ``python -m gitmem ARGS`` had imported when it exited."""
+    out = tmp_path / f"modules-{len(list(tmp_path.iterdir()))}"
+    done = subprocess.run([sys.executable, "-c", RUN_RECORDING_MODULES, str(out), *args],
+                          capture_output=True, text=True, timeout=60,
+                          env={**SUBPROCESS_ENV, "PYTHONPATH": str(PACKAGE.parent)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(out.read_text(encoding="utf-8").split("\n"))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("cold") / "repo"
+    run_gitmem("init", str(path))
+    run_gitmem("memory", "write", "--user", repo=path, input="prefers tea")
+    return path
+
+
+@pytest.fixture(scope="module")
+def loaded(repo, tmp_path_factory) -> dict[str, set[str]]:
+    """What each command imported, run once each."""
+    folder = tmp_path_factory.mktemp("modules")
+    return {"--version": imported(folder, "--version"),
+            "memory read --user": imported(folder, "memory", "read", "--user", "--repo", str(repo))}
+
+
+def test_the_import_list_is_read(loaded):
+    # what the checks below look for is reported at all: a memory read needs the engine
+    assert {"pygit2", "gitmem.engine", "gitmem.cli.records"} <= loaded["memory read --user"]
+    assert {"gitmem", "gitmem.cli", "argparse"} <= loaded["--version"]
+
+
+@pytest.mark.parametrize("command, module", [
+    *(("--version", module) for module in HEAVY),
+    *(("memory read --user", module) for module in HEAVY if module != "pygit2"),
+])
+def test_a_command_does_not_import_what_it_does_not_use(loaded, command, module, request):
+    if (command, module) in ELSEWHERE:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=ELSEWHERE[command, module]))
+    assert module not in loaded[command]
+
+
+def test_the_package_root_loads_the_repository_on_first_use():
+    source = ("import sys, gitmem\n"
+              "print('pygit2' in sys.modules, gitmem.__version__)\n"
+              "print(gitmem.open == gitmem.Gitmem.open, 'pygit2' in sys.modules)\n"
+              "print(gitmem.default_repo_path is gitmem.repository.default_repo_path)\n"
+              "print(sorted(set(gitmem.__all__) - set(dir(gitmem))))\n")
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True,
+                          env={**SUBPROCESS_ENV, "PYTHONPATH": str(PACKAGE.parent)}, timeout=60)
+    assert done.stdout.splitlines() == [f"False {gitmem.__version__}", "True True", "True", "[]"], \
+        done.stderr
+    with pytest.raises(AttributeError, match="no_such_name"):
+        gitmem.no_such_name  # noqa: B018
+
+
+def test_only_the_cli_package_imports_the_cli():
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("cli/") or relative == "__main__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [f"{node.module}.{alias.name}" for alias in node.names]
+                     if isinstance(node, ast.ImportFrom) and node.module else [])
+            if any(name == "gitmem.cli" or name.startswith("gitmem.cli.") for name in names):
+                offenders.append(f"{relative}:{node.lineno}")
+    assert offenders == []
