@@ -29,7 +29,7 @@ from gitmem import layout, rescue, sync
 from gitmem.engine import EngineError, GitEngine
 from gitmem.handedits import HandEdits
 from gitmem.repository import Gitmem
-from gitmem.stores.sessions import parse_meta
+from gitmem.meta import parse_meta
 
 
 def status(target) -> dict[str, Any]:
