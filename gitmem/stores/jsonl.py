@@ -128,8 +128,13 @@ class ChunkedJsonl:
         """The log as one JSON array in UTF-8, spliced from the stored lines and left in
         pieces (``b"".join`` them): an answer then copies a megabyte once, and each fresh
         megabyte costs a just-started process page faults."""
-        runs = [snapshot.read_parsed(path, jsonl_run) for path in self.chunk_paths(snapshot)]
-        return json_array(self._restored(snapshot, runs))
+        runs = []
+        for path in self.chunk_paths(snapshot):
+            run = snapshot.read_parsed(path, jsonl_run)
+            if self.blobs is not None and blob_refs.MARK_BYTES in run:  # only its values with images
+                run = b",".join(self._restored(snapshot, snapshot.read_parsed(path, jsonl_values)))
+            runs.append(run)
+        return json_array(runs)
 
     def restore_json(self, snapshot: Snapshot, text: str) -> str:
         """JSON text taken from a chunk (a line, or a value from it encoded again) with its
@@ -180,7 +185,7 @@ class ChunkedJsonl:
 
     def _restored(self, snapshot: Snapshot, texts: list[bytes], *,
                   keep_references: bool = False) -> list[bytes]:
-        """``texts`` (of values, or runs of them) with their blob references put back (left
+        """``texts`` of values with their blob references put back (left
         in, with ``keep_references``); a text that holds none is the very object given."""
         if self.blobs is None:
             return texts
