@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import gitproc, logfile, rescue, sync, watch
+from gitmem import __version__, gitproc, logfile, rescue, sync, watch
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
@@ -139,8 +139,9 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
     (and the log is flushed after it, before the answer: nui kills the process at once).
     """
     name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
-    methods = storage_methods(mem, handlers, name=name, on_shutdown=on_shutdown,
-                              max_response=max_response, late_window=late_window)
+    methods = storage_methods(mem.sessions, mem.memory, handlers, version=__version__, name=name,
+                              on_shutdown=on_shutdown, max_response=max_response,
+                              late_window=late_window)
     methods.update(thread_methods(mem.threads))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT))

@@ -26,7 +26,7 @@ from typing import Any
 from gitmem import layout, rescue, sync
 from gitmem.engine import EngineError, GitEngine
 from gitmem.handedits import HandEdits
-from gitmem.stores.sessions import parse_meta
+from gitmem.meta import parse_meta
 
 
 def status(target) -> dict[str, Any]:

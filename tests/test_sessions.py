@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from gitmem.ids import encode
 from gitmem.repository import Gitmem
-from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, chunk_texts, dumps, parse_chunk
+from gitmem.jsontexts import JsonTexts
+from gitmem.stores.jsonl import ChunkedJsonl, chunk_texts, dumps, parse_chunk
 from nui_client import go_json
 
 AGENT = "claude-code"

@@ -10,12 +10,14 @@ into the answer without decoding it. A missing or wrong param is -32602 naming i
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gitmem.jsontexts import JsonTexts
 from gitmem.protocol.rpc import (InvalidParams, RawJSON, json_texts, not_an_object, object_texts,
                                  param, parse_json)
-from gitmem.stores.jsonl import JsonTexts
-from gitmem.stores.threads import UNSET, ThreadStore
+
+if TYPE_CHECKING:  # the store is handed in by whoever builds the table
+    from gitmem.stores import ThreadStore
 
 OK = {"ok": True}
 
@@ -47,12 +49,12 @@ def thread_methods(store: ThreadStore) -> dict[str, Callable[[dict], Any]]:
 
     def list_threads(params: dict) -> dict:
         filter_ = param(params, "filter", dict, default={})
-        owner_id = UNSET
-        if "ownerId" in filter_:  # present and null: the threads that have no owner
-            owner_id = filter_["ownerId"]
-            if owner_id is not None and not isinstance(owner_id, str):
-                raise InvalidParams('param "filter.ownerId" must be a string or null',
-                                    {"param": "filter.ownerId"})
+        if "ownerId" not in filter_:
+            return {"threads": store.list_threads()}
+        owner_id = filter_["ownerId"]  # null: the threads that have no owner
+        if owner_id is not None and not isinstance(owner_id, str):
+            raise InvalidParams('param "filter.ownerId" must be a string or null',
+                                {"param": "filter.ownerId"})
         return {"threads": store.list_threads(owner_id)}
 
     def clear(params: dict) -> dict:

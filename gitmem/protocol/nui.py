@@ -12,21 +12,23 @@ not applied and a memory replace made from an earlier version is merged onto HEA
 the stores). A session read answers within ``max_response`` (nui's 4 MiB line limit):
 nui takes an error for an empty session, which its next write would store.
 
-    methods = storage_methods(mem, HandlerTable(), name="gitmem")  # no list: any handler id
+    methods = storage_methods(mem.sessions, mem.memory, HandlerTable(),  # no list: any handler id
+                              version=gitmem.__version__, name="gitmem")
     rpc.serve(methods, stdin, stdout)
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gitmem import __version__
+from gitmem.jsontexts import JsonTexts
 from gitmem.protocol.handlers import HandlerTable
 from gitmem.protocol.rpc import (MAX_RESPONSE, InvalidParams, RawJSON, Shutdown, json_texts,
                                  object_texts, param, parse_json)
-from gitmem.repository import Gitmem
-from gitmem.stores.jsonl import JsonTexts
+
+if TYPE_CHECKING:  # the stores are handed in by whoever builds the table
+    from gitmem.stores import MemoryStore, SessionStore
 
 OK = {"ok": True}
 WRITE_MODES = ("replace", "append")
@@ -40,12 +42,15 @@ ANSWER_ROOM = 64 * 1024
 """Bytes of an answer kept for all but a session's messages (envelope, id, agentSessionId)."""
 
 
-def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem",
+def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: HandlerTable, *,
+                    version: str, name: str = "gitmem",
                     on_shutdown: Callable[[], None] = lambda: None,
                     max_response: int = MAX_RESPONSE,
                     late_window: float = LATE_WINDOW) -> dict[str, Callable[[dict], Any]]:
-    """The method table for ``gitmem serve``: ``storage.*`` and ``extension.*``.
+    """The method table for ``gitmem serve``: ``storage.*`` and ``extension.*`` on the
+    session and memory stores given.
 
+    ``version`` is the one ``storage.info`` and ``extension.initialize`` answer;
     ``max_response`` is the longest answer line the server writes (a session read
     fits in it); ``late_window`` is :data:`LATE_WINDOW` unless told otherwise.
     """
@@ -72,13 +77,13 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         return text
 
     def info(params: dict) -> dict:
-        return {"id": name, "name": "gitmem", "version": __version__}
+        return {"id": name, "name": "gitmem", "version": version}
 
     def session_read(params: dict) -> dict:
         agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
         param(params, "workingDir", default="")
         handler(params, "sessionHistory", agent_type)
-        messages, agent_session_id = mem.sessions.read_json_within(
+        messages, agent_session_id = sessions.read_json_within(
             agent_type, session_id, max(max_response - ANSWER_ROOM, 2))
         return {"messages": RawJSON(messages), "agentSessionId": agent_session_id}
 
@@ -89,47 +94,47 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         agent_session_id = param(params, "agentSessionId", default="")
         working_dir = param(params, "workingDir", default="")
         trailers = handler(params, "sessionHistory", agent_type)
-        mem.sessions.write(agent_type, session_id, JsonTexts(messages, parse_json), agent_session_id,
+        sessions.write(agent_type, session_id, JsonTexts(messages, parse_json), agent_session_id,
                            working_dir, trailers=trailers, late_window=late_window)
         return OK
 
     def session_delete(params: dict) -> dict:
         agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
         trailers = handler(params, "sessionHistory", agent_type)
-        mem.sessions.delete(agent_type, session_id, trailers=trailers)
+        sessions.delete(agent_type, session_id, trailers=trailers)
         return OK
 
     def agent_memory_read(params: dict) -> dict:
         agent_id = param(params, "agentId")
         handler(params, "agentMemory", agent_id)
-        return {"content": mem.memory.read(agent_id)}
+        return {"content": memory.read(agent_id)}
 
     def agent_memory_write(params: dict) -> dict:
         agent_id, text = param(params, "agentId"), content(params)
         mode = write_mode(params)
         trailers = handler(params, "agentMemory", agent_id)
-        mem.memory.write(text, agent_id, mode, trailers=trailers, stale_window=late_window)
+        memory.write(text, agent_id, mode, trailers=trailers, stale_window=late_window)
         return OK
 
     def agent_memory_delete(params: dict) -> dict:
         agent_id = param(params, "agentId")
         trailers = handler(params, "agentMemory", agent_id)
-        mem.memory.delete(agent_id, trailers=trailers)
+        memory.delete(agent_id, trailers=trailers)
         return OK
 
     def user_memory_read(params: dict) -> dict:
         handler(params, "userMemory")
-        return {"content": mem.memory.read()}
+        return {"content": memory.read()}
 
     def user_memory_write(params: dict) -> dict:
         text, mode = content(params), write_mode(params)
         trailers = handler(params, "userMemory")
-        mem.memory.write(text, None, mode, trailers=trailers, stale_window=late_window)
+        memory.write(text, None, mode, trailers=trailers, stale_window=late_window)
         return OK
 
     def user_memory_delete(params: dict) -> dict:
         trailers = handler(params, "userMemory")
-        mem.memory.delete(None, trailers=trailers)
+        memory.delete(None, trailers=trailers)
         return OK
 
     def shutdown(params: dict) -> dict:
@@ -137,7 +142,7 @@ def storage_methods(mem: Gitmem, handlers: HandlerTable, *, name: str = "gitmem"
         raise Shutdown(OK)
 
     def extension_initialize(params: dict) -> dict:
-        return {"name": name, "version": __version__, "storageHandlers": [h.to_json() for h in handlers.handlers or ()]}
+        return {"name": name, "version": version, "storageHandlers": [h.to_json() for h in handlers.handlers or ()]}
 
     def extension_shutdown(params: dict) -> dict:
         on_shutdown()

@@ -181,13 +181,6 @@ class Blobs:
             changes.update({f"{self.folder}/{name}": None for name in present - referenced})
         return out, changes
 
-    def restore_lines(self, snapshot: Snapshot, lines: Sequence[str], *,
-                      keep_references: bool = False) -> list[str]:
-        """The lines as they were written (lines without references are returned as they
-        are); with ``keep_references``, as they were written but with the images left as
-        their references, which :meth:`prepare` takes back as those images."""
-        return [self.restore_json(snapshot, line, keep_references=keep_references) for line in lines]
-
     def restore_json(self, snapshot: Snapshot, text: str, *, keep_references: bool = False) -> str:
         """JSON text with its references put back (see :func:`restore_json`)."""
         if MARK not in text:

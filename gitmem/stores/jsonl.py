@@ -14,11 +14,12 @@ and a replace rewrites only the chunks whose lines changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from gitmem import strictjson
 from gitmem.engine import Snapshot
+from gitmem.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
 from gitmem.stores import blobs as blob_refs
 
 MAX_LINES = 1000
@@ -98,45 +99,6 @@ def _wire_size(line: bytes) -> int:
     return len(line) + 3 * sum(line.count(separator) for separator in _LINE_SEPARATORS)
 
 
-def _json_array(lines: Sequence[bytes]) -> bytes:
-    return b"[" + b",".join(lines) + b"]"
-
-
-class JsonTexts:
-    """Values given as their JSON texts (bytes, one value each), parsed only where needed.
-
-    A caller that received the values as JSON (``gitmem serve`` gets a session's whole
-    message list on every write) passes the texts: :meth:`ChunkedJsonl.replace` takes a
-    stored chunk whose lines are these very texts (as :func:`dumps` or as Go writes them)
-    as it is, without parsing them or comparing values, and parses the others with ``parse``.
-
-        log.replace(snapshot, JsonTexts([b'{"role":"user"}', b'{"role":"assistant"}']))
-    """
-
-    def __init__(self, texts: Sequence[bytes], parse: Callable[[bytes], Any] = json.loads):
-        self.texts = texts
-        self.parse = parse
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-    def values(self, chunks: Sequence[tuple[Chunk, tuple[bytes, bytes]]]) -> list[Any]:
-        """The values, lined up with ``chunks`` (each with its :func:`chunk_texts`) as
-        :meth:`ChunkedJsonl.replace` lines them up: a chunk whose lines are the texts at
-        its place gives its stored values."""
-        values: list[Any] = []
-        pos = 0
-        for chunk, stored_texts in chunks:
-            part = self.texts[pos:pos + len(chunk.lines)]
-            pos += len(part)
-            if len(part) == len(chunk.lines) and b"\n".join(part) in stored_texts:  # either form
-                values.extend(chunk.values)
-            else:
-                values.extend(map(self.parse, part))
-        values.extend(map(self.parse, self.texts[pos:]))
-        return values
-
-
 class ChunkedJsonl:
     """A JSONL log stored as ``<folder>/000000.jsonl``, ``000001.jsonl``, ...
 
@@ -160,14 +122,19 @@ class ChunkedJsonl:
 
     def read(self, snapshot: Snapshot) -> list[Any]:
         """Every value in the log, in order (fresh objects the caller may change)."""
-        return json.loads(self.read_json(snapshot))
+        return json.loads(b"".join(self.read_json(snapshot)))
 
-    def read_json(self, snapshot: Snapshot) -> str:
-        """The log as the text of one JSON array, without decoding and encoding it again."""
-        lines = [line for _, chunk in self.chunks(snapshot) for line in chunk.lines]
-        if self.blobs is not None:
-            lines = self.blobs.restore_lines(snapshot, lines)
-        return "[" + ",".join(lines) + "]"
+    def read_json(self, snapshot: Snapshot) -> list[bytes]:
+        """The log as one JSON array in UTF-8, spliced from the stored lines and left in
+        pieces (``b"".join`` them): an answer then copies a megabyte once, and each fresh
+        megabyte costs a just-started process page faults."""
+        runs = []
+        for path in self.chunk_paths(snapshot):
+            run = snapshot.read_parsed(path, jsonl_run)
+            if self.blobs is not None and blob_refs.MARK_BYTES in run:  # only its values with images
+                run = b",".join(self._restored(snapshot, snapshot.read_parsed(path, jsonl_values)))
+            runs.append(run)
+        return json_array(runs)
 
     def restore_json(self, snapshot: Snapshot, text: str) -> str:
         """JSON text taken from a chunk (a line, or a value from it encoded again) with its
@@ -185,16 +152,12 @@ class ChunkedJsonl:
         - else the newest values that fit, with references; ``left_out`` says how many
           of the first values are not in the text.
         """
-        lines = [line.encode() for _, chunk in self.chunks(snapshot) for line in chunk.lines]
-        whole = lines if self.blobs is None else [
-            line if blob_refs.MARK_BYTES not in line else
-            self.blobs.restore_json(snapshot, line.decode()).encode() for line in lines]
+        lines = self._value_texts(snapshot)
+        whole = self._restored(snapshot, lines)
         sizes = list(map(_wire_size, whole))
         if sum(sizes) + max(len(lines) - 1, 0) + 2 <= max_bytes:
-            return Fitted(_json_array(whole), 0, 0)
-        sent = [line if line is image else self.blobs.restore_json(
-                    snapshot, line.decode(), keep_references=True).encode()
-                for line, image in zip(lines, whole)]
+            return Fitted(_joined_array(whole), 0, 0)
+        sent = self._restored(snapshot, lines, keep_references=True)
         sent_sizes = list(map(_wire_size, sent))
         total = sum(sent_sizes) + max(len(lines) - 1, 0) + 2
         if total <= max_bytes:
@@ -202,21 +165,33 @@ class ChunkedJsonl:
                 if sent[i] is not whole[i] and total + sizes[i] - sent_sizes[i] <= max_bytes:
                     total += sizes[i] - sent_sizes[i]
                     sent[i] = whole[i]
-            return Fitted(_json_array(sent), 0, sum(a is not b for a, b in zip(sent, whole)))
+            return Fitted(_joined_array(sent), 0, sum(a is not b for a, b in zip(sent, whole)))
         start, total = len(sent), 2
         while start and total + sent_sizes[start - 1] + (start < len(sent)) <= max_bytes:
             start -= 1
             total += sent_sizes[start] + (start < len(sent) - 1)
         kept = sent[start:]
-        return Fitted(_json_array(kept), start, sum(a is not b for a, b in zip(kept, whole[start:])))
+        return Fitted(_joined_array(kept), start, sum(a is not b for a, b in zip(kept, whole[start:])))
 
     def sent_lines(self, snapshot: Snapshot, start: int, stop: int) -> list[bytes]:
         """Lines ``start`` to ``stop`` as :meth:`read_json_within` hands them out with
         references left in: as written, images aside."""
-        lines = [line for _, chunk in self.chunks(snapshot) for line in chunk.lines][start:stop]
-        if self.blobs is not None:
-            lines = self.blobs.restore_lines(snapshot, lines, keep_references=True)
-        return [line.encode() for line in lines]
+        return self._restored(snapshot, self._value_texts(snapshot)[start:stop], keep_references=True)
+
+    def _value_texts(self, snapshot: Snapshot) -> list[bytes]:
+        """The texts of every value in the log, as stored (:func:`~gitmem.jsontexts.jsonl_values`)."""
+        return [text for path in self.chunk_paths(snapshot)
+                for text in snapshot.read_parsed(path, jsonl_values)]
+
+    def _restored(self, snapshot: Snapshot, texts: list[bytes], *,
+                  keep_references: bool = False) -> list[bytes]:
+        """``texts`` of values with their blob references put back (left
+        in, with ``keep_references``); a text that holds none is the very object given."""
+        if self.blobs is None:
+            return texts
+        return [text if blob_refs.MARK_BYTES not in text else self.blobs.restore_json(
+                    snapshot, text.decode("utf-8"), keep_references=keep_references).encode("utf-8")
+                for text in texts]
 
     def count(self, snapshot: Snapshot) -> int:
         return sum(len(chunk.lines) for _, chunk in self.chunks(snapshot))
@@ -343,6 +318,10 @@ class ChunkedJsonl:
             current.append(line)
             size += len(line) + 1
         return packed
+
+
+def _joined_array(texts: Sequence[bytes]) -> bytes:
+    return b"".join(json_array(texts))
 
 
 def _chunk_bytes(lines: list[str]) -> bytes:

@@ -27,6 +27,7 @@ from gitmem import layout
 from gitmem.engine import GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
+from gitmem.meta import record_trailers
 from gitmem.statcache import git_blob_id
 
 log = logging.getLogger("gitmem.memory")
@@ -105,7 +106,8 @@ class MemoryStore:
                 return {path: normalise(new).encode("utf-8", "surrogateescape")}
 
             commit = self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
-                                        _trailers(f"memory.{mode}", agent_id, trailers), scope=path)
+                                        record_trailers(f"memory.{mode}", _record(agent_id), trailers),
+                                        scope=path)
             if not found:
                 return commit
             if found[0].merged is None:
@@ -199,7 +201,8 @@ class MemoryStore:
 
         commit = self.engine.update(
             changes, f"memory: merge a stale replace into {_describe(agent_id)}",
-            _trailers("memory.replace", agent_id, {**(trailers or {}), "Gitmem-Merged-Base": stale.base}),
+            record_trailers("memory.replace", _record(agent_id),
+                            {**(trailers or {}), "Gitmem-Merged-Base": stale.base}),
             scope=path)
         if not moved:
             log.info("stale replace of %s merged onto HEAD from the version of %s",
@@ -213,7 +216,7 @@ class MemoryStore:
         return self.engine.update(
             lambda snapshot: {path: None} if snapshot.exists(path) else None,
             f"memory: delete {_describe(agent_id)}",
-            _trailers("memory.delete", agent_id, trailers), scope=path)
+            record_trailers("memory.delete", _record(agent_id), trailers), scope=path)
 
     def agents(self, *, snapshot: Snapshot | None = None) -> list[str]:
         """The ids of the agents that have memory."""
@@ -245,6 +248,6 @@ def _describe(agent_id: str | None) -> str:
     return "user memory" if agent_id is None else f"agent {agent_id}"
 
 
-def _trailers(op: str, agent_id: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
-    record = "user" if agent_id is None else f"agent:{agent_id}"
-    return {"Gitmem-Op": op, **(extra or {}), "Gitmem-Id": record}
+def _record(agent_id: str | None) -> str:
+    """The document as its commits' ``Gitmem-Id`` trailer names it."""
+    return "user" if agent_id is None else f"agent:{agent_id}"

@@ -37,8 +37,9 @@ from typing import Any
 
 from gitmem import layout
 from gitmem.engine import EngineError, GitEngine, Snapshot
-from gitmem.meta import meta_bytes, now_iso, parse_meta
-from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
+from gitmem.jsontexts import JsonTexts
+from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.stores.jsonl import ChunkedJsonl, dumps
 
 log = logging.getLogger("gitmem.sessions")
 
@@ -71,7 +72,8 @@ class SessionStore:
         """Like :meth:`read`, with the messages as the text of a JSON array (no re-encoding)."""
         snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
         meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
-        return self._log(agent_type, session_id).read_json(snapshot), meta.get("agentSessionId", "")
+        text = b"".join(self._log(agent_type, session_id).read_json(snapshot)).decode("utf-8")
+        return text, meta.get("agentSessionId", "")
 
     def read_json_within(self, agent_type: str, session_id: str, max_bytes: int, *,
                          snapshot: Snapshot | None = None) -> tuple[bytes, str]:
@@ -100,9 +102,7 @@ class SessionStore:
     def meta(self, agent_type: str, session_id: str, *,
              snapshot: Snapshot | None = None) -> dict[str, Any] | None:
         """The session's metadata (agentSessionId, workingDir, createdAt, updatedAt, ids)."""
-        snapshot = snapshot or self.engine.snapshot()
-        meta = snapshot.read_parsed(f"{self.folder(agent_type, session_id)}/{layout.META}", parse_meta)
-        return dict(meta) if meta is not None else None
+        return read_meta(snapshot or self.engine.snapshot(), self.folder(agent_type, session_id))
 
     def write(self, agent_type: str, session_id: str, messages: Sequence[Any] | JsonTexts | None,
               agent_session_id: str = "", working_dir: str = "", *,
@@ -111,7 +111,7 @@ class SessionStore:
               late_window: float | None = None) -> str | None:
         """Replace the session with ``messages``; returns the commit id (None: nothing changed).
 
-        Messages received as JSON can be given as :class:`~gitmem.stores.jsonl.JsonTexts`:
+        Messages received as JSON can be given as :class:`~gitmem.jsontexts.JsonTexts`:
         those already stored as they are then cost no parsing and no comparison.
 
         With ``late_window`` (seconds; None or 0: off), a strict prefix of the stored messages is not
@@ -214,7 +214,8 @@ class SessionStore:
                                                                found, fields)
 
         return self.engine.update(
-            changes, f"session: {summary}", _trailers(f"session.{op}", agent_type, session_id, trailers),
+            changes, f"session: {summary}",
+            record_trailers(f"session.{op}", f"session:{agent_type}/{session_id}", trailers),
             scope=self.folder(agent_type, session_id))
 
     def _with_meta(self, snapshot: Snapshot, agent_type: str, session_id: str,
@@ -243,7 +244,8 @@ class SessionStore:
         return self.engine.update(
             lambda snapshot: {path: None for path in snapshot.files(folder)},
             f"session: delete {agent_type}/{session_id}",
-            _trailers("session.delete", agent_type, session_id, trailers), scope=folder)
+            record_trailers("session.delete", f"session:{agent_type}/{session_id}", trailers),
+            scope=folder)
 
     def list(self, *, snapshot: Snapshot | None = None) -> list[tuple[str, str]]:
         """Every stored ``(agent_type, session_id)``, read from the metadata files; a session
@@ -314,7 +316,3 @@ def _message_key(message: Any) -> dict[str, str]:
         return {"id": message["id"]}
     return {"sha256": hashlib.sha256(dumps(message).encode("utf-8", "surrogateescape")).hexdigest()}
 
-
-def _trailers(op: str, agent_type: str, session_id: str,
-              extra: Mapping[str, str] | None) -> dict[str, str]:
-    return {"Gitmem-Op": op, **(extra or {}), "Gitmem-Id": f"session:{agent_type}/{session_id}"}

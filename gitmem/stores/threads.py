@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -27,14 +26,13 @@ from typing import Any
 from gitmem import layout
 from gitmem.engine import EngineError, GitEngine, Snapshot
 from gitmem.ids import UndecodableId, decode
-from gitmem.stores.blobs import MARK
-from gitmem.stores.jsonl import ChunkedJsonl, JsonTexts, dumps
-from gitmem.meta import meta_bytes, parse_meta
+from gitmem.jsontexts import JsonTexts
+from gitmem.meta import meta_bytes, parse_meta, read_meta, record_trailers
+from gitmem.stores.jsonl import ChunkedJsonl, dumps
 
 log = logging.getLogger("gitmem.threads")
 
 STATE_SNAPSHOT = "STATE_SNAPSHOT"
-_MARK = MARK.encode()
 
 
 class _Unset:
@@ -63,21 +61,6 @@ def last_state_json(data: bytes) -> str | None:
             snapshot = event.get("snapshot")
             return dumps(snapshot) if isinstance(snapshot, (dict, list)) else "null"
     return None
-
-
-_BLANK_LINE = re.compile(rb"\n[ \t]*\n")  # starts with a literal: a quick scan
-
-
-def array_items(data: bytes) -> bytes:
-    """A JSONL chunk's lines joined by commas (blank lines left out), not decoded.
-
-    Committed chunks hold valid JSON lines (gitmem writes them, and the hand-edit check
-    commits no other), so a read joins them as they are instead of parsing each value.
-    """
-    body = data.strip()
-    if b"\r" not in body and _BLANK_LINE.search(body) is None:  # as gitmem writes them
-        return body.replace(b"\n", b",")
-    return b",".join(item for line in body.split(b"\n") if (item := line.strip()))
 
 
 def _objects(name: str, values: Sequence[Any]) -> list[Any]:
@@ -151,7 +134,8 @@ class ThreadStore:
 
         count = f"{len(events)} event{'s' if len(events) != 1 else ''}"
         return self.engine.update(changes, f"threads: append {count} to {_brief(thread_id)}",
-                                  _trailers("threads.append", thread_id, trailers), scope=folder)
+                                  record_trailers("threads.append", f"thread:{thread_id}", trailers),
+                                  scope=folder)
 
     def save_messages(self, thread_id: str, messages: Sequence[Mapping[str, Any]] | JsonTexts, *,
                       trailers: Mapping[str, str] | None = None) -> str | None:
@@ -160,7 +144,7 @@ class ThreadStore:
         Bumps ``updatedAt`` of a thread that exists. On a thread without events the
         messages are saved all the same, and the thread is not listed until its first
         :meth:`append_events`. Messages received as JSON can be given as
-        :class:`~gitmem.stores.jsonl.JsonTexts` (of objects, which the caller checks).
+        :class:`~gitmem.jsontexts.JsonTexts` (of objects, which the caller checks).
         """
         if not isinstance(messages, JsonTexts):
             messages = _objects("messages", messages)
@@ -176,19 +160,19 @@ class ThreadStore:
 
         return self.engine.update(
             changes, f"threads: save {len(messages)} messages of {_brief(thread_id)}",
-            _trailers("threads.messages", thread_id, trailers), scope=folder)
+            record_trailers("threads.messages", f"thread:{thread_id}", trailers), scope=folder)
 
     def clear(self, thread_id: str | None = None, *,
               trailers: Mapping[str, str] | None = None) -> str | None:
         """Delete one thread, or every thread when ``thread_id`` is None; returns the commit id."""
         if thread_id is None:
-            folder, message = layout.THREADS, "threads: clear all threads"
-            all_trailers = {"Gitmem-Op": "threads.clear", **(trailers or {})}
+            folder, message, record = layout.THREADS, "threads: clear all threads", None
         else:
             folder, message = self.folder(thread_id), f"threads: clear {_brief(thread_id)}"
-            all_trailers = _trailers("threads.clear", thread_id, trailers)
+            record = f"thread:{thread_id}"
         return self.engine.update(lambda snapshot: {path: None for path in snapshot.files(folder)},
-                                  message, all_trailers, scope=folder)
+                                  message, record_trailers("threads.clear", record, trailers),
+                                  scope=folder)
 
     # -- reading -----------------------------------------------------------------
 
@@ -200,7 +184,7 @@ class ThreadStore:
         """Like :meth:`read_events`, as one JSON array in UTF-8, spliced from the stored lines
         and left in pieces (``b"".join`` them): an answer then copies a megabyte once, and
         each fresh megabyte costs a just-started process page faults."""
-        return self._read_json(self._events(thread_id), self._snapshot(thread_id, snapshot))
+        return self._events(thread_id).read_json(self._snapshot(thread_id, snapshot))
 
     def read_messages(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[Any]:
         """The thread's last saved message list ([] when none)."""
@@ -208,22 +192,7 @@ class ThreadStore:
 
     def read_messages_json(self, thread_id: str, *, snapshot: Snapshot | None = None) -> list[bytes]:
         """Like :meth:`read_messages`, as the pieces of one JSON array in UTF-8."""
-        return self._read_json(self._messages(thread_id), self._snapshot(thread_id, snapshot))
-
-    @staticmethod
-    def _read_json(chunked: ChunkedJsonl, snapshot: Snapshot) -> list[bytes]:
-        pieces = [b"["]
-        for path in chunked.chunk_paths(snapshot):
-            items = snapshot.read_parsed(path, array_items)
-            if items:
-                pieces += (items, b",")
-        if len(pieces) > 1:
-            pieces.pop()  # the last comma
-        pieces.append(b"]")
-        if any(_MARK in piece for piece in pieces):  # base64 images are kept in the log's blobs/
-            text = b"".join(pieces).decode("utf-8")
-            return [chunked.restore_json(snapshot, text).encode("utf-8")]
-        return pieces
+        return self._messages(thread_id).read_json(self._snapshot(thread_id, snapshot))
 
     def read_state(self, thread_id: str, *, snapshot: Snapshot | None = None) -> Any:
         """kaboo's ``deriveState`` of the thread's events: the last ``STATE_SNAPSHOT``'s
@@ -244,9 +213,7 @@ class ThreadStore:
 
     def meta(self, thread_id: str, *, snapshot: Snapshot | None = None) -> dict[str, Any] | None:
         """The thread's ``meta.json`` (None for a thread without events)."""
-        snapshot = self._snapshot(thread_id, snapshot)
-        meta = snapshot.read_parsed(f"{self.folder(thread_id)}/{layout.META}", parse_meta)
-        return dict(meta) if meta is not None else None
+        return read_meta(self._snapshot(thread_id, snapshot), self.folder(thread_id))
 
     def list_threads(self, owner_id: str | None = UNSET, *,
                      snapshot: Snapshot | None = None) -> list[dict[str, Any]]:
@@ -295,10 +262,6 @@ def _brief(thread_id: str) -> str:
         return thread_id
     quoted = json.dumps(thread_id, ensure_ascii=False)
     return quoted if len(quoted) <= 80 else quoted[:77] + "..."
-
-
-def _trailers(op: str, thread_id: str, extra: Mapping[str, str] | None) -> dict[str, str]:
-    return {"Gitmem-Op": op, **(extra or {}), "Gitmem-Id": f"thread:{thread_id}"}
 
 
 class AsyncThreadStore:
