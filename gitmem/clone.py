@@ -16,7 +16,8 @@ import os
 import shutil
 from pathlib import Path
 
-from gitmem.engine import EngineError, GitEngine
+from gitmem.git.base import EngineError
+from gitmem.git.engine import GitEngine
 from gitmem.repository import ENV_DURABILITY, LAYOUT_NAMES, Gitmem, default_repo_path
 
 REMOTE = "origin"

@@ -22,8 +22,8 @@ import dataclasses
 import time
 
 from gitmem import layout, secrets
-from gitmem.engine import (EngineError, GitEngine, check_path, delete_ref, refs_under,
-                           rewrite_commits)
+from gitmem.git.base import EngineError, check_path
+from gitmem.git.engine import GitEngine
 from gitmem.handedits import HandEdits
 from gitmem.repository import Gitmem
 
@@ -91,17 +91,17 @@ def forget_secret(mem: Gitmem, target: str, fingerprint: str) -> Forgotten:
 
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     kept_ref = f"{FORGOTTEN_REFS}/{stamp}.{time.time_ns() % 1_000_000_000:09d}Z"
-    tip, hand_edited = rewrite_commits(
-        engine, unpushed, path, without_the_line, kept_ref,
+    tip, hand_edited = engine.rewrite_commits(
+        unpushed, path, without_the_line, kept_ref,
         f"forget: the line with fingerprint {fingerprint} in {path}")
     return Forgotten(path, fingerprint, len(unpushed), tip, kept_ref, hand_edited)
 
 
 def prune_forgotten(engine: GitEngine) -> list[str]:
     """Stop keeping the commits that :func:`forget_secret` replaced; returns the refs dropped."""
-    names = refs_under(engine, FORGOTTEN_REFS)
+    names = engine.refs.refs_under(FORGOTTEN_REFS)
     for name in names:
-        delete_ref(engine, name)
+        engine.refs.delete_ref(name)
     return names
 
 

@@ -20,7 +20,7 @@ One rule decides what a work-tree file that differs from HEAD is:
   never committed. One gitmem cannot write (full disk, read-only or symlinked folder)
   is listed by ``gitmem status`` and tried again at the next access.
 - **a person's save**: anything else. It was made from the version their editor had:
-  of the versions the file held lately (the journal, :mod:`gitmem.journal`), the one
+  of the versions the file held lately (the journal, :mod:`gitmem.git.journal`), the one
   whose lines are most like the save's. When HEAD has moved past that base, the save
   is merged three-way onto HEAD (base, HEAD, the save) with the sync merge rules
   (:mod:`gitmem.merge`): lines the person never saw are kept, lines they saw and
@@ -56,7 +56,8 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from gitmem import layout
-from gitmem.engine import GitEngine, Snapshot
+from gitmem.git.engine import GitEngine
+from gitmem.git.snapshot import Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
 from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX

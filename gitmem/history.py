@@ -27,7 +27,9 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from gitmem import layout
-from gitmem.engine import CommitInfo, DamagedObject, EngineError, FileDiff, GitEngine
+from gitmem.git.base import CommitInfo, DamagedObject, EngineError
+from gitmem.git.engine import GitEngine
+from gitmem.git.log import FileDiff
 
 if TYPE_CHECKING:
     from gitmem.repository import Gitmem

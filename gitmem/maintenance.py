@@ -39,9 +39,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from gitmem.engine import EngineError, GitEngine
-from gitmem.lock import FileLock, LockTimeout
-from gitmem import gitproc, layout
+from gitmem.git.base import EngineError
+from gitmem.git.engine import GitEngine
+from gitmem.git.lock import FileLock, LockTimeout
+from gitmem import layout
+from gitmem.git import gitproc
 from gitmem.ids import decode
 from gitmem.stores import blobs
 from gitmem.stores.jsonl import SUFFIX, parse_chunk

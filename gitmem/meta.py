@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from gitmem import layout, strictjson
 
 if TYPE_CHECKING:
-    from gitmem.engine import Snapshot
+    from gitmem.git.snapshot import Snapshot
 
 
 def now_iso() -> str:

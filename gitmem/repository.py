@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem import history, layout
-from gitmem.engine import (BRANCH, CommitInfo, EngineError, GitEngine, RepositoryFacts,
-                           inspect_repository, point_head_at_main)
+from gitmem.git.base import BRANCH, CommitInfo, EngineError
+from gitmem.git.engine import GitEngine
+from gitmem.git.facts import RepositoryFacts, inspect_repository
 from gitmem.handedits import HandEdits
 from gitmem.record_index import RecordIndex
 from gitmem.secrets import ALLOW_FILE
@@ -148,7 +149,7 @@ class Gitmem:
         mem = cls(GitEngine.open(path, create=create, hand_edits=HandEdits if hand_edits else None,
                                  **engine_options))
         if facts is not None and not facts.has_commits and facts.branch != BRANCH:
-            point_head_at_main(mem.engine)  # no commit yet: no second branch, only a name
+            mem.engine.refs.point_head_at_main()  # no commit yet: no second branch, only a name
         if facts is not None and not facts.opened_by_gitmem:
             make_private(mem.engine.workdir, top=not foreign)
         if create and mem.engine.head() is None:

@@ -28,8 +28,9 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from gitmem.engine import (EngineError, GitEngine, Identity, ReflogEntry, committer_of,
-                           dropped_tips, keep_for_rescue, reflog, release_rescued, rescue_refs)
+from gitmem.git.base import EngineError, Identity
+from gitmem.git.engine import GitEngine
+from gitmem.git.refs import ReflogEntry
 from gitmem.handedits import HandEdits
 from gitmem.history import format_date
 from gitmem.merge import Spot, merge_changes
@@ -89,8 +90,8 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
     (telling whether one kept main's history can cost a walk of all of it).
     """
     with engine.lock if engine.writable else contextlib.nullcontext():
-        kept = rescue_refs(engine)
-        entries = reflog(engine)
+        kept = engine.refs.rescue_refs()
+        entries = engine.refs.reflog()
         rewrites = [entry for entry in _not_looked_at(engine, entries)
                     if entry.old and not _made_by_gitmem(engine, entry)
                     and not _descends(engine, entry.new, entry.old)]
@@ -100,14 +101,14 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
         # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made.
         candidates = [*kept, *(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
                       *(e.new for e in entries if e.new and _made_by_gitmem(engine, e))]
-        dropped = dropped_tips(engine, candidates, _let_go(engine))
+        dropped = engine.refs.dropped_tips(candidates, _let_go(engine))
         for commit in kept.keys() - set(dropped) if engine.writable else ():
-            release_rescued(engine, commit)
+            engine.refs.release_rescued(commit)
         found = []
         for commit in dropped:
             ref = kept.get(commit)
             if ref is None:  # a read-only repository is only looked at
-                ref = keep_for_rescue(engine, commit) if engine.writable else ""
+                ref = engine.refs.keep_for_rescue(commit) if engine.writable else ""
                 log.warning("main no longer holds gitmem commit %s (a history rewrite by hand?): "
                             "kept as %s; `gitmem rescue` merges it back", commit[:10], ref)
             info = engine.commit_info(commit)
@@ -125,7 +126,7 @@ def let_go(engine: GitEngine, commits: Iterable[str]) -> list[Dropped]:
         with open(engine.private_dir / LET_GO_FILE, "a", encoding="ascii", opener=_private) as file:
             file.writelines(f"{d.commit}\n" for d in named)
         for d in named:
-            release_rescued(engine, d.commit)
+            engine.refs.release_rescued(d.commit)
     return named
 
 
@@ -170,7 +171,7 @@ def _made_by_gitmem(engine: GitEngine, entry: ReflogEntry) -> bool:
 
 def _committed_by_gitmem(engine: GitEngine, commit: str) -> bool:
     try:
-        return committer_of(engine, commit) == engine.identity
+        return engine.refs.committer_of(commit) == engine.identity
     except EngineError:  # gone (pruned)
         return False
 
@@ -230,7 +231,7 @@ def _merge_back(engine: GitEngine, dropped: Dropped) -> Rescued:
             if engine.head() != head:
                 continue
             raise
-        release_rescued(engine, dropped.commit)
+        engine.refs.release_rescued(dropped.commit)
         log.info("merged dropped commit %s back as %s", dropped.commit[:10], commit[:10])
         return Rescued(dropped, commit, sorted(merged.changes), merged.spots, kept)
     raise EngineError("main kept moving while merging back; run `gitmem rescue` again")

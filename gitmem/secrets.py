@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 
-from gitmem.engine import GitEngine
+from gitmem.git.engine import GitEngine
 
 ALLOW_FILE = ".gitmem-allow-secrets"
 MIN_ENTROPY = 3.5  # bits a character (less for short values, which cannot reach it)

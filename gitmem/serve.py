@@ -22,13 +22,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import __version__, gitproc, logfile, rescue, sync, watch
+from gitmem import __version__, logfile, rescue, sync, watch
+from gitmem.git import gitproc
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
 from gitmem.protocol.nui import LATE_WINDOW, storage_methods
-from gitmem.engine import GITMEM_DIR, DamagedObject
+from gitmem.git.base import GITMEM_DIR, DamagedObject
 from gitmem.repository import Gitmem, default_repo_path
 
 log = logging.getLogger("gitmem.serve")

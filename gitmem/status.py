@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from gitmem import layout, rescue, sync
-from gitmem.engine import EngineError, GitEngine
+from gitmem.git.base import EngineError
+from gitmem.git.engine import GitEngine
 from gitmem.handedits import HandEdits
 from gitmem.meta import parse_meta
 

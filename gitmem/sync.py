@@ -30,7 +30,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gitmem import rescue, secrets
-from gitmem.engine import BranchMoved, GitEngine, scrub_credentials
+from gitmem.git.base import BranchMoved
+from gitmem.git.engine import GitEngine
+from gitmem.git.remote import scrub_credentials
 from gitmem.handedits import HandEdits
 from gitmem.merge import Spot, merge_changes
 from gitmem.repository import Gitmem

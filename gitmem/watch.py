@@ -23,7 +23,7 @@ import time
 from watchfiles._rust_notify import RustNotify  # watchfiles' documented low-level watcher
 
 from gitmem import layout
-from gitmem.engine import GitEngine
+from gitmem.git.engine import GitEngine
 from gitmem.handedits import HandEdits, is_watched
 
 log = logging.getLogger("gitmem.watch")
@@ -40,7 +40,7 @@ class Watcher:
     """Watches one repository's work tree and commits hand edits as they settle.
 
     ``target`` is a :class:`~gitmem.repository.Gitmem` or a
-    :class:`~gitmem.engine.GitEngine`; the watcher shares the hand-edit part its engine
+    :class:`~gitmem.git.engine.GitEngine`; the watcher shares the hand-edit part its engine
     was opened with (else makes one of its own), so reads and writes see the same edits.
     """
 

@@ -12,8 +12,9 @@ import time
 import pytest
 
 from conftest import Git, python_script
-from gitmem.engine import EngineError, GitEngine, Identity, UnsafePath
-from gitmem.lock import LockTimeout
+from gitmem.git.base import EngineError, Identity, UnsafePath
+from gitmem.git.engine import GitEngine
+from gitmem.git.lock import LockTimeout
 
 
 def mode(path) -> int:
@@ -315,7 +316,7 @@ def test_refresh_index_keeps_a_hand_edit_visible(engine, git):
 
 HOLD_LOCK = """
 import sys, time
-from gitmem.engine import GitEngine
+from gitmem.git.engine import GitEngine
 engine = GitEngine.open(sys.argv[1])
 engine.commit({"held": b"by a process about to die"}, "before the kill")
 with engine.lock:

@@ -1,8 +1,12 @@
-"""The import rules of gitmem's layers, read from the source with ``ast``.
+"""The import rules of gitmem's layers (README "Architecture"), read from the source with ``ast``.
 
 Every import counts: at the top of a module, inside a function, under ``if
-TYPE_CHECKING``, and ``importlib.import_module("...")`` / ``__import__("...")`` with a
-literal name.
+TYPE_CHECKING``, relative ones, and ``importlib.import_module("...")`` /
+``__import__("...")`` with a literal name. The layers, lowest first: the git engine
+(``gitmem/git/``, the only importer of pygit2, importing no other gitmem module); the
+stores (``gitmem/stores/``); the protocol (``gitmem/protocol/``), which gets the stores
+it serves passed in; the edges and the facade; the CLI (``gitmem/cli/``), which no
+other module imports.
 """
 
 from __future__ import annotations
@@ -10,21 +14,39 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import gitmem
+import pytest
 
-PACKAGE = Path(gitmem.__file__).parent
-# The bench measures a raw pygit2 commit as the floor gitmem's own writes are compared with.
-PYGIT2_ALLOWED = ("git", "bench")
+PACKAGE = Path(__file__).resolve().parent.parent / "gitmem"
+ROOT = "gitmem"  # the package root: `import gitmem`, or a name defined in gitmem/__init__.py
+EDGES = ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.cli", "gitmem.nui_extension",
+         "gitmem.nui_import", "gitmem.kaboo_adapter")
+FACADE = ("gitmem.repository", ROOT)
+# what the modules of each folder may not import
+RULES = {
+    "stores": ("gitmem.protocol", *EDGES, *FACADE),
+    "protocol": ("gitmem.git", *FACADE),
+}
+# the bench measures a raw pygit2 commit as the floor gitmem's own writes are compared with
+PYGIT2_BASELINE = "bench/baselines.py"
 
 
-def imported_modules(source: str) -> set[str]:
-    """The absolute names of every module ``source`` imports, wherever the import is."""
-    found = set()
+def imported(source: str, module: str, package: Path = PACKAGE) -> set[str]:
+    """The modules that the source of ``module`` (a dotted name in ``package``) imports.
+    ``from gitmem import x`` counts as ``gitmem.x`` when x is a module, else as the root."""
+    found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's own package upwards
+                parts = module.split(".")[:-node.level]
+                base = ".".join(parts + ([base] if base else []))
+            for alias in node.names:
+                name = f"{base}.{alias.name}"
+                folder = package.parent / Path(*name.split("."))
+                is_module = folder.with_suffix(".py").is_file() or (folder / "__init__.py").is_file()
+                found.add(name if is_module else base)
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
             function = node.func
@@ -34,32 +56,72 @@ def imported_modules(source: str) -> set[str]:
     return found
 
 
+def breaks(module: str, forbidden: tuple[str, ...]) -> bool:
+    return any(module == name or (name != ROOT and module.startswith(name + ".")) for name in forbidden)
+
+
 def modules() -> dict[str, set[str]]:
-    """``{path inside gitmem/: modules it imports}`` for every Python file of the package."""
-    return {file.relative_to(PACKAGE).as_posix(): imported_modules(file.read_text())
-            for file in sorted(PACKAGE.rglob("*.py"))}
-
-
-def imports_pygit2(names: set[str]) -> bool:
-    return any(name == "pygit2" or name.startswith("pygit2.") for name in names)
+    """``{path inside gitmem/: the modules it imports}`` for every Python file of the package."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        found[path.relative_to(PACKAGE).as_posix()] = imported(path.read_text("utf-8"), module)
+    return found
 
 
 def test_the_finder_sees_imports_everywhere_in_a_module():
-    source = (
-        "import os, pygit2.enums\n"
-        "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from gitmem.cli import main\n"
-        "def later():\n    import gitmem.git.engine as e\n    from pygit2 import Oid\n"
-        "class C:\n    def m(self):\n        importlib.import_module('gitmem.sync')\n"
-        "from . import sibling\n"
-    )
-    assert imported_modules(source) == {"os", "pygit2.enums", "typing", "gitmem.cli",
-                                        "gitmem.git.engine", "pygit2", "gitmem.sync"}
+    source = '''
+import gitmem, os, pygit2.enums
+from typing import TYPE_CHECKING
+from gitmem import __version__, strictjson
+from . import rpc
+from ..stores import jsonl
+if TYPE_CHECKING:
+    from gitmem.cli import main
+def later():
+    from gitmem.repository import Gitmem
+    import gitmem.git.engine as engine
+    from pygit2 import Oid
+class C:
+    def m(self):
+        importlib.import_module('gitmem.sync')
+'''
+    found = imported(source, "gitmem.protocol.nui")
+    assert found >= {"gitmem", "os", "pygit2.enums", "pygit2", "typing", "gitmem.strictjson",
+                     "gitmem.protocol.rpc", "gitmem.stores.jsonl", "gitmem.cli", "gitmem.repository",
+                     "gitmem.git.engine", "gitmem.sync"}
+    assert sorted(name for name in found if breaks(name, RULES["protocol"])) == [
+        "gitmem", "gitmem.git.engine", "gitmem.repository"]
+    assert not breaks("gitmem.strictjson", RULES["protocol"])  # a submodule is not the root
+    assert breaks("gitmem.git.snapshot", RULES["protocol"]) and breaks("gitmem.cli.serve", RULES["stores"])
 
 
 def test_only_the_git_package_imports_pygit2():
     found = modules()
-    assert imports_pygit2(found["git/engine.py"])  # the rule reads the real modules
+    assert "pygit2" in found["git/engine.py"]  # the rule reads the real modules
     outside = sorted(path for path, names in found.items()
-                     if imports_pygit2(names) and path.split("/")[0] not in PYGIT2_ALLOWED)
+                     if any(breaks(name, ("pygit2",)) for name in names)
+                     and not path.startswith("git/") and path != PYGIT2_BASELINE)
     assert outside == []
+
+
+def test_the_git_package_imports_no_other_gitmem_module():
+    wrong = {path: sorted(name for name in names if breaks(name, (ROOT,)) and not breaks(name, ("gitmem.git",)))
+             for path, names in modules().items() if path.startswith("git/")}
+    assert {path: names for path, names in wrong.items() if names} == {}
+
+
+def test_only_the_cli_package_imports_the_cli():
+    wrong = sorted(path for path, names in modules().items()
+                   if not path.startswith("cli/") and path != "__main__.py"
+                   and any(breaks(name, ("gitmem.cli",)) for name in names))
+    assert wrong == []
+
+
+@pytest.mark.parametrize("layer", RULES)
+def test_a_layer_imports_no_module_above_it(layer):
+    found = {path: names for path, names in modules().items() if path.startswith(f"{layer}/")}
+    assert found, f"no modules found in gitmem/{layer}/"
+    wrong = {path: sorted(name for name in names if breaks(name, RULES[layer]))
+             for path, names in found.items()}
+    assert {path: names for path, names in wrong.items() if names} == {}

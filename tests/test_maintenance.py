@@ -61,7 +61,7 @@ def test_packing_never_takes_the_writers_lock(mem, git, repo_path):
     """Another process holds the writers' lock the whole time: packing still runs."""
     write_many(mem, 30)
     holder = python_script(
-        "import sys, time; from gitmem.lock import FileLock\n"
+        "import sys, time; from gitmem.git.lock import FileLock\n"
         "with FileLock(sys.argv[1]):\n"
         "    print('holding', flush=True); sys.stdin.readline()\n",
         str(mem.engine.private_dir / "lock"))

@@ -16,7 +16,6 @@ import threading
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git
-from gitmem import engine as engine_module
 from nui_client import NuiHost
 
 AGENT_FILE = "memory/agents/reviewer.md"
@@ -197,11 +196,11 @@ def test_only_gitmem_commits_are_kept(repo_path, cli, git):
 def test_an_untouched_history_has_nothing_dropped(mem, repo_path, git):
     for i in range(30):
         mem.memory.write(f"block {i}", mode="append")
-    tips = [e.new for e in engine_module.reflog(mem.engine)]
+    tips = [e.new for e in mem.engine.refs.reflog()]
     assert len(tips) == 31  # init and every write, newest first
     assert tips[0] == mem.engine.head()
-    assert engine_module.dropped_tips(mem.engine, tips) == []
-    assert len(engine_module.reflog(mem.engine, limit=5)) == 5
+    assert mem.engine.refs.dropped_tips(tips) == []
+    assert len(mem.engine.refs.reflog(limit=5)) == 5
     assert rescue_refs(git) == []
 
 
@@ -212,7 +211,7 @@ def test_the_reflog_is_read_from_its_end(mem, repo_path):
     log_file = repo_path / ".git" / "logs" / "refs" / "heads" / "main"
     lines = log_file.read_bytes().splitlines(keepends=True)
     log_file.write_bytes(lines[0] * 2000 + b"".join(lines))  # 2,000 old entries before
-    entries = engine_module.reflog(mem.engine, limit=1000)
+    entries = mem.engine.refs.reflog(limit=1000)
     assert len(entries) == 1000
     assert [e.new for e in entries[:4]] == [line.split()[1].decode() for line in reversed(lines)]
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
-from gitmem.engine import EngineError, Identity
+from gitmem.git.base import EngineError, Identity
 from gitmem.repository import Gitmem
 from gitmem.sync import SecretsRefused, SyncError, read_state, sync
 

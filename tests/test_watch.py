@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import SUBPROCESS_ENV
-from gitmem.engine import GitEngine
+from gitmem.git.engine import GitEngine
 from gitmem.watch import DEBOUNCE, MAX_DELAY, Watcher
 from test_handedits import PERSON, SAVES, hand_commits, person, temp_then_rename  # noqa: F401
 

@@ -33,7 +33,8 @@ from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import (AGENT, AGENT_TYPE, GIT_ENV, ServeProcess, StoreWrite,
                                     build_repository, copy_repository, memory_content,
                                     nui_message, session_messages)
-from gitmem.engine import DURABILITIES, INDEX_IDLE
+from gitmem.git.base import DURABILITIES
+from gitmem.git.index import INDEX_IDLE
 from gitmem.repository import Gitmem
 
 SESSION_SIZE = 200  # messages in the session that each write sends in full, as nui does

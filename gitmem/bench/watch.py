@@ -22,7 +22,7 @@ from pathlib import Path
 
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import ServeProcess, build_repository, copy_repository
-from gitmem.engine import GitEngine
+from gitmem.git.engine import GitEngine
 from gitmem.repository import Gitmem
 from gitmem.watch import DEBOUNCE, Watcher
 

@@ -30,7 +30,7 @@ def add_export(exporting) -> None:
 
 
 def add_serve(serve) -> None:
-    from gitmem.engine import DURABILITIES
+    from gitmem.git.base import DURABILITIES
     from gitmem.protocol import rpc
     from gitmem.protocol.nui import LATE_WINDOW
     from gitmem.serve import LATE_WINDOW_ENV, LOG_NAME

@@ -132,7 +132,7 @@ def cmd_clone(args) -> None:
 
 
 def cmd_gc(args) -> None:
-    from gitmem.engine import EngineError
+    from gitmem.git.base import EngineError
     from gitmem.maintenance import pack
     with open_repo(args) as mem:
         if args.prune_forgotten:
@@ -186,16 +186,15 @@ def cmd_remote_add(args) -> None:
 
 
 def cmd_remote_list(args) -> None:
-    from gitmem.engine import scrub_credentials
+    from gitmem.git.remote import scrub_credentials
     with open_repo(args) as mem:
         for name in mem.engine.remotes():
             print(f"{name}\t{scrub_credentials(mem.engine.config_get(f'remote.{name}.url') or '')}")
 
 
 def cmd_remote_remove(args) -> None:
-    from gitmem.engine import remove_remote
     with open_repo(args) as mem:
-        remove_remote(mem.engine, args.name)
+        mem.engine.remove_remote(args.name)
 
 
 def cmd_status(args) -> None:

@@ -43,7 +43,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence, Set
 from typing import Any
 
-from gitmem.engine import Snapshot
+from gitmem.git.snapshot import Snapshot
 
 FOLDER = "blobs"
 MIN_CHARS = 1024

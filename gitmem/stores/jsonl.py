@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from gitmem import strictjson
-from gitmem.engine import Snapshot
+from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
 from gitmem.stores import blobs as blob_refs
 

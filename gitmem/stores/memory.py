@@ -24,11 +24,12 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from gitmem import layout
-from gitmem.engine import GitEngine, Snapshot
+from gitmem.git.engine import GitEngine
+from gitmem.git.snapshot import Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
 from gitmem.meta import record_trailers
-from gitmem.statcache import git_blob_id
+from gitmem.git.statcache import git_blob_id
 
 log = logging.getLogger("gitmem.memory")
 

@@ -36,7 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from gitmem import layout
-from gitmem.engine import EngineError, GitEngine, Snapshot
+from gitmem.git.base import EngineError
+from gitmem.git.engine import GitEngine
+from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts
 from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.stores.jsonl import ChunkedJsonl, dumps

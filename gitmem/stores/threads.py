@@ -24,7 +24,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gitmem import layout
-from gitmem.engine import EngineError, GitEngine, Snapshot
+from gitmem.git.base import EngineError
+from gitmem.git.engine import GitEngine
+from gitmem.git.snapshot import Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.jsontexts import JsonTexts
 from gitmem.meta import meta_bytes, parse_meta, read_meta, record_trailers
