@@ -15,12 +15,6 @@ from conftest import SUBPROCESS_ENV, run_gitmem
 
 PACKAGE = Path(gitmem.__file__).resolve().parent
 HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench")
-# Imports this branch does not own: named for their owners, fail loudly once fixed.
-ELSEWHERE = {
-    ("memory read --user", "asyncio"): "gitmem/stores/threads.py imports asyncio at load "
-                                       "(the stores' owner moves it into AsyncThreadStore)",
-}
-
 
 # `python -m gitmem ARGS`, writing the names in sys.modules at exit to the file named first
 # (-X importtime would miss what importlib.import_module loads).
@@ -73,9 +67,7 @@ def test_the_import_list_is_read(loaded):
     *(("--version", module) for module in HEAVY),
     *(("memory read --user", module) for module in HEAVY if module != "pygit2"),
 ])
-def test_a_command_does_not_import_what_it_does_not_use(loaded, command, module, request):
-    if (command, module) in ELSEWHERE:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=ELSEWHERE[command, module]))
+def test_a_command_does_not_import_what_it_does_not_use(loaded, command, module):
     assert module not in loaded[command]
 
 

@@ -15,7 +15,6 @@ back on read (:mod:`gitmem.stores.blobs`).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
@@ -280,22 +279,28 @@ class AsyncThreadStore:
 
     async def append_events(self, thread_id: str, agent_id: str, events: Sequence[Mapping[str, Any]],
                             owner_id: str | None = None) -> None:
-        await asyncio.to_thread(self.store.append_events, thread_id, agent_id, events, owner_id)
+        await _in_thread(self.store.append_events, thread_id, agent_id, events, owner_id)
 
     async def read_events(self, thread_id: str) -> list[Any]:
-        return await asyncio.to_thread(self.store.read_events, thread_id)
+        return await _in_thread(self.store.read_events, thread_id)
 
     async def read_state(self, thread_id: str) -> Any:
-        return await asyncio.to_thread(self.store.read_state, thread_id)
+        return await _in_thread(self.store.read_state, thread_id)
 
     async def save_messages(self, thread_id: str, messages: Sequence[Mapping[str, Any]]) -> None:
-        await asyncio.to_thread(self.store.save_messages, thread_id, messages)
+        await _in_thread(self.store.save_messages, thread_id, messages)
 
     async def read_messages(self, thread_id: str) -> list[Any]:
-        return await asyncio.to_thread(self.store.read_messages, thread_id)
+        return await _in_thread(self.store.read_messages, thread_id)
 
     async def list_threads(self, owner_id: str | None = UNSET) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(self.store.list_threads, owner_id)
+        return await _in_thread(self.store.list_threads, owner_id)
 
     async def clear(self, thread_id: str | None = None) -> None:
-        await asyncio.to_thread(self.store.clear, thread_id)
+        await _in_thread(self.store.clear, thread_id)
+
+
+async def _in_thread(call, *args):
+    import asyncio  # here, not at the top: a CLI command that never awaits does not load it
+
+    return await asyncio.to_thread(call, *args)
