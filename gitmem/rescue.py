@@ -30,6 +30,7 @@ from typing import Any
 
 from gitmem.git.base import EngineError, Identity
 from gitmem.git.engine import GitEngine
+from gitmem.git.files import write_private
 from gitmem.git.refs import ReflogEntry
 from gitmem.handedits import HandEdits
 from gitmem.history import format_date
@@ -153,7 +154,7 @@ def _not_looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> list[Reflog
 def _looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> None:
     if entries and engine.writable and _not_looked_at(engine, entries):
         with contextlib.suppress(OSError):  # the next call looks again
-            (engine.private_dir / LOOKED_FILE).write_text(_entry_key(entries[0]) + "\n", encoding="ascii")
+            write_private(engine.private_dir / LOOKED_FILE, f"{_entry_key(entries[0])}\n".encode("ascii"))
 
 
 def _entry_key(entry: ReflogEntry) -> str:

@@ -18,6 +18,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -41,6 +42,11 @@ PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-
 SHUTDOWN_METHODS = ("storage.shutdown", "extension.shutdown")  # answered even when not serving
 MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit (its git is ended)
 SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at exit
+# The watcher's first look (a status of every file) and the first sync hold the
+# interpreter for a time that grows with the repository: they start this long after the
+# first answer, once nui's burst of start-up calls is answered, or without any request.
+AFTER_FIRST_ANSWER = 0.5  # seconds
+WITHOUT_A_REQUEST = 2.0  # seconds
 
 
 def run(repo: str | os.PathLike | None = None, *,
@@ -93,11 +99,21 @@ def run(repo: str | os.PathLike | None = None, *,
     except Exception:  # noqa: BLE001 - serving goes on; `gitmem status` tries again
         log.exception("looking for commits taken off main failed")
     maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
-    # a repository we cannot write is only read: nothing to commit or sync
-    watcher = watch.start_watching(mem) if watch_edits and mem.engine.writable else None
-    syncer = (sync.BackgroundSync(mem, sync_interval, sync_remote).start()
-              if sync_interval and mem.engine.writable else None)
-    finished = False
+    watcher = syncer = None
+    started = finished = False
+    starting = threading.Lock()
+
+    def start_background() -> None:
+        """The hand-edit watcher and the periodic sync (see AFTER_FIRST_ANSWER). An edit
+        saved before is committed by the watcher's first look, or by the read or write of
+        its record, whichever comes first."""
+        nonlocal watcher, syncer, started
+        with starting:
+            if started or finished or not mem.engine.writable:
+                return  # a repository we cannot write is only read: nothing to commit or sync
+            started = True
+            watcher = watch.start_watching(mem) if watch_edits else None
+            syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
 
     def finish() -> None:
         """Commit pending hand edits, stop the background threads, bring the index in step.
@@ -106,9 +122,10 @@ def run(repo: str | os.PathLike | None = None, *,
         again, doing nothing, on the way out.
         """
         nonlocal finished
-        if finished:
-            return
-        finished = True
+        with starting:
+            if finished:
+                return
+            finished = True
         log.info("finishing: pending hand edits, background work")
         if syncer is not None:
             syncer.stop(timeout=SYNC_GRACE)
@@ -118,11 +135,14 @@ def run(repo: str | os.PathLike | None = None, *,
         maintenance.close(timeout=MAINTENANCE_GRACE)
         mem.close()
 
+    timers = [_timer(WITHOUT_A_REQUEST, start_background)]
     try:
         serve(mem, handlers, _protocol_in(), protocol_out,
-              max_response=max_response or sys.maxsize, on_shutdown=finish,
-              late_window=late_window)
+              max_response=max_response or sys.maxsize, on_shutdown=finish, late_window=late_window,
+              after_first_answer=lambda: timers.append(_timer(AFTER_FIRST_ANSWER, start_background)))
     finally:
+        for timer in timers:
+            timer.cancel()
         finish()
         log.info("stopped")
         if log_writer is not None:
@@ -133,7 +153,8 @@ def run(repo: str | os.PathLike | None = None, *,
 def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO, *,
           max_response: int = rpc.MAX_RESPONSE,
           on_shutdown: Callable[[], None] = lambda: None,
-          late_window: float = LATE_WINDOW) -> None:
+          late_window: float = LATE_WINDOW,
+          after_first_answer: Callable[[], None] | None = None) -> None:
     """Answer requests until end of input, a shutdown call or SIGTERM.
 
     ``on_shutdown`` runs before ``storage.shutdown``/``extension.shutdown`` is answered
@@ -145,7 +166,14 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
                               late_window=late_window)
     methods.update(thread_methods(mem.threads))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
-              stop_signals=(signal.SIGTERM, signal.SIGINT))
+              stop_signals=(signal.SIGTERM, signal.SIGINT), after_first_answer=after_first_answer)
+
+
+def _timer(seconds: float, call: Callable[[], None]) -> threading.Timer:
+    timer = threading.Timer(seconds, call)
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _serve_unavailable(repo, log_file, log_level: str, problem: Exception,

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import threading
 import time
 from datetime import datetime, timezone
@@ -32,6 +31,7 @@ from typing import Any
 from gitmem import rescue, secrets
 from gitmem.git.base import BranchMoved
 from gitmem.git.engine import GitEngine
+from gitmem.git.files import write_private
 from gitmem.git.remote import scrub_credentials
 from gitmem.handedits import HandEdits
 from gitmem.merge import Spot, merge_changes
@@ -292,12 +292,7 @@ def _save_state(engine: GitEngine, **updates: Any) -> None:
     except (OSError, ValueError):
         state = {}
     state.update(updates)
-    tmp = path.with_name(f"{STATE_FILE}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(state, out, indent=2)
-        out.write("\n")
-    os.replace(tmp, path)
+    write_private(path, (json.dumps(state, indent=2) + "\n").encode("utf-8"))
 
 
 def _now() -> str:

@@ -7,6 +7,7 @@ Real repositories, the real CLI and the real ``git``; the counts are the engine'
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -69,3 +70,34 @@ def test_a_history_rewrite_after_a_start_is_still_found(mem, repo_path, tmp_path
 
     status = run_gitmem("status", repo=repo_path)
     assert dropped[:10] in status.stdout
+
+
+def listed(repo_path: Path) -> list[dict]:
+    with Gitmem.open(repo_path, create=False) as mem:
+        return mem.threads.list_threads()
+
+
+def test_the_thread_listing_kept_for_the_next_process_follows_every_change(mem, repo_path):
+    for n in range(5):
+        mem.threads.append_events(f"t{n}", "planner", [{"type": "RUN_STARTED", "n": n}])
+    mem.close()
+    first = listed(repo_path)
+    listing = repo_path / ".git" / "gitmem" / "thread-listing.json"
+    assert listing.exists() and [t["id"] for t in first] == ["t4", "t3", "t2", "t1", "t0"]
+
+    # another process appends, plain git changes a meta.json and removes a thread
+    run_gitmem("thread", "list", repo=repo_path)
+    with Gitmem.open(repo_path, create=False) as other:
+        other.threads.append_events("t1", "planner", [{"type": "RUN_FINISHED"}])
+    git = Git(repo_path)
+    meta = repo_path / "threads" / "t2" / "meta.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "agentId": "reviewer"}))
+    git("rm", "-rq", "threads/t0")
+    git("commit", "-qam", "by hand")
+    after = listed(repo_path)
+    assert [t["id"] for t in after] == ["t1", "t4", "t3", "t2"]
+    assert {t["id"]: t["agentId"] for t in after}["t2"] == "reviewer"
+
+    for damage in (b"", b"{not json", b'{"tree": 1, "threads": []}'):
+        listing.write_bytes(damage)
+        assert listed(repo_path) == after

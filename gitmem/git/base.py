@@ -15,10 +15,11 @@ from typing import TypeVar
 
 import pygit2
 
+from gitmem.git.files import FILE_MODE  # noqa: F401 - named here with the other modes
+
 BRANCH = "main"
 REF = f"refs/heads/{BRANCH}"
 GITMEM_DIR = "gitmem"  # inside .git/
-FILE_MODE = 0o600
 DIR_MODE = 0o700
 DURABILITIES = ("fast", "fsync")  # fsync: on disk before a write is answered (power loss)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pygit2
 
 from gitmem.git.base import REF, Changes, fsync_path, unlink
+from gitmem.git.files import write_private
 from gitmem.git.lock import FileLock
 from gitmem.git.snapshot import Reader, Snapshot
 from gitmem.git.worktree import WorkTree
@@ -148,8 +149,7 @@ class Index:
                 self._in_step_file.unlink()
             return
         with contextlib.suppress(OSError):  # the next opening compares them again
-            self._in_step_file.write_text(" ".join([str(tip), *map(str, self._in_step[1])]) + "\n",
-                                          encoding="ascii")
+            write_private(self._in_step_file, " ".join([str(tip), *map(str, self._in_step[1])]).encode("ascii"))
 
     def _carry_in_step(self, old_tip: pygit2.Oid | None, stat_before: tuple[int, ...],
                        new_tip: pygit2.Oid | None) -> None:

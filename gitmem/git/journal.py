@@ -31,6 +31,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from gitmem.git.files import FILE_MODE, write_private
+
 log = logging.getLogger("gitmem.journal")
 
 STATES_FILE = "worktree-journal"
@@ -38,7 +40,6 @@ FAILED_FILE = "worktree-failed.json"
 MAX_STATES = 16  # versions kept per path
 COMPACT_BYTES = 4 << 20  # the file is compacted at close beyond this size
 KEEP_PATHS = 20_000  # the newest, when compacting
-FILE_MODE = 0o600
 
 
 class Journal:
@@ -141,7 +142,7 @@ class Journal:
         lines = "".join(json.dumps([path, blob_id, *([1] if path in saves and n == 0 else [])],
                                    ensure_ascii=False) + "\n"
                         for path, blobs in kept for n, blob_id in reversed(list(enumerate(blobs))))
-        _write_private(self._states_file, lines.encode("utf-8", "surrogateescape"))
+        write_private(self._states_file, lines.encode("utf-8", "surrogateescape"))
 
     def _failures(self) -> dict[str, str]:
         try:
@@ -153,25 +154,8 @@ class Journal:
     def _save_failures(self, failures: dict[str, str]) -> None:
         try:
             if failures:
-                _write_private(self._failed_file, json.dumps(failures, indent=1).encode())
+                write_private(self._failed_file, json.dumps(failures, indent=1).encode())
             else:
                 self._failed_file.unlink(missing_ok=True)
         except OSError as exc:  # a full disk: the process still knows, the next one may not
             log.warning("could not save the list of work-tree files out of step: %s", exc)
-
-
-def _write_private(target: Path, data: bytes) -> None:
-    """Replace ``target`` with ``data`` atomically, as a 0600 file."""
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-        finally:
-            os.close(fd)
-        os.replace(tmp, target)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise

@@ -17,13 +17,13 @@ import contextlib
 import hashlib
 import logging
 import os
-import threading
 import zlib
 from pathlib import Path
 
 import pygit2
 
-from gitmem.git.base import FILE_MODE, DamagedObject, join
+from gitmem.git.base import DamagedObject, join
+from gitmem.git.files import write_private
 
 log = logging.getLogger("gitmem.engine")
 
@@ -212,15 +212,8 @@ class ObjectCheck:
 
     @staticmethod
     def _save(target: Path, text: str) -> None:
-        tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}")
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-            with os.fdopen(fd, "w") as out:
-                out.write(text)
-            os.replace(tmp, target)
-        except OSError:  # a read-only repository: the next process checks again
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+        with contextlib.suppress(OSError):  # a read-only repository: the next process checks again
+            write_private(target, text.encode("ascii"))
 
 
 # -- opening, clone, forget and remote support (gitmem.repository, gitmem.forget, CLI) --

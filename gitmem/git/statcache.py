@@ -21,6 +21,9 @@ import logging
 import os
 import stat
 import threading
+from pathlib import Path
+
+from gitmem.git.files import write_private
 
 log = logging.getLogger("gitmem.statcache")
 
@@ -29,7 +32,6 @@ SAVE_MIN_BYTES = 32 * 1024  # smaller files cost less to hash again than their e
 MAX_SAVED = 20_000  # the newest; loading one costs about 1 µs, and every process loads them all
 RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
 COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
-FILE_MODE = 0o600
 
 StatKey = tuple[int, int, int]
 
@@ -130,19 +132,11 @@ class StatCache:
         lines = [f"{blob} {key[0]} {key[1]} {key[2]} {ctime} {path}\n"
                  for path, (key, ctime, blob) in list(self.entries.items())
                  if key[1] >= SAVE_MIN_BYTES and "\n" not in path][-MAX_SAVED:]
-        tmp = f"{self.file}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE),
-                      "w", encoding="utf-8", errors="surrogateescape") as out:
-                out.writelines(lines)
-            os.replace(tmp, self.file)
+            write_private(Path(self.file), "".join(lines).encode("utf-8", "surrogateescape"))
             self._changed = False
         except OSError:
             log.warning("could not save the stat cache to %s", self.file, exc_info=True)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
     def _load(self) -> dict[str, tuple[StatKey, int, str]]:
         entries = {}

@@ -182,6 +182,7 @@ def serve(
     max_line: int = MAX_LINE,
     max_response: int = MAX_RESPONSE,
     stop_signals: Sequence[int] = (),
+    after_first_answer: Callable[[], None] | None = None,
 ) -> None:
     """Answer the requests read from `stdin` on `stdout` (see the module doc).
 
@@ -194,8 +195,11 @@ def serve(
     call: the request in progress is finished and answered, then `serve` returns. The
     last answer (to `Shutdown`, or after a stop signal) is written only once its log
     line is and every handler of `log` is flushed: the caller may be killed right after.
+    `after_first_answer` is called once the first request is answered (work that can wait
+    for it, off the way of the caller's first request).
     """
-    loop = _Loop(methods, stdout, log or logging.getLogger(__name__), log_context, max_line, max_response)
+    loop = _Loop(methods, stdout, log or logging.getLogger(__name__), log_context, max_line, max_response,
+                 after_first_answer)
     with _stopped_by(stop_signals, loop):
         loop.run(stdin)
     if loop.signalled is not None:
@@ -215,8 +219,9 @@ class _Call:
 
 
 class _Loop:
-    def __init__(self, methods, stdout, log, log_context, max_line, max_response) -> None:
+    def __init__(self, methods, stdout, log, log_context, max_line, max_response, after_first_answer) -> None:
         self.methods = methods
+        self.after_first_answer = after_first_answer
         self.stdout = stdout
         self.log = log
         self.log_context = log_context
@@ -241,6 +246,11 @@ class _Loop:
                 self.respond(_refusal(line, self.max_line), started, len(line))
             elif not line.isspace():
                 self.respond(self.dispatch(line), started, len(line))
+            else:
+                continue
+            if self.after_first_answer is not None:
+                first, self.after_first_answer = self.after_first_answer, None
+                first()
 
     def dispatch(self, line: bytes) -> _Call:
         call = _Call()

@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -38,6 +37,7 @@ from typing import Any
 from gitmem import layout
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
+from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts
 from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
@@ -307,9 +307,7 @@ class ReadCuts:
         return self._cuts
 
     def _save(self) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        tmp.write_text(json.dumps(self._cuts, ensure_ascii=False), "utf-8")
-        os.replace(tmp, self.path)
+        write_private(self.path, json.dumps(self._cuts, ensure_ascii=False).encode("utf-8"))
 
 
 def _message_key(message: Any) -> dict[str, str]:

@@ -25,6 +25,7 @@ from typing import Any
 from gitmem import layout
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
+from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.jsontexts import JsonTexts
@@ -34,6 +35,7 @@ from gitmem.stores.jsonl import ChunkedJsonl, dumps
 log = logging.getLogger("gitmem.threads")
 
 STATE_SNAPSHOT = "STATE_SNAPSHOT"
+LISTING_FILE = "thread-listing.json"  # in .git/gitmem/: the last listing of threads/ (a cache)
 
 
 class _Unset:
@@ -225,24 +227,55 @@ class ThreadStore:
         return [dict(t) for t in threads if owner_id is UNSET or t["ownerId"] == owner_id]
 
     def _all_threads(self, snapshot: Snapshot) -> list[dict[str, Any]]:
-        """The sorted listing, remembered for the tree id of ``threads/``."""
+        """The sorted listing, remembered for the tree id of ``threads/``; for the next
+        process too, in LISTING_FILE with each thread's ``meta.json`` blob id, so that a
+        new process reads only the ``meta.json`` files that changed since."""
         tree_id = snapshot.tree_id(layout.THREADS)
         cached_id, cached = self._listing
         if tree_id is not None and tree_id == cached_id:
             return cached
-        threads = []
-        for name in snapshot.list(layout.THREADS):
-            path = f"{layout.THREADS}/{name}/{layout.META}"
-            try:
-                meta = snapshot.read_parsed(path, parse_meta)
-            except (ValueError, EngineError) as exc:  # one broken file hides no other
-                log.warning("skipping %s: %s", path, exc)
-                continue
-            if meta is not None:
-                threads.append(_summary(name, meta))
-        threads.sort(key=lambda t: (-t["updatedAt"], t["id"]))
+        saved_id, saved = self._saved_listing()
+        if tree_id is not None and tree_id == saved_id:
+            entries = saved
+        else:
+            entries = {}
+            for name in snapshot.list(layout.THREADS):
+                path = f"{layout.THREADS}/{name}/{layout.META}"
+                blob_id = snapshot.blob_id(path)
+                if blob_id is not None and saved.get(name, ("",))[0] == blob_id:
+                    entries[name] = saved[name]
+                    continue
+                try:
+                    meta = snapshot.read_parsed(path, parse_meta)
+                except (ValueError, EngineError) as exc:  # one broken file hides no other
+                    log.warning("skipping %s: %s", path, exc)
+                    continue
+                if meta is not None:
+                    entries[name] = (blob_id, _summary(name, meta))
+            if tree_id is not None:
+                self._save_listing(tree_id, entries)
+        threads = sorted((summary for _blob_id, summary in entries.values()),
+                         key=lambda t: (-t["updatedAt"], t["id"]))
         self._listing = (tree_id, threads)
         return threads
+
+    def _saved_listing(self) -> tuple[str | None, dict[str, tuple[str, dict[str, Any]]]]:
+        try:
+            saved = json.loads((self.engine.private_dir / LISTING_FILE).read_bytes())
+            return saved["tree"], {name: (blob_id, summary) for name, (blob_id, summary)
+                                   in saved["threads"].items() if _SUMMARY_KEYS <= summary.keys()}
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):  # none, or damaged: read them
+            return None, {}
+
+    def _save_listing(self, tree_id: str, entries: Mapping[str, tuple[str, dict[str, Any]]]) -> None:
+        data = json.dumps({"tree": tree_id, "threads": entries}, ensure_ascii=False).encode("utf-8")
+        try:
+            write_private(self.engine.private_dir / LISTING_FILE, data)
+        except OSError:  # a read-only repository: the next process reads them again
+            pass
+
+
+_SUMMARY_KEYS = {"id", "agentId", "ownerId", "createdAt", "updatedAt"}
 
 
 def _summary(name: str, meta: Mapping[str, Any]) -> dict[str, Any]:
