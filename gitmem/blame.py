@@ -16,14 +16,11 @@ import dataclasses
 import difflib
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gitmem import layout
 from gitmem.git.base import CommitInfo
-from gitmem.history import format_date, read_record
-
-if TYPE_CHECKING:
-    from gitmem.repository import Gitmem
+from gitmem.history import Records, format_date, read_record
 
 _BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")
 
@@ -59,7 +56,7 @@ def blocks(content: str) -> list[str]:
     return [block.rstrip() for block in _BLANK_LINES.split(content)] if content.strip() else []
 
 
-def blame(mem: Gitmem, record: str) -> list[Blamed]:
+def blame(mem: Records, record: str) -> list[Blamed]:
     """Each part of ``record`` as it is now, with the commit that introduced it."""
     parsed = layout.parse_record(record)
     versions = [v.id for v in reversed(mem.record_index.versions(parsed.path))]
@@ -81,7 +78,7 @@ def blame(mem: Gitmem, record: str) -> list[Blamed]:
             for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind]))]
 
 
-def _parts(mem: Gitmem, record: layout.Record, commit: str) -> dict[str, list[Any]]:
+def _parts(mem: Records, record: layout.Record, commit: str) -> dict[str, list[Any]]:
     """{kind: items} of ``record`` at ``commit``."""
     shown = read_record(mem, record, mem.engine.snapshot_of(commit), commit)
     if not shown.exists:

@@ -24,15 +24,24 @@ import dataclasses
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from gitmem import layout
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.log import FileDiff
+from gitmem.record_index import RecordIndex
+from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
-if TYPE_CHECKING:
-    from gitmem.repository import Gitmem
+
+class Records(Protocol):
+    """What a history command reads and writes through: a :class:`~gitmem.repository.Gitmem`."""
+
+    engine: GitEngine
+    record_index: RecordIndex
+    memory: MemoryStore
+    sessions: SessionStore
+    threads: ThreadStore
 
 _AGO = re.compile(r"(\d+)\s*(second|minute|hour|day|week|month|year)s?\s+ago")
 _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
@@ -151,7 +160,7 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
                            "2026-11-01, 2026-11-01T14:00 or '3 days ago')") from None
 
 
-def resolve_version(mem: Gitmem, record: layout.Record, when: str) -> str | None:
+def resolve_version(mem: Records, record: layout.Record, when: str) -> str | None:
     """The commit WHEN names for ``record``: ``@``/``@~N`` (the record's newest version,
     N of its changes back), a date (the newest commit at or before it; None: before the
     first commit) or a revision."""
@@ -180,7 +189,7 @@ def format_date(seconds: int, offset_minutes: int) -> str:
 # -- the operations ---------------------------------------------------------------
 
 
-def log(mem: Gitmem, record: str | None = None, *, limit: int | None = None) -> list[LogEntry]:
+def log(mem: Records, record: str | None = None, *, limit: int | None = None) -> list[LogEntry]:
     """The commits that touched ``record`` (None: every commit), newest first, each with
     a one-line summary of what it changed there."""
     parsed = layout.parse_record(record) if record else None
@@ -197,20 +206,20 @@ def log(mem: Gitmem, record: str | None = None, *, limit: int | None = None) -> 
     return entries
 
 
-def record_commits(mem: Gitmem, record: layout.Record, *, limit: int | None = None) -> list[CommitInfo]:
+def record_commits(mem: Records, record: layout.Record, *, limit: int | None = None) -> list[CommitInfo]:
     """The commits that changed ``record``, newest first (at most ``limit``)."""
     versions = mem.record_index.versions(record.path)[:limit]
     return mem.engine.commit_infos([v.id for v in versions])
 
 
-def show(mem: Gitmem, record: str, at: str) -> Shown:
+def show(mem: Records, record: str, at: str) -> Shown:
     """``record`` as it was at WHEN ``at``."""
     parsed = layout.parse_record(record)
     commit = resolve_version(mem, parsed, at)
     return read_record(mem, parsed, mem.engine.snapshot_of(commit), commit)
 
 
-def diff(mem: Gitmem, record: str, since: str | None = None,
+def diff(mem: Records, record: str, since: str | None = None,
          until: str | None = None) -> RecordDiff:
     """What changed in ``record`` from WHEN ``since`` (default: its beginning) to WHEN
     ``until`` (default: now)."""
@@ -226,7 +235,7 @@ def diff(mem: Gitmem, record: str, since: str | None = None,
     return RecordDiff(parsed.name, old, new, mem.engine.diff_commits(parsed.path, old, new))
 
 
-def restore(mem: Gitmem, record: str, at: str) -> Restored:
+def restore(mem: Records, record: str, at: str) -> Restored:
     """Write ``record`` back as it was at WHEN ``at``, as one new commit (none when the
     record already is that way). A record that did not exist then is deleted, which
     the history keeps as well."""
@@ -285,7 +294,7 @@ def summarise(record: layout.Record | None, files: list[FileDiff]) -> tuple[str,
 # -- helpers ----------------------------------------------------------------------
 
 
-def read_record(mem: Gitmem, record: layout.Record, snapshot, commit: str | None) -> Shown:
+def read_record(mem: Records, record: layout.Record, snapshot, commit: str | None) -> Shown:
     """``record`` as ``snapshot`` (of ``commit``) holds it."""
     if record.kind in ("user", "agent"):
         agent = record.ids[0] if record.kind == "agent" else None

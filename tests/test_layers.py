@@ -12,6 +12,7 @@ other module imports.
 from __future__ import annotations
 
 import ast
+import graphlib
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,17 @@ def test_a_layer_imports_no_module_above_it(layer):
     wrong = {path: sorted(name for name in names if breaks(name, RULES[layer]))
              for path, names in found.items()}
     assert {path: names for path, names in wrong.items() if names} == {}
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    names = {"gitmem." + path.removesuffix(".py").replace("/", ".").removesuffix(".__init__"): found
+             for path, found in modules().items()}
+
+    def module_of(name: str) -> str:  # "gitmem.git.engine.GitEngine" -> "gitmem.git.engine"
+        while name not in names and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name
+
+    graph = {module: {module_of(name) for name in found if name == ROOT or name.startswith("gitmem.")} - {module}
+             for module, found in names.items()}
+    graphlib.TopologicalSorter(graph).prepare()  # raises CycleError, naming the circle
