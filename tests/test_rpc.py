@@ -60,6 +60,7 @@ def _texts(params):
 METHODS = {
     "echo": lambda params: params,
     "texts": _texts,
+    "texts_after_need": json_texts("items")(lambda params: param(params, "name")),
     "need": lambda params: param(params, "name"),
     "size": lambda params: len(params["pad"]),
     "big": lambda params: "x" * params["n"],
@@ -240,6 +241,16 @@ def test_invalid_utf8_is_a_parse_error(server):
         assert answer["id"] is None and answer["error"]["code"] == -32700
         assert "UTF-8" in answer["error"]["message"]
     assert server.call(request("echo"))["result"] == {}
+
+
+def test_invalid_utf8_in_texts_is_a_parse_error_when_the_method_refuses_another_param_first(server):
+    # threads.saveMessages with a null threadId: the method refuses the id before it reads
+    # the texts, but the line is not JSON (found by the fuzz suite)
+    line = b'{"jsonrpc":"2.0","id":1,"method":"texts_after_need","params":{"items":["\xff"]}}'
+    answer = server.call(line)
+    assert answer["id"] is None and answer["error"]["code"] == -32700
+    good = server.call(b'{"jsonrpc":"2.0","id":2,"method":"texts_after_need","params":{"items":["x"]}}')
+    assert good["id"] == 2 and good["error"]["code"] == -32602
 
 
 @pytest.mark.parametrize(

@@ -280,6 +280,14 @@ class _Loop:
         except Exception as error:
             self.log.error("%s id=%s raised", _brief(call.method), _brief(call.id), exc_info=True)
             call.reply = {"error": {"code": INTERNAL_ERROR, "message": _one_line(error)}}
+        if "error" in call.reply and call.reply["error"]["code"] != PARSE_ERROR \
+                and _texts_param(self.methods, call.method):
+            # The json_texts items were only scanned: a line that is not JSON after all is
+            # a parse error, whatever the method found wrong first (a bad threadId).
+            try:
+                parse_json(line)
+            except RpcError as error:
+                call.id, call.notification, call.reply = None, False, {"error": error.to_json()}
         return call
 
     def respond(self, call: _Call, started: float, size_in: int) -> None:
