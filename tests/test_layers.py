@@ -140,3 +140,37 @@ def test_no_module_imports_one_that_imports_it_back():
     graph = {module: {module_of(name) for name in found if name == ROOT or name.startswith("gitmem.")} - {module}
              for module, found in names.items()}
     graphlib.TopologicalSorter(graph).prepare()  # raises CycleError, naming the circle
+
+
+# README "Architecture": the layers, lowest first (a package stands for all its modules)
+LAYERS = [
+    ("gitmem.git",),
+    ("gitmem.errors", "gitmem.ids", "gitmem.strictjson", "gitmem.layout", "gitmem.meta",
+     "gitmem.jsontexts", "gitmem.merge"),
+    ("gitmem.stores",),
+    ("gitmem.protocol",),
+    ("gitmem.handedits", "gitmem.history", "gitmem.record_index", "gitmem.blame", "gitmem.secrets"),
+    ("gitmem.repository", ROOT),
+    ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.rescue", "gitmem.status",
+     "gitmem.maintenance", "gitmem.forget", "gitmem.clone", "gitmem.nui_import",
+     "gitmem.nui_extension", "gitmem.kaboo_adapter", "gitmem.logfile", "gitmem.bench"),
+    ("gitmem.cli", "gitmem.__main__"),
+]
+
+
+def layer_of(module: str) -> int:
+    for number, members in enumerate(LAYERS):
+        if any(module == name or (name != ROOT and module.startswith(name + ".")) for name in members):
+            return number
+    raise AssertionError(f"{module} is in no layer of README's table")
+
+
+def test_every_module_imports_only_its_own_layer_or_lower_ones():
+    wrong = []
+    for path, found in modules().items():
+        module = "gitmem." + path.removesuffix(".py").replace("/", ".").removesuffix(".__init__")
+        module = ROOT if module == "gitmem.__init__" else module
+        for name in found:
+            if (name == ROOT or name.startswith("gitmem.")) and layer_of(name) > layer_of(module):
+                wrong.append(f"{module} imports {name}")
+    assert wrong == []
