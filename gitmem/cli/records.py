@@ -89,9 +89,8 @@ def cmd_memory_list(args) -> None:
         owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
             mem.memory.agents(snapshot=snapshot))
         for agent in owners:
-            path = mem.memory.path(agent)
-            size = len(snapshot.read(path) or b"")
-            last = mem.engine.history(path, limit=1)
+            size = len(snapshot.read(mem.memory.path(agent)) or b"")
+            last = mem.log("user" if agent is None else f"agent:{agent}", limit=1)
             when = datetime.fromtimestamp(last[0].time).astimezone().strftime(
                 "%Y-%m-%d %H:%M") if last else "-"
             print(f"{'user' if agent is None else f'agent:{agent}'}\t{size}\t{when}")
