@@ -101,3 +101,11 @@ def test_the_thread_listing_kept_for_the_next_process_follows_every_change(mem, 
     for damage in (b"", b"{not json", b'{"tree": 1, "threads": []}'):
         listing.write_bytes(damage)
         assert listed(repo_path) == after
+
+
+def test_the_thread_listing_keeps_ids_json_can_only_escape(mem, repo_path):
+    odd = "lone \ud800 surrogate"  # a JSON request can carry one ("\\ud800")
+    mem.threads.append_events(odd, "planner", [{"type": "RUN_STARTED"}])
+    mem.close()
+    assert [t["id"] for t in listed(repo_path)] == [odd]
+    assert [t["id"] for t in listed(repo_path)] == [odd]  # from the kept listing

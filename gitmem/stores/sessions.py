@@ -307,7 +307,7 @@ class ReadCuts:
         return self._cuts
 
     def _save(self) -> None:
-        write_private(self.path, json.dumps(self._cuts, ensure_ascii=False).encode("utf-8"))
+        write_private(self.path, json.dumps(self._cuts).encode("ascii"))
 
 
 def _message_key(message: Any) -> dict[str, str]:

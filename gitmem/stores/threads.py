@@ -268,7 +268,7 @@ class ThreadStore:
             return None, {}
 
     def _save_listing(self, tree_id: str, entries: Mapping[str, tuple[str, dict[str, Any]]]) -> None:
-        data = json.dumps({"tree": tree_id, "threads": entries}, ensure_ascii=False).encode("utf-8")
+        data = json.dumps({"tree": tree_id, "threads": entries}).encode("ascii")  # ids may hold lone surrogates
         try:
             write_private(self.engine.private_dir / LISTING_FILE, data)
         except OSError:  # a read-only repository: the next process reads them again
