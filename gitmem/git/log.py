@@ -166,9 +166,16 @@ class History:
             pending.append((oid, True))
             pending.extend((p, False) for p in commit.parent_ids if p not in found)
         result = []
+        last: tuple[pygit2.Oid | None, pygit2.Tree | None] = (None, None)  # parents come first
         for commit in order:
-            parent = self._reader.tree_of(commit.parent_ids[0]) if commit.parent_ids else None
-            paths = tuple(tree_changes(parent, self._reader.tree_of(commit.id)))
+            first_parent = commit.parent_ids[0] if commit.parent_ids else None
+            if first_parent is None:
+                parent = None
+            else:
+                parent = last[1] if last[0] == first_parent else self._reader.tree_of(first_parent)
+            tree = self._reader.tree_of(commit.id)
+            last = (commit.id, tree)
+            paths = tuple(tree_changes(parent, tree))
             result.append(ChangedCommit(str(commit.id), tuple(str(p) for p in commit.parent_ids),
                                         commit.commit_time, paths))
         return result
