@@ -2,6 +2,7 @@
 
 One module per concept, the lower ones first:
 
+- ``files``: gitmem's own files in ``.git/gitmem/``, written atomically (no pygit2);
 - ``base``: names (``BRANCH``, ``REF``), errors, :class:`Identity`, :class:`CommitInfo`,
   path checks, commit messages with trailers;
 - ``lock`` (the writers' lock), ``statcache`` (what stat data vouches for), ``journal``
@@ -18,37 +19,5 @@ One module per concept, the lower ones first:
 - ``engine``: :class:`GitEngine`, which commits (compare-and-swap on ``main``), merges
   and moves ``main``, made of the pieces above; the stores and edges use it alone.
 
-The names below are imported from their modules on first use, so ``import gitmem.git``
-costs nothing until one is used.
+Import from the module that holds a name (``from gitmem.git.engine import GitEngine``).
 """
-
-from __future__ import annotations
-
-import importlib
-
-_HOMES = {
-    "base": ("BRANCH", "REF", "GITMEM_DIR", "DURABILITIES", "Changes", "EngineError", "UnsafePath",
-             "BranchMoved", "DiskFull", "DamagedObject", "Identity", "CommitInfo", "check_path",
-             "with_trailers"),
-    "engine": ("GitEngine", "RecordGuard", "BackgroundPacker"),
-    "snapshot": ("Snapshot",),
-    "log": ("FileDiff",),
-    "refs": ("ReflogEntry", "REFLOG_SCAN", "RESCUE_REFS", "BACKUP_REFS"),
-    "remote": ("scrub_credentials", "NETWORK_TIMEOUT"),
-    "facts": ("RepositoryFacts", "inspect_repository"),
-    "index": ("INDEX_IDLE",),
-    "lock": ("FileLock", "LockTimeout"),
-    "statcache": ("git_blob_id",),
-}
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
-
-__all__ = sorted(_HOME_OF)
-
-
-def __getattr__(name: str):
-    module = _HOME_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
