@@ -499,6 +499,43 @@ def test_sigterm_while_idle_stops(process):
     assert b"finished pending work" in process.stderr.read()
 
 
+NOTED_ELSEWHERE_SCRIPT = """
+import signal, sys, threading, time
+from gitmem.protocol.rpc import serve
+
+def signal_from_another_thread(params):
+    def later():
+        time.sleep(0.3)  # the loop is back in its read of the next line
+        signal.raise_signal(signal.SIGTERM)  # handled by this thread: the read is not interrupted
+    threading.Thread(target=later).start()
+    return "armed"
+
+serve({"arm": signal_from_another_thread}, sys.stdin.buffer, sys.stdout.buffer,
+      stop_signals=(signal.SIGTERM,))
+print("finished pending work", file=sys.stderr, flush=True)
+"""
+
+
+def test_a_stop_signal_that_does_not_interrupt_the_read_still_stops(tmp_path):
+    # As when SIGTERM lands while the main thread waits for the interpreter, just before
+    # its read of the next line (a hang of gitmem serve found under load).
+    script = tmp_path / "server.py"
+    script.write_text(NOTED_ELSEWHERE_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        proc.stdin.write(json.dumps(request("arm", id=1)).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["result"] == "armed"
+        assert proc.wait(timeout=10) == 0  # stdin still open: only the signal can stop it
+        assert b"finished pending work" in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_sigterm_during_a_request_lets_it_finish(process):
     process.stdin.write(json.dumps(request("slow", id=2)).encode() + b"\n")
     process.stdin.flush()

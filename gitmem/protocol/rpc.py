@@ -30,6 +30,7 @@ import operator
 import os
 import re
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -355,6 +356,9 @@ class _Loop:
         )
 
 
+NUDGE_EVERY = 0.05  # seconds between repeats of a stop signal the blocking read missed
+
+
 class _Stop(BaseException):
     """Raised by the stop-signal handler to break out of a blocking read."""
 
@@ -369,13 +373,54 @@ def _stopped_by(signals: Sequence[int], loop: _Loop) -> Iterator[None]:
             raise _Stop
 
     previous = {signum: signal.signal(signum, handler) for signum in signals}
+    nudger = _Nudger(signals) if signals else None
     try:
         yield
     except _Stop:
         pass
     finally:
+        if nudger is not None:
+            nudger.stop()
         for signum, old in previous.items():
             signal.signal(signum, old)
+
+
+class _Nudger:
+    """Makes sure a stop signal ends a blocking read. One that lands after the loop last
+    looked for signals and before its read began (the main thread waiting for the GIL,
+    say) is only noted by Python, and the read would wait for the next line: a thread
+    woken through ``signal.set_wakeup_fd`` sends the signal again to the main thread
+    every NUDGE_EVERY seconds until the loop has stopped."""
+
+    def __init__(self, signals: Sequence[int]):
+        self._signals = set(signals)
+        self._main = threading.main_thread().ident
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._write, False)
+        self._previous = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gitmem-signals", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                woken = os.read(self._read, 1)
+            except OSError:
+                return
+            if not woken or self._done.is_set():
+                return
+            if woken[0] in self._signals:
+                while not self._done.wait(NUDGE_EVERY):
+                    signal.pthread_kill(self._main, woken[0])
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        signal.set_wakeup_fd(self._previous)
+        os.close(self._write)  # the thread's read ends
+        self._thread.join(NUDGE_EVERY * 10)
+        os.close(self._read)
 
 
 def _flush(log: logging.Logger) -> None:
