@@ -93,11 +93,12 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
     with engine.lock if engine.writable else contextlib.nullcontext():
         kept = engine.refs.rescue_refs()
         entries = engine.refs.reflog()
-        rewrites = [entry for entry in _not_looked_at(engine, entries)
+        unseen = _not_looked_at(engine, entries)
+        rewrites = [entry for entry in unseen
                     if entry.old and not _made_by_gitmem(engine, entry)
                     and not _descends(engine, entry.new, entry.old)]
         if not kept and not rewrites:
-            _looked_at(engine, entries)
+            _looked_at(engine, unseen)
             return []
         # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made.
         candidates = [*kept, *(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
@@ -115,7 +116,7 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
             info = engine.commit_info(commit)
             found.append(Dropped(commit, info.time, info.offset, info.summary, ref))
         if all(d.ref for d in found):  # each kept: later calls find it from its ref
-            _looked_at(engine, entries)
+            _looked_at(engine, unseen)
     return sorted(found, key=lambda d: d.time, reverse=True)
 
 
@@ -151,10 +152,11 @@ def _not_looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> list[Reflog
     return entries
 
 
-def _looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> None:
-    if entries and engine.writable and _not_looked_at(engine, entries):
+def _looked_at(engine: GitEngine, unseen: list[ReflogEntry]) -> None:
+    """Note the newest of ``unseen`` (the moves not looked at before) as looked at."""
+    if unseen and engine.writable:
         with contextlib.suppress(OSError):  # the next call looks again
-            write_private(engine.private_dir / LOOKED_FILE, f"{_entry_key(entries[0])}\n".encode("ascii"))
+            write_private(engine.private_dir / LOOKED_FILE, f"{_entry_key(unseen[0])}\n".encode("ascii"))
 
 
 def _entry_key(entry: ReflogEntry) -> str:

@@ -214,7 +214,3 @@ class ObjectCheck:
     def _save(target: Path, text: str) -> None:
         with contextlib.suppress(OSError):  # a read-only repository: the next process checks again
             write_private(target, text.encode("ascii"))
-
-
-# -- opening, clone, forget and remote support (gitmem.repository, gitmem.forget, CLI) --
-
