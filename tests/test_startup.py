@@ -8,6 +8,7 @@ Real repositories, the real CLI and the real ``git``; the counts are the engine'
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -109,3 +110,26 @@ def test_the_thread_listing_keeps_ids_json_can_only_escape(mem, repo_path):
     mem.close()
     assert [t["id"] for t in listed(repo_path)] == [odd]
     assert [t["id"] for t in listed(repo_path)] == [odd]  # from the kept listing
+
+
+def test_a_write_cut_short_after_a_clean_close_is_still_recovered(mem, repo_path):
+    # A clean close notes that the index holds HEAD's tree; a writer killed after moving
+    # main (its work-tree file and index entry still the older version) must not be
+    # mistaken for that state by the next opening.
+    mem.memory.write("likes tea")
+    mem.close()
+    run_gitmem("memory", "write", "--user", repo=repo_path, input="likes tea\n\nand toast\n")
+    assert (repo_path / ".git" / "gitmem" / "index-in-step").exists()
+    git = Git(repo_path)
+    blob = git("hash-object", "-w", "--stdin", input="likes coffee\n").strip()
+    aside = {**SUBPROCESS_ENV, "GIT_INDEX_FILE": str(repo_path / ".git" / "index-aside")}
+    for args in (["read-tree", "HEAD"], ["update-index", "--cacheinfo", f"100644,{blob},memory/user.md"]):
+        subprocess.run(["git", "-C", str(repo_path), *args], env=aside, check=True)
+    tree = subprocess.run(["git", "-C", str(repo_path), "write-tree"], env=aside, check=True,
+                          capture_output=True, text=True).stdout.strip()
+    commit = git("commit-tree", tree, "-p", "HEAD", "-m", "memory: replace user memory").strip()
+    git("update-ref", "refs/heads/main", commit)  # the index file itself untouched
+
+    assert run_gitmem("memory", "read", "--user", repo=repo_path).stdout == "likes coffee\n"
+    assert (repo_path / "memory" / "user.md").read_text() == "likes coffee\n"
+    assert git("status", "--porcelain") == ""
