@@ -1,4 +1,4 @@
-"""The import rules of gitmem's layers (README "Architecture"), read from the source with ``ast``.
+"""The import rules of gitmem's layers (docs/architecture.md), read from the source with ``ast``.
 
 Every import counts: at the top of a module, inside a function, under ``if
 TYPE_CHECKING``, relative ones, and ``importlib.import_module("...")`` /
@@ -142,7 +142,7 @@ def test_no_module_imports_one_that_imports_it_back():
     graphlib.TopologicalSorter(graph).prepare()  # raises CycleError, naming the circle
 
 
-# README "Architecture": the layers, lowest first (a package stands for all its modules)
+# docs/architecture.md: the layers, lowest first (a package stands for all its modules)
 LAYERS = [
     ("gitmem.git",),
     ("gitmem.errors", "gitmem.ids", "gitmem.strictjson", "gitmem.layout", "gitmem.meta",
@@ -162,7 +162,7 @@ def layer_of(module: str) -> int:
     for number, members in enumerate(LAYERS):
         if any(module == name or (name != ROOT and module.startswith(name + ".")) for name in members):
             return number
-    raise AssertionError(f"{module} is in no layer of README's table")
+    raise AssertionError(f"{module} is in no layer of the table in docs/architecture.md")
 
 
 def test_every_module_imports_only_its_own_layer_or_lower_ones():
