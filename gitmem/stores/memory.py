@@ -84,7 +84,7 @@ class MemoryStore:
         served = self._served.get(path)
         if served is None:
             served = self._served[path] = deque(maxlen=STALE_VERSIONS)
-        served.append(Served(time.monotonic(), snapshot.blob_id(path), normalise(data), snapshot.id))
+        served.append(Served(time.monotonic(), data, snapshot.commit_id))
         return data
 
     def write(self, content: str, agent_id: str | None = None, mode: str = "replace",
@@ -161,7 +161,7 @@ class MemoryStore:
             if read.taken or now - read.time > window:
                 continue
             newest = read
-            if _made_from(new, read.text) and (best is None or len(read.text) >= len(best.text)):
+            if _made_from(new, normalise(read.text)) and (best is None or len(read.text) >= len(best.text)):
                 best = read
         return best or newest
 
@@ -192,13 +192,14 @@ class MemoryStore:
             seen.append((now, head_id))  # the version this write replaces
         seen.append((now, new_id))
         self._written[path] = (new_id, new)
-        if read is not None and new and read.version != head_id and _made_from(new, read.text):
-            if new == read.text and head.startswith(new.rstrip("\n") + BLOCK):
-                return Stale(read.commit, head_id, None)
+        if read is not None and new and read.text != head and _made_from(new, normalise(read.text)):
+            base = str(read.commit) if read.commit else None
+            if new == normalise(read.text) and head.startswith(new.rstrip("\n") + BLOCK):
+                return Stale(base, head_id, None)
             merged, _ = merge_file(path, read.text.encode("utf-8", "surrogateescape"),
                                    head.encode("utf-8", "surrogateescape"),
                                    new.encode("utf-8", "surrogateescape"))
-            return Stale(read.commit, head_id, merged)
+            return Stale(base, head_id, merged)
         if not head or new == head or new.startswith(head.rstrip("\n") + BLOCK):
             return None
         wanted: dict[str, str] = {}  # version (blob id) -> its text
@@ -258,7 +259,7 @@ class MemoryStore:
         commit = self.engine.update(
             changes, f"memory: merge a stale replace into {_describe(agent_id)}",
             record_trailers("memory.replace", _record(agent_id),
-                            {**(trailers or {}), "Gitmem-Merged-Base": stale.base}),
+                            {**(trailers or {}), **({"Gitmem-Merged-Base": stale.base} if stale.base else {})}),
             scope=path)
         if not moved:
             log.info("stale replace of %s merged onto HEAD from the version of %s",
@@ -287,15 +288,14 @@ class MemoryStore:
         return found
 
 
-@dataclasses.dataclass(eq=False)
+@dataclasses.dataclass(eq=False, slots=True)
 class Served:
-    """A read this store answered: when (monotonic), the version (blob id, None: no file),
-    its text, the commit read, and whether a write was made from it already."""
+    """A read this store answered: when (monotonic), the text served, the commit read, and
+    whether a write was made from it already."""
 
     time: float
-    version: str | None
     text: str
-    commit: str | None
+    commit: object  # pygit2.Oid (None: no commit yet), turned into text only when used
     taken: bool = False
 
 
@@ -303,7 +303,7 @@ class Stale(NamedTuple):
     """A replace made from an earlier version: the commit that holds that version, HEAD's
     version (blob id) when it was checked, and the merge (None: a late duplicate)."""
 
-    base: str
+    base: str | None  # None: read before the repository's first commit
     head: str | None
     merged: bytes | None
 
