@@ -33,6 +33,7 @@ log = logging.getLogger("gitmem.engine")
 
 GRACE = 1.0  # seconds a writer may still be writing to a file gitmem replaced
 MAX_HELD = 1024  # displaced files kept at most; past that the oldest is checked early
+LOOK_EVERY = 0.1  # seconds between the thread's looks at most (a look per write cost the writer)
 
 OnEdit = Callable[[str, str, bytes], None]
 
@@ -87,11 +88,15 @@ class DisplacedFiles:
             with self._cond:
                 while not self._stopping and (not self._held or (
                         len(self._held) <= MAX_HELD and self._held[0].due > time.monotonic())):
-                    self._cond.wait(self._held[0].due - time.monotonic() if self._held else None)
+                    wait = self._held[0].due - time.monotonic() if self._held else None
+                    self._cond.wait(None if wait is None else max(wait, LOOK_EVERY))
                 if self._stopping:
                     return
-                held = self._held.popleft()
-            self._look(held)
+                now, due = time.monotonic(), []
+                while self._held and (self._held[0].due <= now or len(self._held) > MAX_HELD):
+                    due.append(self._held.popleft())
+            for held in due:
+                self._look(held)
 
     def _look(self, held: _Held) -> None:
         """Hand what reached ``held`` since its check to ``on_edit``, then remove it."""
