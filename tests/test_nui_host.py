@@ -188,13 +188,16 @@ def test_back_to_back_appends_onto_an_empty_memory_keep_every_block(spawn, git):
         if trial:
             nui.call("storage.agentMemory.delete", AGENT)
             assert git("ls-tree", "main", "memory/agents/codex.md") == ""
-        new = [f"trial {trial}: note {k}" for k in range(5)]
-        for k, block in enumerate(new):
-            nui.append(block, (trial, k))
-        nui.settle()
-        content = nui.call("storage.agentMemory.read", AGENT)["content"]
-        assert sorted(content.rstrip("\n").split("\n\n")) == sorted(new)  # each block once
-        assert git.show("main:memory/agents/codex.md") == content
+        blocks: list[str] = []
+        for burst in ("onto nothing", "onto those"):
+            new = [f"trial {trial}: note {k} {burst}" for k in range(5)]
+            for k, block in enumerate(new):
+                nui.append(block, (trial, burst, k))
+            nui.settle()
+            blocks += new
+            content = nui.call("storage.agentMemory.read", AGENT)["content"]
+            assert sorted(content.rstrip("\n").split("\n\n")) == sorted(blocks)  # each block once
+            assert git.show("main:memory/agents/codex.md") == content
     stop(nui.host)
 
 

@@ -310,8 +310,10 @@ class Stale(NamedTuple):
 
 def _made_from(new: str, version: str) -> bool:
     """True when text ``new`` may have been made from ``version``: it is that version or
-    extends it (the version, a blank line, more); any text extends the empty version."""
-    return not version or new == version or new.startswith(version.rstrip("\n") + BLOCK)
+    extends it (the version, a blank line, more: nui trims the version's whitespace before
+    it joins); any text extends the empty version."""
+    trimmed = version.strip()
+    return not trimmed or new == version or new.startswith(trimmed + BLOCK)
 
 
 def _decode(data: bytes) -> str:
