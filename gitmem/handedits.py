@@ -58,6 +58,7 @@ from collections.abc import Iterable, Mapping
 from gitmem import layout
 from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
+from gitmem.git.statcache import git_blob_id
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
 from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX
@@ -218,6 +219,25 @@ class HandEdits:
         """
         if is_watched(scope):
             self._commit([scope], EMPTY_SETTLE)
+
+    def merge_displaced(self, path: str, base_id: str, data: bytes) -> str | None:
+        """Commit ``data`` as the person's save of ``path`` made from version ``base_id``:
+        what reached a work-tree file after a write had checked it and replaced it
+        (:mod:`gitmem.git.displaced`), merged onto HEAD. Returns the commit id (None: nothing new)."""
+        problem = check(path, data) if is_watched(path) else (None, "not a file of the layout")
+        if problem is not None:
+            log.warning("%s was written to after gitmem replaced it, and that is not committed "
+                        "(%s); what it held is blob %s", path, Refusal(path, *problem),
+                        self.engine.store_blob(data))
+            return None
+        save = _Save(path, data, git_blob_id(data), base_id)
+        commit = self.engine.update(
+            lambda head: self._merged([save], head)[0], f"hand edit: {path}\n\nedited: {path} "
+            "(written to the file as gitmem replaced it: merged, keeping the changes made since)\n",
+            {"Gitmem-Op": OP}, author=self.engine.user_identity(), scope=path)
+        if commit is not None:
+            log.info("committed what reached %s as gitmem replaced it, merged onto HEAD", path)
+        return commit
 
     def commit_pending(self, scopes: Iterable[str] | None = None) -> str | None:
         """Commit the edits under ``scopes`` (files or folders; None: every layout folder).

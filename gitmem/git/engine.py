@@ -38,6 +38,7 @@ import pygit2
 from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, REF, BranchMoved, Changes,
                              CommitInfo, DamagedObject, DiskFull, EngineError, Identity, UnsafePath,
                              check_path, config_get, default_identity, user_identity, with_trailers)
+from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
@@ -66,6 +67,11 @@ class RecordGuard(Protocol):
     def before_access(self, scope: str) -> None:
         """Called with a record's path (file or folder) before it is read from HEAD, and
         under the writers' lock before it is written."""
+
+    def merge_displaced(self, path: str, base_id: str, data: bytes) -> None:
+        """Called (from a thread of the engine's) with what a work-tree file a write had
+        replaced holds now: bytes a writer put there after it was checked to hold
+        ``base_id`` (see :mod:`gitmem.git.displaced`)."""
 
 
 class BackgroundPacker(Protocol):
@@ -117,9 +123,10 @@ class GitEngine:
         self.journal = Journal(self.private_dir)  # what gitmem last put in each work-tree file
         self._objects = ObjectCheck(repo, self.gitdir, self.private_dir)
         self._reader = Reader(repo, self._objects, self._stat_cache, self.workdir, cache_bytes)
+        self._displaced = DisplacedFiles(self._displaced_edit)
         self._worktree = WorkTree(self.workdir, self.gitdir, tmp_dir, journal=self.journal,
                                   stat_cache=self._stat_cache, content_id=self._reader.content_id,
-                                  durability=durability)
+                                  durability=durability, displaced=self._displaced)
         self._index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
                             reader=self._reader, worktree=self._worktree, durability=durability)
         self._log = History(repo, self._reader, self._objects)
@@ -176,12 +183,20 @@ class GitEngine:
     def close(self) -> None:
         """Bring the index in step with HEAD, stop the background thread, save the stat cache."""
         if not self._closed:
+            self._displaced.close()  # may commit what reached a replaced file: before the rest
             self._closed = True
             self._index.refresher.stop()
             if self.writable:
                 self._index.save_in_step(self._reader.tip())
                 self._stat_cache.save()
             self.journal.close()
+
+    def _displaced_edit(self, path: str, base_id: str, data: bytes) -> None:
+        if self._hand_edits is not None:
+            self._hand_edits.merge_displaced(path, base_id, data)
+        else:
+            log.warning("%s was written to after gitmem replaced it; what it held then is blob %s",
+                        path, self.store_blob(data))
 
     def __enter__(self) -> GitEngine:
         return self
