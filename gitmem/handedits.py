@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from gitmem import layout
+from gitmem import layout, rewrites
 from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
 from gitmem.ids import UndecodableId, decode
@@ -216,6 +216,8 @@ class HandEdits:
         more likely a save in progress than a person's choice (and a write meanwhile leaves
         it alone anyway).
         """
+        if self.engine.moved_elsewhere():
+            rewrites.look(self.engine)
         if is_watched(scope):
             self._commit([scope], EMPTY_SETTLE)
 
@@ -225,6 +227,8 @@ class HandEdits:
         One commit for all of them, by the user; refused files are left out. Returns the
         commit id, or None when nothing was committed.
         """
+        if self.engine.moved_elsewhere():
+            rewrites.look(self.engine)
         return self._commit(None if scopes is None else list(scopes), 0.0)
 
     def _commit(self, scopes: list[str] | None, hold_empty: float) -> str | None:

@@ -15,6 +15,8 @@ import json
 import sys
 import threading
 
+import pytest
+
 from conftest import SUBPROCESS_ENV, Git
 from nui_client import NuiHost
 
@@ -132,3 +134,35 @@ def test_reset_hard_keeps_three_commits_for_rescue_and_the_cli_says_so(repo_path
     assert "gitmem rescue" in cli("status").stdout
     cli("rescue")
     assert cli("memory", "read", "--user").stdout == "one\n\ntwo\n\nthree\n\nfour\n"
+
+
+@pytest.mark.parametrize("amend", [False, True], ids=["commit", "amend"])
+def test_a_commit_made_from_an_index_gitmem_had_not_updated_is_put_back(repo_path, cli, git, amend):
+    """The index a person's git command read just before gitmem's last writes, written
+    back by it afterwards (as ``git commit`` writes back what it read before taking
+    ``index.lock``): the person's commit drops those writes; the next gitmem command puts
+    them back by itself, and what the person committed stays."""
+    cli("init")
+    cli("memory", "write", "--user", input="my notes")
+    cli("memory", "write", "--agent", "reviewer", input="start")
+    index = repo_path / ".git" / "index"
+    read_before = index.read_bytes()
+    cli("memory", "write", "--agent", "reviewer", "--append", input="gitmem's append")
+    cli("session", "write", "claude-code", "s1",
+        input=json.dumps({"messages": [{"id": "m1", "role": "user", "content": "hi"}]}))
+    index.write_bytes(read_before)
+    with open(repo_path / USER_FILE, "a") as file:
+        file.write("\nby hand\n")
+    git("add", USER_FILE)
+    git("commit", "-q", *(["--amend", "--no-edit"] if amend else ["-m", "my notes"]))
+    assert "gitmem's append" not in git.show(f"main:{AGENT_FILE}")  # dropped by the commit
+
+    said = cli("memory", "read", "--agent", "reviewer")
+    assert said.stdout == "start\n\ngitmem's append\n"
+    assert "put back" in said.stderr
+    assert git.show(f"main:{AGENT_FILE}") == said.stdout
+    assert '"m1"' in git.show("main:sessions/claude-code/s1/messages/000000.jsonl")
+    assert git.show(f"main:{USER_FILE}") == "my notes\n\nby hand\n"
+    assert git("log", "-1", "--format=%(trailers:key=Gitmem-Op,valueonly)", "main").strip() == "put-back"
+    assert cli("memory", "read", "--agent", "reviewer").stderr == ""  # put back once
+    git.fsck()

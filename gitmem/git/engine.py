@@ -114,6 +114,7 @@ class GitEngine:
         self._lock = FileLock(self.private_dir / "lock", timeout=lock_timeout,
                               on_abandoned=lambda taken_at: self._recovery.after_dead_writer(taken_at))
         self._closed = False
+        self._known_tip: pygit2.Oid | None | bool = False  # main's tip as this engine left it (False: not known)
         self._stat_cache = StatCache(self.private_dir / STAT_CACHE_FILE)
         self.journal = Journal(self.private_dir)  # what gitmem last put in each work-tree file
         self._objects = ObjectCheck(repo, self.gitdir, self.private_dir)
@@ -198,6 +199,15 @@ class GitEngine:
         """The commit id at the tip of ``main``, or None before the first commit."""
         oid = self._reader.tip()
         return str(oid) if oid else None
+
+    def moved_elsewhere(self) -> bool:
+        """True when main's tip is not the one this engine last moved it to (or saw, see
+        :meth:`saw_tip`): another process moved it (plain git, or another gitmem)."""
+        return self._reader.tip() != self._known_tip
+
+    def saw_tip(self) -> None:
+        """Note main's tip now as seen: :meth:`moved_elsewhere` is False until it moves again."""
+        self._known_tip = self._reader.tip()
 
     def snapshot(self, rev: str | None = None, *, scope: str | None = None) -> Snapshot:
         """A view of HEAD, or of revision ``rev`` (anything ``git rev-parse`` takes).
@@ -382,6 +392,8 @@ class GitEngine:
                         self._index.stage(changes, tree, moved=(base, commit_id))
                     if self._move_main(base, commit_id, full_message):
                         tried = None
+                        if self._known_tip == base:
+                            self._known_tip = commit_id
                         self._objects.wrote(commit_id, [base] if base else [], tree_id, base_tree)
                         if self._background_packer is not None:
                             self._background_packer.maybe_start()
@@ -556,6 +568,8 @@ class GitEngine:
             check_path(path)
         if not self._move_branch(old, new, message):
             raise BranchMoved("the branch moved while syncing; try again")
+        if self._known_tip == old:
+            self._known_tip = new
         if not self._worktree.is_main():
             return []
         writes = {path: self.read_blob(new_id) if new_id else None
