@@ -153,8 +153,9 @@ def _committed_by_gitmem(engine: GitEngine, commit: str) -> bool:
 
 
 def _descends(engine: GitEngine, commit: str | None, ancestor: str) -> bool:
-    try:
-        return commit is not None and engine.is_ancestor(ancestor, commit)
+    try:  # a commit on top (git's own `git commit`) is told without walking its history
+        return commit is not None and (ancestor in engine.commit_infos([commit])[0].parents
+                                       or engine.is_ancestor(ancestor, commit))
     except EngineError:  # one of them is gone: nothing to tell
         return False
 
@@ -214,7 +215,7 @@ def _states_before(engine: GitEngine, entry: ReflogEntry, paths: list[str]) -> l
     states = []
     commit: str | None = entry.old
     while commit is not None and len(states) < PUT_BACK_DEPTH:
-        info: CommitInfo = engine.commit_info(commit)
+        info: CommitInfo = engine.commit_infos([commit])[0]
         if info.time < entry.time - PUT_BACK_WINDOW or not _committed_by_gitmem(engine, commit):
             break
         commit = info.parents[0] if info.parents else None

@@ -378,16 +378,16 @@ class GitEngine:
                         log.info("writing objects again after: %s", exc)
                         continue
                     tree = self._repo[tree_id]
-                    made = _Attempt(snapshot, changes, {path: str(tree[path].id) if data is not None else None
-                                                        for path, data in changes.items()})
+                    ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
                     on_main = self._worktree.is_main()
+                    made = _Attempt(snapshot, changes, ids, _expected(snapshot, changes, tried, worktree_holds))
                     if on_main:
                         # Work tree and index first, main last: git reads HEAD before the index
                         # and moves HEAD only from the HEAD it read, so a plain `git commit`
                         # either fails on that check or carries this change.
                         self._recovery.note_in_flight(commit_id)
-                        self._worktree.write(changes, expected=made.expected(tried, worktree_holds),
-                                             blob_ids={p: b for p, b in made.ids.items() if b})
+                        self._worktree.write(changes, expected=made.expected,
+                                             blob_ids={p: b for p, b in ids.items() if b})
                         tried = made
                         self._index.stage(changes, tree, moved=(base, commit_id))
                     if self._move_main(base, commit_id, full_message):
@@ -423,8 +423,9 @@ class GitEngine:
         never reached main: they must not look like a person's edit)."""
         head = Snapshot(self._reader, self._reader.tip())
         try:
+            written = tried.written()
             self._worktree.write({path: head.read(path) if head.blob_id(path) else None
-                                  for path in tried.changes}, expected=tried.ids)
+                                  for path in written}, expected=written)
             if head.tree is not None:
                 self._index.stage(tried.changes, head.tree, moved=(head.id, head.id))
         except Exception:  # noqa: BLE001 - the next access repairs them (see gitmem.handedits)
@@ -603,6 +604,11 @@ class GitEngine:
         """The blob id of the regular file at ``path`` in the work tree; None when there is none."""
         return self._worktree.file_id(path)
 
+    def worktree_hidden_by(self, path: str) -> str | None:
+        """The folder on the way to ``path`` gitmem cannot see into (a symlink, a file, an
+        unreadable folder), or None (see :meth:`WorkTree.hidden_by`)."""
+        return self._worktree.hidden_by(path)
+
     def read_worktree(self, path: str) -> tuple[bytes, str] | None:
         """``(bytes, blob id)`` of the regular file at ``path`` in the work tree, or None."""
         return self._worktree.read(path)
@@ -715,17 +721,13 @@ class _Attempt:
 
     snapshot: Snapshot
     changes: Changes
-    ids: dict[str, str | None]  # path: the blob id written there (None: deleted)
+    ids: dict[str, str | None]  # path: its blob id in the commit (None: deleted)
+    expected: dict[str, str | None]  # path: what the work-tree file held for the write to replace it
 
-    def expected(self, before: _Attempt | None, worktree_holds: Mapping[str, str | None] | None
-                 ) -> Snapshot | Mapping[str, str | None]:
-        """What each work-tree file must hold for this attempt to replace it: what the
-        attempt ``before`` wrote there, else ``worktree_holds``' version or the snapshot's."""
-        if before is None:
-            return worktree_holds or self.snapshot
-        holds = worktree_holds or {}
-        return {path: before.ids[path] if path in before.ids else
-                holds[path] if path in holds else self.snapshot.blob_id(path) for path in self.changes}
+    def written(self) -> dict[str, str | None]:
+        """``{path: blob id}`` of the work-tree files this attempt replaced (not those that
+        held its version already: a person's save committed as it is)."""
+        return {path: new_id for path, new_id in self.ids.items() if self.expected.get(path) != new_id}
 
     def onto(self, tip: Snapshot, make_changes: Callable[[Snapshot], Changes | None]) -> Changes | None:
         """The changes that make this write on main's new ``tip``. A person's commit may
@@ -749,6 +751,17 @@ class _Attempt:
             again = make_changes(tip) or {}
             changes.update({path: again[path] for path in other if path in again})
         return changes or None
+
+
+def _expected(snapshot: Snapshot, changes: Changes, before: _Attempt | None,
+              worktree_holds: Mapping[str, str | None] | None) -> dict[str, str | None]:
+    """What each work-tree file must hold for a write of ``changes`` made on ``snapshot`` to
+    replace it: what the attempt ``before`` wrote there, else ``worktree_holds``' version
+    (a change made from what the work tree holds), else the snapshot's."""
+    written = before.written() if before is not None else {}
+    holds = worktree_holds or {}
+    return {path: written[path] if path in written else holds[path] if path in holds
+            else snapshot.blob_id(path) for path in changes}
 
 
 def _nest(changes: Changes) -> dict:
