@@ -55,7 +55,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from gitmem import layout
+from gitmem import layout, rewrites
 from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
 from gitmem.git.statcache import git_blob_id
@@ -217,6 +217,8 @@ class HandEdits:
         more likely a save in progress than a person's choice (and a write meanwhile leaves
         it alone anyway).
         """
+        if self.engine.moved_elsewhere():
+            rewrites.look(self.engine)
         if is_watched(scope):
             self._commit([scope], EMPTY_SETTLE)
 
@@ -245,6 +247,8 @@ class HandEdits:
         One commit for all of them, by the user; refused files are left out. Returns the
         commit id, or None when nothing was committed.
         """
+        if self.engine.moved_elsewhere():
+            rewrites.look(self.engine)
         return self._commit(None if scopes is None else list(scopes), 0.0)
 
     def _commit(self, scopes: list[str] | None, hold_empty: float) -> str | None:
@@ -320,8 +324,8 @@ class HandEdits:
         for path in paths:
             head_id = head.blob_id(path)
             found = engine.read_worktree(path)
-            if found is None and os.path.lexists(engine.worktree_path(path)):
-                continue  # a symlink, folder or device: never committed, never deleted
+            if found is None and self._unseen(path):
+                continue  # a symlink, folder or device, or behind one: never committed, never deleted
             data, on_disk = found if found is not None else (None, None)
             if on_disk == head_id:
                 continue
@@ -408,7 +412,9 @@ class HandEdits:
         if not engine.worktree_is_main():
             return Scan([], [], failures, checked_out)
         head = engine.snapshot()
-        plan = self._plan(self._files(None, head), head)
+        files = self._files(None, head)
+        plan = self._plan(files, head)
+        failures += _hidden_folders(engine, files, head)
         failed = {f.path for f in failures}
         stale = [OutOfStep(path, "holds an older version gitmem wrote (repaired at the next access)")
                  for path in sorted(plan.repairs) if path not in failed]
@@ -440,13 +446,19 @@ class HandEdits:
             on_disk = self.engine.worktree_id(path)
             if on_disk == head.blob_id(path):
                 continue
-            if on_disk is None and os.path.lexists(self.engine.worktree_path(path)):
-                continue  # a symlink, folder or device: never committed, never deleted
+            if on_disk is None and self._unseen(path):
+                continue  # a symlink, folder or device, or behind one: never committed, never deleted
             refused = self._refused.get(path)
             if refused is not None and refused.blob_id == on_disk:
                 continue
             dirty.append(path)
         return dirty
+
+    def _unseen(self, path: str) -> bool:
+        """True when something other than a regular file is at ``path`` (never followed), or
+        a folder on the way hides it (:meth:`GitEngine.worktree_hidden_by`): what gitmem
+        cannot see is not deleted."""
+        return self.engine.worktree_hidden_by(path) is not None or os.path.lexists(self.engine.worktree_path(path))
 
     def _wait_to_settle(self, paths: list[str]) -> bool:
         """Sleep until the newest change to ``paths`` is :attr:`settle` old; True if it slept.
@@ -479,6 +491,26 @@ class HandEdits:
             except OSError:
                 continue
         return 0.0
+
+
+def _hidden_folders(engine: GitEngine, paths: list[str], head: Snapshot) -> list[OutOfStep]:
+    """The folders on the way to ``paths`` that gitmem cannot see into, with what main
+    holds under each (readable through gitmem, never committed as deleted)."""
+    hidden: dict[str, int] = {}
+    for path in paths:
+        folder = engine.worktree_hidden_by(path)
+        if folder is not None and folder not in hidden:
+            hidden[folder] = len(list(head.files(folder))) if head.tree_id(folder) else 0
+    found = []
+    for folder, count in sorted(hidden.items()):
+        target = engine.worktree_path(folder)
+        what = ("a symlink" if os.path.islink(target) else "not a folder" if not os.path.isdir(target)
+                else "a folder gitmem may not read")
+        found.append(OutOfStep(folder, f"{what}: gitmem does not look into it; the {count} file"
+                               f"{'s' if count != 1 else ''} main holds under it stay readable "
+                               "through gitmem and are not taken as deleted (put the folder back "
+                               "to bring it in step)"))
+    return found
 
 
 def _change(path: str, data: bytes | None, head: Snapshot) -> str:

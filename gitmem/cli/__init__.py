@@ -292,7 +292,13 @@ def open_repo(args, *, create: bool = False):
     """The :class:`~gitmem.repository.Gitmem` named by ``--repo`` (or the default one); it
     must exist unless ``create``."""
     from gitmem.repository import Gitmem
-    return Gitmem.open(args.repo, create=create)
+    from gitmem.rewrites import look
+    mem = Gitmem.open(args.repo, create=create)
+    try:  # what a person's git commit or reset dropped: put back, or kept and said once
+        look(mem.engine)
+    except Exception as exc:  # a damaged repository: the command itself says what it finds
+        logging.getLogger("gitmem.cli").info("main's moves not looked at: %s", exc)
+    return mem
 
 
 def print_json(value) -> None:

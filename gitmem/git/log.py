@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 
 import pygit2
 
-from gitmem.git.base import CommitInfo, entry_id, join
+from gitmem.git.base import CommitInfo, entry_id, is_hex, join
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.snapshot import Reader
 
@@ -125,7 +125,9 @@ class History:
     def changed_files(self, old: str | None, new: str | None) -> dict[str, tuple[str | None, str | None]]:
         """``{path: (blob id in old, blob id in new)}`` for every file that differs between
         two commits (None: no commit, or no file there)."""
-        return tree_changes(self._reader.tree_of(old), self._reader.tree_of(new))
+        # a commit id is read checked, its history is not walked (nor checked)
+        return tree_changes(*(self._reader.tree_of(pygit2.Oid(hex=c) if c and len(c) == 40 and is_hex(c) else c)
+                              for c in (old, new)))
 
     def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
         """``(path, line number, line)`` for each line ``commit`` adds to a text file.

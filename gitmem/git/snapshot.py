@@ -74,6 +74,11 @@ class Reader:
         except (ValueError, KeyError, pygit2.GitError, pygit2.InvalidSpecError):
             return None
 
+    def commit(self, rev: str) -> pygit2.Commit:
+        """The commit ``rev`` names, checked; its history is not (see :meth:`resolve`)."""
+        oid = self._plain_id(rev) or self.resolve(rev)
+        return self._objects.load(oid, "a commit").peel(pygit2.Commit)
+
     def tree_of(self, commit: str | pygit2.Oid | None) -> pygit2.Tree | None:
         """The root tree of a commit, every tree under it checked."""
         if commit is None:

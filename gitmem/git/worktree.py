@@ -135,6 +135,24 @@ class WorkTree:
         """The absolute work-tree path of repository path ``path``."""
         return self.workdir / check_path(path)
 
+    def hidden_by(self, path: str) -> str | None:
+        """The folder on the way to ``path`` that gitmem cannot see into: a symlink (never
+        followed), a file, or one it may not read; None when there is none (a folder that
+        is missing hides nothing: what was under it is gone)."""
+        parts = check_path(path).split("/")
+        current = str(self.workdir)
+        for depth, part in enumerate(parts[:-1]):
+            current = f"{current}/{part}"
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return "/".join(parts[:depth + 1])
+            if not stat.S_ISDIR(st.st_mode) or not os.access(current, os.R_OK | os.X_OK):
+                return "/".join(parts[:depth + 1])
+        return None
+
     def _safe_target(self, path: str, *, create_parents: bool) -> Path | None:
         """The work-tree path for ``path``, refusing to pass through symlinks or files."""
         parts = check_path(path).split("/")
@@ -148,6 +166,10 @@ class WorkTree:
                     return None
                 os.mkdir(current, DIR_MODE)
                 continue
+            except PermissionError:  # a folder on the way that may not be read
+                if create_parents:
+                    raise
+                return None
             if not stat.S_ISDIR(st.st_mode):  # a symlink or a file where a folder belongs
                 if create_parents:
                     raise UnsafePath(f"{current} is not a folder; refusing to write {path!r}")
