@@ -200,10 +200,11 @@ def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
         change = "add"
     else:
         stored, agent_session_id = mem.sessions.read(agent_type, session_id, snapshot=snapshot)
-        same = (stored == source["messages"] and agent_session_id == source["agentSessionId"]
+        same = (strictjson.same_json(stored, source["messages"])
+                and agent_session_id == source["agentSessionId"]
                 and meta.get("workingDir", "") == source["workingDir"]
-                and (meta.get(SUB_AGENTS) or {}) == source["subs"]
-                and session_entry(agent_type, session_id, meta) == source["entry"])
+                and strictjson.same_json(meta.get(SUB_AGENTS) or {}, source["subs"])
+                and strictjson.same_json(session_entry(agent_type, session_id, meta), source["entry"]))
         change = "unchanged" if same else "update"
     extra: dict[str, Any] = {SUB_AGENTS: source["subs"], SESSION_ENTRY: source["entry"]}
 

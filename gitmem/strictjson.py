@@ -7,6 +7,7 @@ same words.
 
     loads('{"n": NaN}')        # NonFiniteNumber: NaN is not JSON
     dumps({"n": float("inf")}) # NonFiniteNumber: Infinity is not JSON
+    same_json(1, True)         # False: Python's == says True, JSON's texts differ
 """
 
 from __future__ import annotations
@@ -64,3 +65,23 @@ def dumps(value: Any, **options: Any) -> str:
     except ValueError:
         check_finite(value)
         raise
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` are the same JSON: Python's ``==`` takes ``1``, ``1.0``
+    and ``true`` for one another and ignores key order, and a store that asked it whether
+    anything changed would not store such a change. Identical objects are not walked."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(
+            key_a == key_b and same_json(value_a, value_b)
+            for (key_a, value_a), (key_b, value_b) in zip(a.items(), b.items()))
+    if kind is list or kind is tuple:
+        return len(a) == len(b) and all(map(same_json, a, b))
+    if kind is float:
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)  # 0.0 and -0.0
+    return a == b

@@ -179,3 +179,17 @@ def test_the_progress_bar_only_draws_on_a_terminal():
     os.close(main)
     drawn = drawn.decode()
     assert drawn.endswith("\rimport [" + "#" * 30 + "] 3/3\r\n")
+
+
+def test_a_change_of_type_alone_at_the_source_is_imported(nui_data, mem, cli, git):
+    folder, data = nui_data
+    mem.close()
+    session = data["sessions"][0]
+    data["sessionMessages"][session["id"]][0]["flag"] = 1
+    (folder / "data.json").write_text(json.dumps(data, indent=2))
+    cli("import", "nui", "--data-dir", str(folder))
+    count = git.count()
+    data["sessionMessages"][session["id"]][0]["flag"] = True
+    (folder / "data.json").write_text(json.dumps(data, indent=2))
+    out = cli("import", "nui", "--data-dir", str(folder)).stdout
+    assert out.startswith(f"update session {session['agentType']}/{session['id']}") and git.count() == count + 1
