@@ -8,12 +8,13 @@ import argparse
 import json
 import sys
 
-from gitmem.cli import NO_PAGER_HELP, open_repo, positive_int, print_json, takes_repo
+from gitmem.cli import NO_PAGER_HELP, CliError, open_repo, positive_int, print_json, takes_repo
 from gitmem.cli import pager
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
-        "(HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, '3 days ago')")
+        "(HEAD~3, a hash) or a date/time as git reads one (2026-11-01: the end of that day, "
+        "2026-11-01T14:00, today, '3 days ago', 'last friday')")
 
 
 def add_log(sub) -> None:
@@ -101,10 +102,12 @@ def cmd_show(args) -> None:
         shown = show(mem, args.record, args.at)
     if args.json:
         print_json(shown.to_json())
+        if not shown.exists:
+            sys.exit(1)
         return
-    if not shown.exists:
+    if not shown.exists:  # exit 1, as for a path git show cannot find
         at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
-        print(f"gitmem: {shown.record} did not exist at {at}", file=sys.stderr)
+        raise CliError(f"{shown.record} did not exist at {at}")
     if "content" in shown.value:
         sys.stdout.write(shown.value["content"])
     else:
