@@ -27,6 +27,9 @@ def add_export(exporting) -> None:
     sub = command(exporting.add_subparsers(metavar="FORMAT", required=True), "nui",
                   "write sessions and memory in nui's built-in formats to DIR", cmd_export_nui)
     sub.add_argument("dir", metavar="DIR", help="where (data.json, memory/user.md, memory/agents/)")
+    sub.add_argument("--force", action="store_true",
+                     help="replace files export did not write, keeping each beside the new one "
+                          "as NAME.before-export")
 
 
 def add_serve(serve) -> None:
@@ -146,7 +149,7 @@ def cmd_import_nui(args) -> None:
 def cmd_export_nui(args) -> None:
     from gitmem.nui_import import export_nui
     with open_repo(args) as mem:
-        report = export_nui(mem, args.dir, progress=progress_bar("export"))
+        report = export_nui(mem, args.dir, progress=progress_bar("export"), force=args.force)
     for note in report.notes:
         print(f"note: {note}")
     print(f"exported {report.sessions} sessions, {report.agent_memories} agent memories"
