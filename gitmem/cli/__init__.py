@@ -298,7 +298,8 @@ def _set_example(parser: argparse.ArgumentParser, example: str) -> None:
 def open_repo(args, *, create: bool = False):
     """The :class:`~gitmem.repository.Gitmem` named by ``--repo`` (or the default one); it
     must exist unless ``create``."""
-    from gitmem.repository import Gitmem
+    from gitmem.repository import Gitmem, private_umask
+    private_umask()
     return Gitmem.open(args.repo, create=create)
 
 
