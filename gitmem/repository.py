@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem import history, layout
-from gitmem.git.base import BRANCH, CommitInfo, EngineError
+from gitmem.git.base import BRANCH, GITMEM_DIR, CommitInfo, EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.facts import RepositoryFacts, inspect_repository
 from gitmem.handedits import HandEdits
@@ -36,6 +36,26 @@ def default_repo_path() -> Path:
         return Path(os.environ[ENV_REPO]).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(data_home) / "gitmem"
+
+
+def locate_repo(given: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """The repository a command uses, and why, as git finds its own: ``given`` (``--repo``),
+    else ``$GITMEM_REPO``, else the gitmem repository holding the current folder (the
+    nearest ``.git`` above it, when gitmem has opened it), else :func:`default_repo_path`."""
+    if given:
+        return Path(given).expanduser(), "--repo"
+    if os.environ.get(ENV_REPO):
+        return Path(os.environ[ENV_REPO]).expanduser(), f"${ENV_REPO}"
+    try:
+        here = Path.cwd()
+    except OSError:  # the current folder was removed
+        here = None
+    for folder in (here, *here.parents) if here is not None else ():
+        if (folder / ".git").exists():
+            if (folder / ".git" / GITMEM_DIR).is_dir():
+                return folder, "the gitmem repository holding the current folder"
+            break
+    return default_repo_path(), "the default"
 
 
 def template_files(name: str) -> dict[str, bytes]:

@@ -166,7 +166,8 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-REPO_HELP = "the repository (default: $GITMEM_REPO or ~/.local/share/gitmem)"
+REPO_HELP = ("the repository (default: $GITMEM_REPO, else the gitmem repository holding the "
+             "current folder, else ~/.local/share/gitmem)")
 NO_PAGER_HELP = "do not pipe the output into a pager ($GIT_PAGER, $PAGER or less)"
 
 
@@ -298,9 +299,9 @@ def _set_example(parser: argparse.ArgumentParser, example: str) -> None:
 def open_repo(args, *, create: bool = False):
     """The :class:`~gitmem.repository.Gitmem` named by ``--repo`` (or the default one); it
     must exist unless ``create``."""
-    from gitmem.repository import Gitmem, private_umask
+    from gitmem.repository import Gitmem, locate_repo, private_umask
     private_umask()
-    return Gitmem.open(args.repo, create=create)
+    return Gitmem.open(locate_repo(args.repo)[0], create=create)
 
 
 def print_json(value) -> None:

@@ -127,9 +127,9 @@ def add_bench(bench) -> None:
 
 def cmd_import_nui(args) -> None:
     from gitmem.nui_import import import_nui, plan_import
-    from gitmem.repository import Gitmem, default_repo_path
+    from gitmem.repository import Gitmem, locate_repo
     if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
-        folder = Path(args.repo).expanduser() if args.repo else default_repo_path()
+        folder = locate_repo(args.repo)[0]
         if not (folder / ".git").exists():
             plan = plan_import(None, args.data_dir)
         else:
@@ -179,8 +179,9 @@ def progress_bar(label: str, stream=None):
 
 
 def cmd_serve(args) -> int:
+    from gitmem.repository import locate_repo
     from gitmem.serve import run
-    return run(args.repo, handlers_path=args.handlers, log_file=args.log_file,
+    return run(locate_repo(args.repo)[0], handlers_path=args.handlers, log_file=args.log_file,
                log_level=args.log_level, durability=args.durability,
                max_response=args.max_response, late_window=args.late_window,
                watch_edits=not args.no_watch, sync_interval=args.sync_interval,

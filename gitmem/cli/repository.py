@@ -201,9 +201,11 @@ def cmd_remote_remove(args) -> None:
 
 
 def cmd_status(args) -> None:
+    from gitmem.repository import locate_repo
     from gitmem.status import describe, status
     with open_repo(args) as mem:
         report = status(mem)
+    report["chosen_by"] = locate_repo(args.repo)[1]
     if args.json:
         print_json(report)
     else:
