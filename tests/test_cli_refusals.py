@@ -59,3 +59,89 @@ def test_an_empty_list_over_a_stored_session_needs_allow_empty(repo, cli, git):
     assert git.count() == count + 1 and read_session(cli) == []
     cli("session", "write", "claude-code", "new", input='{"messages": []}')  # nothing to lose
     assert read_session(cli, session_id="new") == []
+
+
+# -- names that do not exist -----------------------------------------------------------
+
+
+@pytest.fixture
+def records(repo, cli):
+    cli("memory", "write", "--agent", "reviewer", input="r")
+    cli("memory", "write", "--agent", "nobodies", input="n")
+    cli("session", "write", "claude-code", "nope2", input='{"messages": [{"id": "m"}]}')
+    cli("session", "write", "claude-code", "s1", input='{"messages": [{"id": "m"}]}')
+    from gitmem.repository import Gitmem
+    with Gitmem.open(repo, create=False) as mem:
+        mem.threads.append_events("nopes", "planner", [{"type": "RUN_STARTED"}])
+    return repo
+
+
+@pytest.mark.parametrize("args, says, closest", [
+    (("memory", "read", "--agent", "nobody"), "no agent memory 'nobody'", "nobodies"),
+    (("session", "read", "claude-code", "nope"), "no session claude-code/nope", "nope2"),
+    (("thread", "events", "nope"), "no thread 'nope'", "nopes"),
+    (("thread", "messages", "nope"), "no thread 'nope'", "nopes"),
+    (("thread", "state", "nope"), "no thread 'nope'", "nopes"),
+    (("log", "agent:nobody"), "no record agent:nobody", "agent:nobodies"),
+    (("log", "session:claude-code/nope"), "no record session:claude-code/nope", "nope2"),
+])
+def test_a_name_that_does_not_exist_says_so_with_the_closest(records, cli, args, says, closest):
+    """Exit 0 and the empty answer a record never written reads as (scripts keep working,
+    nui reads it so too), with one line on stderr naming the closest names."""
+    done = cli(*args)
+    assert done.stderr.count("\n") == 1 and says in done.stderr and closest in done.stderr, done.stderr
+    assert done.stdout in ("", "[]\n", "null\n", '{"messages": [], "agentSessionId": ""}\n')
+
+
+def test_a_name_that_exists_says_nothing_more(records, cli):
+    for args in (("memory", "read", "--agent", "reviewer"), ("session", "read", "claude-code", "s1"),
+                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("memory", "read", "--user")):
+        done = cli(*args)
+        assert "no " not in done.stderr, (args, done.stderr)
+
+
+def test_control_characters_in_ids_are_escaped_in_listings(repo, cli):
+    cli("memory", "write", "--agent", "evil\nagent:forged\t1", input="x")
+    cli("session", "write", "a\tb", "s\r1\x1b[2J", input='{"messages": [{"id": "m"}]}')
+    rows = cli("memory", "list").stdout.splitlines()
+    assert len(rows) == 1 and rows[0].startswith("agent:evil\\nagent:forged\\t1\t")
+    assert cli("session", "list").stdout == "a\\tb\ts\\r1\\x1b[2J\n"
+    from gitmem.repository import Gitmem
+    with Gitmem.open(repo, create=False) as mem:
+        mem.threads.append_events("t\n2", "a\u2028b", [{"type": "RUN_STARTED"}])
+    listed = cli("thread", "list").stdout
+    assert listed.count("\n") == 1 and json.loads(listed)["id"] == "t\n2"
+
+
+def test_nui_handlers_add_and_remove_say_what_changed(tmp_path, repo):
+    folder = tmp_path / "ext"
+    run_gitmem("nui", "install", "--dir", str(folder), "--agent-types", "pi", repo=repo)
+    added = run_gitmem("nui", "handlers", "add", "notes", "agentMemory", "--agent-types", "pi",
+                       "--dir", str(folder))
+    assert "added handler notes (agentMemory, pi)" in added.stdout and "storage-handlers.yaml" in added.stdout
+    removed = run_gitmem("nui", "handlers", "remove", "notes", "--dir", str(folder))
+    assert "removed handler notes" in removed.stdout
+
+
+def test_nui_install_refuses_a_repository_that_does_not_exist(tmp_path):
+    missing = tmp_path / "typo"
+    done = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext"), repo=missing, check=False)
+    assert_one_line_error(done, code=1, says="gitmem init")
+    assert not missing.exists() and not (tmp_path / "ext").exists()
+
+
+def test_serve_does_not_create_a_repository_it_was_pointed_at(tmp_path):
+    import subprocess, sys
+    from conftest import SUBPROCESS_ENV
+    missing = tmp_path / "typo"
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "storage.userMemory.read",
+                          "params": {"handlerId": "gitmem-user-memory"}}) + "\n"
+    done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--repo", str(missing)],
+                          input=request, capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=60)
+    answer = json.loads(done.stdout.splitlines()[0])
+    assert "gitmem init" in answer["error"]["message"] and not missing.exists()
+
+
+@pytest.mark.parametrize("value", ["-1", "-5000", "x"])
+def test_serve_refuses_a_negative_max_response(repo, value):
+    assert_one_line_error(run_gitmem("serve", "--max-response", value, repo=repo, check=False), code=2)

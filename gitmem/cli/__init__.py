@@ -200,13 +200,6 @@ def positive_int(text: str) -> int:
     return value
 
 
-def did_you_mean(name: str, names) -> str:
-    """`` (did you mean X?)`` naming the closest of ``names`` to ``name``, or "" when none is close."""
-    import difflib
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.5)
-    return f" (did you mean {' or '.join(close)}?)" if close else ""
-
-
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds, 0 or more."""
     from gitmem import strictjson

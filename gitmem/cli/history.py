@@ -10,6 +10,7 @@ import sys
 
 from gitmem.cli import NO_PAGER_HELP, CliError, open_repo, positive_int, print_json, takes_repo
 from gitmem.cli import pager
+from gitmem.cli.names import say_missing
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
@@ -65,6 +66,9 @@ def cmd_log(args) -> None:
     from gitmem.history import format_date, log
     with open_repo(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
+        if args.record and not entries:
+            say_missing(f"record {args.record}", args.record, record_names(mem),
+                        "gitmem memory list")
     colour = pager.use_colour(args.color)
     with pager.paged(not args.no_pager):
         if args.json:
@@ -74,6 +78,15 @@ def cmd_log(args) -> None:
             c = e.commit
             print(f"{pager.yellow(c.id[:10], colour)}  {format_date(c.time, c.offset)}  "
                   f"{c.author:<24}  [{e.summary}]  {c.summary}")
+
+
+def record_names(mem) -> list[str]:
+    """The name of every record at HEAD: user, agent:<id>, session:<type>/<id>, thread:<id>."""
+    snapshot = mem.engine.snapshot()
+    return ((["user"] if snapshot.exists(mem.memory.path(None)) else [])
+            + [f"agent:{agent}" for agent in mem.memory.agents(snapshot=snapshot)]
+            + [f"session:{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)]
+            + [f"thread:{t['id']}" for t in mem.threads.list_threads(snapshot=snapshot)])
 
 
 def cmd_blame(args) -> None:

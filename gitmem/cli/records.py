@@ -7,7 +7,8 @@ import sys
 from datetime import datetime
 
 from gitmem import strictjson
-from gitmem.cli import CliError, UsageError, command, did_you_mean, open_repo
+from gitmem.cli import CliError, UsageError, command, open_repo
+from gitmem.cli.names import did_you_mean, printable, say_missing
 
 
 def add_memory(parser) -> None:
@@ -67,8 +68,14 @@ def _agent(args) -> str | None:
 
 
 def cmd_memory_read(args) -> None:
+    agent = _agent(args)
     with open_repo(args) as mem:
-        sys.stdout.write(mem.memory.read(_agent(args)))
+        snapshot = mem.engine.snapshot()
+        content = mem.memory.read(agent, snapshot=snapshot)
+        if agent is not None and not content and not snapshot.exists(mem.memory.path(agent)):
+            say_missing(f"agent memory {agent!r}", agent, mem.memory.agents(snapshot=snapshot),
+                        "gitmem memory list")
+    sys.stdout.write(content)
 
 
 def cmd_memory_write(args) -> None:
@@ -97,12 +104,19 @@ def cmd_memory_list(args) -> None:
             last = mem.log("user" if agent is None else f"agent:{agent}", limit=1)
             when = datetime.fromtimestamp(last[0].time).astimezone().strftime(
                 "%Y-%m-%d %H:%M") if last else "-"
-            print(f"{'user' if agent is None else f'agent:{agent}'}\t{size}\t{when}")
+            print(f"{'user' if agent is None else f'agent:{printable(agent)}'}\t{size}\t{when}")
 
 
 def cmd_session_read(args) -> None:
     with open_repo(args) as mem:
-        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id)
+        snapshot = mem.engine.snapshot()
+        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id,
+                                                       snapshot=snapshot)
+        if snapshot.tree_id(mem.sessions.folder(args.agent_type, args.session_id)) is None:
+            say_missing(f"session {args.agent_type}/{args.session_id}",
+                        f"{args.agent_type}/{args.session_id}",
+                        [f"{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)],
+                        "gitmem session list")
     json.dump({"messages": messages, "agentSessionId": agent_session_id}, sys.stdout,
               ensure_ascii=False)
     sys.stdout.write("\n")
@@ -162,7 +176,7 @@ def cmd_session_delete(args) -> None:
 def cmd_session_list(args) -> None:
     with open_repo(args) as mem:
         for agent_type, session_id in mem.sessions.list():
-            print(f"{agent_type}\t{session_id}")
+            print(f"{printable(agent_type)}\t{printable(session_id)}")
 
 
 def cmd_thread_list(args) -> None:
@@ -174,6 +188,10 @@ def cmd_thread_list(args) -> None:
 def cmd_thread_read(args) -> None:
     with open_repo(args) as mem:
         threads = mem.threads
+        snapshot = mem.engine.snapshot()
+        if snapshot.tree_id(threads.folder(args.thread_id)) is None:
+            say_missing(f"thread {args.thread_id!r}", args.thread_id,
+                        [t["id"] for t in threads.list_threads(snapshot=snapshot)], "gitmem thread list")
         if args.what == "state":
             sys.stdout.write(threads.read_state_json(args.thread_id) + "\n")
             return
