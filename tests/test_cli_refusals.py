@@ -123,11 +123,17 @@ def test_nui_handlers_add_and_remove_say_what_changed(tmp_path, repo):
     assert "removed handler notes" in removed.stdout
 
 
-def test_nui_install_refuses_a_repository_that_does_not_exist(tmp_path):
-    missing = tmp_path / "typo"
-    done = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext"), repo=missing, check=False)
-    assert_one_line_error(done, code=1, says="gitmem init")
-    assert not missing.exists() and not (tmp_path / "ext").exists()
+def test_nui_install_says_it_made_a_repository_and_writes_nothing_pointing_nowhere(tmp_path):
+    missing = tmp_path / "new"
+    done = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext"), repo=missing)
+    assert f"made a new gitmem repository at {missing}" in done.stdout and (missing / ".git").is_dir()
+    again = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext"), repo=missing)
+    assert "made a new" not in again.stdout
+    (tmp_path / "a-file").write_text("")
+    nowhere = tmp_path / "a-file" / "repo"
+    done = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext2"), repo=nowhere, check=False)
+    assert_one_line_error(done, code=1)
+    assert not (tmp_path / "ext2").exists()
 
 
 def test_serve_does_not_create_a_repository_it_was_pointed_at(tmp_path):

@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from gitmem.cli import CliError, command, open_repo, seconds, takes_repo
+from gitmem.cli import command, open_repo, seconds, takes_repo
 from gitmem.cli.names import printable
 
 
@@ -208,12 +208,12 @@ def cmd_nui_install(args) -> None:
     from gitmem.git.facts import inspect_repository
     from gitmem.repository import locate_repo
     agent_types = _split(args.agent_types)
-    repo, chosen_by = locate_repo(args.repo)
-    if chosen_by != "the default" and inspect_repository(repo) is None:  # a typo, most likely
-        raise CliError(f"no gitmem repository at {repo} ({chosen_by}): the extension would "
-                       f"point nowhere; run `gitmem init {repo}` first, or name another")
+    repo = locate_repo(args.repo)[0]
+    new = inspect_repository(repo) is None
     kept = (Path(args.dir) / DEFAULT_FILE).exists() and not args.force
     folder = install(Path(args.dir), repo, agent_types, force=args.force)
+    if new:  # said, not done behind the person's back: a typo shows here
+        print(f"made a new gitmem repository at {repo.expanduser().resolve()}")
     if kept:
         print(f"kept {folder / DEFAULT_FILE} as it is (--force writes it again)")
     print(f"nui extension written to {folder.resolve()}; install it with: "
