@@ -54,22 +54,22 @@ def run(repo: str | os.PathLike | None = None, *,
         log_file: str | os.PathLike | None = None, log_level: str = "INFO",
         durability: str | None = None, max_response: int = rpc.MAX_RESPONSE,
         late_window: float = LATE_WINDOW, watch_edits: bool = True,
-        sync_interval: float | None = None, sync_remote: str | None = None,
-        create: bool = True) -> int:
+        sync_interval: float | None = None, sync_remote: str | None = None) -> int:
     """``gitmem serve``: serve ``repo`` on this process's stdin and stdout until end of
     input, a shutdown call or SIGTERM; returns the exit status (1: the repository could
     not be served, and every request was answered with an error saying why).
 
     ``handlers_path`` is the storage-handlers.yaml (default: as :func:`find_handlers_file`);
-    ``create`` makes a repository missing at ``repo`` (the default one; a repository
-    named by a person is not made behind their back); ``max_response`` 0 lifts the answer cap; ``watch_edits`` commits hand edits as they
+    A repository missing at ``repo`` is made, and said on stderr and in the log (a typo
+    in ``--repo`` shows there); ``max_response`` 0 lifts the answer cap; ``watch_edits`` commits hand edits as they
     are saved; ``sync_interval`` (seconds) syncs with ``sync_remote`` in the background.
     """
     protocol_out = _claim_stdout()
     _keep_big_buffers_in_the_heap()
     os.umask(0o077)
     try:
-        mem = Gitmem.open(repo, create=create, durability=durability, packer=Maintenance)
+        made = repo is not None and not (Path(repo).expanduser() / ".git").exists()
+        mem = Gitmem.open(repo, create=True, durability=durability, packer=Maintenance)
     except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
         return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
     try:
@@ -83,6 +83,11 @@ def run(repo: str | os.PathLike | None = None, *,
     except OSError as exc:  # a read-only repository: the log goes to stderr
         log_writer = None
         log.warning("not logging to %s: %s", log_path, exc.strerror or exc)
+    if made:  # never behind the person's back
+        said = f"made a new gitmem repository at {mem.engine.workdir}: nothing was there"
+        log.warning("%s", said)
+        if log_writer is not None:
+            print(f"gitmem: {said}", file=sys.stderr, flush=True)
     # An invalid handler list stops us before serving, with a one-line error the CLI
     # prints; nui drops stderr, so it goes to the log too.
     try:

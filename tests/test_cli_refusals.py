@@ -136,16 +136,19 @@ def test_nui_install_says_it_made_a_repository_and_writes_nothing_pointing_nowhe
     assert not (tmp_path / "ext2").exists()
 
 
-def test_serve_does_not_create_a_repository_it_was_pointed_at(tmp_path):
+def test_serve_says_when_it_makes_the_repository_it_was_pointed_at(tmp_path, repo):
+    """The kaboo adapter and nui start it on a repository made on first use: made, and
+    said on stderr (a typo in --repo shows there); a repository that exists is not."""
     import subprocess, sys
     from conftest import SUBPROCESS_ENV
-    missing = tmp_path / "typo"
     request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "storage.userMemory.read",
                           "params": {"handlerId": "gitmem-user-memory"}}) + "\n"
-    done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--repo", str(missing)],
-                          input=request, capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=60)
-    answer = json.loads(done.stdout.splitlines()[0])
-    assert "gitmem init" in answer["error"]["message"] and not missing.exists()
+    for path, made in ((tmp_path / "typo", True), (repo, False)):
+        done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--repo", str(path)],
+                              input=request, capture_output=True, text=True, env=SUBPROCESS_ENV,
+                              timeout=60)
+        assert json.loads(done.stdout.splitlines()[0])["result"] == {"content": ""}
+        assert (f"made a new gitmem repository at {path}" in done.stderr) is made, done.stderr
 
 
 @pytest.mark.parametrize("value", ["-1", "-5000", "x"])

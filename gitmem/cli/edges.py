@@ -194,8 +194,7 @@ def progress_bar(label: str, stream=None):
 def cmd_serve(args) -> int:
     from gitmem.repository import locate_repo
     from gitmem.serve import run
-    repo, chosen_by = locate_repo(args.repo)
-    return run(repo, create=chosen_by == "the default", handlers_path=args.handlers, log_file=args.log_file,
+    return run(locate_repo(args.repo)[0], handlers_path=args.handlers, log_file=args.log_file,
                log_level=args.log_level, durability=args.durability,
                max_response=args.max_response, late_window=args.late_window,
                watch_edits=not args.no_watch, sync_interval=args.sync_interval,

@@ -9,7 +9,6 @@ and ids with their control characters escaped, so that one id is one row of a li
 
 from __future__ import annotations
 
-import difflib
 import re
 import sys
 from collections.abc import Iterable
@@ -20,6 +19,7 @@ _ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
 
 def closest(name: str, names: Iterable[str], count: int = 3) -> list[str]:
     """Up to ``count`` of ``names`` close to ``name``, the closest first."""
+    import difflib  # here: only a name that does not exist needs it
     return difflib.get_close_matches(name, list(names), n=count, cutoff=0.5)
 
 
