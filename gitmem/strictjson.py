@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from typing import Any
 
 from gitmem.errors import InvalidInput
@@ -70,18 +71,23 @@ def dumps(value: Any, **options: Any) -> str:
 def same_json(a: Any, b: Any) -> bool:
     """True when ``a`` and ``b`` are the same JSON: Python's ``==`` takes ``1``, ``1.0``
     and ``true`` for one another and ignores key order, and a store that asked it whether
-    anything changed would not store such a change. Identical objects are not walked."""
+    anything changed would not store such a change. Equal values are told apart by their
+    encodings (msgspec's, ten times json's speed); lists of the very same objects, as
+    the stores' fast paths hand them, are not encoded."""
     if a is b:
         return True
-    kind = type(a)
-    if kind is not type(b):
+    if type(a) is list and type(b) is list and len(a) == len(b) and all(map(operator.is_, a, b)):
+        return True
+    if a != b:
         return False
-    if kind is dict:
-        return len(a) == len(b) and all(
-            key_a == key_b and same_json(value_a, value_b)
-            for (key_a, value_a), (key_b, value_b) in zip(a.items(), b.items()))
-    if kind is list or kind is tuple:
-        return len(a) == len(b) and all(map(same_json, a, b))
-    if kind is float:
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)  # 0.0 and -0.0
-    return a == b
+    global _encode
+    if _encode is None:
+        import msgspec  # here: reads and memory writes never compare values
+        _encode = msgspec.json.Encoder().encode
+    try:
+        return _encode(a) == _encode(b)
+    except (TypeError, ValueError, OverflowError):  # not JSON: not the same, and dumps says why
+        return False
+
+
+_encode = None
