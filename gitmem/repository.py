@@ -134,13 +134,17 @@ def private_umask() -> None:
     os.umask(os.umask(0o077) | 0o077)
 
 
-def _refuse_a_folder_of_its_own(path: Path) -> None:
-    """A new repository goes into a new or empty folder, never a home folder (every
-    project below it would take it for its own git repository)."""
+def _refuse_a_home_folder(path: Path) -> None:
+    """A new git repository never goes into a home folder: every project below it would
+    take it for its own."""
     if path.exists() and path.resolve() == Path.home().resolve():
         raise NotAFolderOfItsOwn(f"{path} is a home folder: every project below it would "
                                  "take it for its git repository; use a folder of its own, "
                                  f"like {default_repo_path()}")
+
+
+def _refuse_a_folder_of_its_own(path: Path) -> None:
+    """A new repository goes into a new or empty folder (``adopt`` takes one as it is)."""
     names = sorted(entry.name for entry in path.iterdir() if entry.name != ".git") \
         if path.is_dir() else []
     if names:
@@ -189,6 +193,8 @@ class Gitmem:
                              "for the repository")
         facts = inspect_repository(path)
         new = facts is None or not (facts.has_commits or facts.opened_by_gitmem)
+        if create and facts is None:
+            _refuse_a_home_folder(path)
         if create and new and not adopt:
             _refuse_a_folder_of_its_own(path)
         foreign = facts is not None and not _is_gitmems(facts)
@@ -206,7 +212,8 @@ class Gitmem:
         if facts is not None and not facts.has_commits and facts.branch != BRANCH:
             mem.engine.refs.point_head_at_main()  # no commit yet: no second branch, only a name
         if facts is None or not facts.opened_by_gitmem:
-            mem.engine.set_config_default("core.sharedRepository", "0600")
+            if mem.engine.writable:  # a read-only repository is only read
+                mem.engine.set_config_default("core.sharedRepository", "0600")
             make_private(mem.engine.workdir, top=not foreign and not adopt,
                          gitdir=mem.engine.gitdir)
         if create and mem.engine.head() is None:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from conftest import run_gitmem
+from conftest import SUBPROCESS_ENV, run_gitmem
+from gitmem.repository import Gitmem
+from nui_client import NuiHost, install_as_nui
 from test_cli import assert_one_line_error
 
 
@@ -38,7 +42,6 @@ def test_a_session_body_the_wire_refuses_is_refused(repo, cli, git, command, bod
 
 
 def test_the_wire_refuses_the_same_non_objects(repo, tmp_path):
-    from nui_client import NuiHost, install_as_nui
     with NuiHost.spawn(install_as_nui(tmp_path, repo, ["claude-code"])) as host:
         error = host.error("storage.session.write", {
             "handlerId": "gitmem-sessions", "agentType": "claude-code", "sessionId": "s1",
@@ -70,7 +73,6 @@ def records(repo, cli):
     cli("memory", "write", "--agent", "nobodies", input="n")
     cli("session", "write", "claude-code", "nope2", input='{"messages": [{"id": "m"}]}')
     cli("session", "write", "claude-code", "s1", input='{"messages": [{"id": "m"}]}')
-    from gitmem.repository import Gitmem
     with Gitmem.open(repo, create=False) as mem:
         mem.threads.append_events("nopes", "planner", [{"type": "RUN_STARTED"}])
     return repo
@@ -106,7 +108,6 @@ def test_control_characters_in_ids_are_escaped_in_listings(repo, cli):
     rows = cli("memory", "list").stdout.splitlines()
     assert len(rows) == 1 and rows[0].startswith("agent:evil\\nagent:forged\\t1\t")
     assert cli("session", "list").stdout == "a\\tb\ts\\r1\\x1b[2J\n"
-    from gitmem.repository import Gitmem
     with Gitmem.open(repo, create=False) as mem:
         mem.threads.append_events("t\n2", "a\u2028b", [{"type": "RUN_STARTED"}])
     listed = cli("thread", "list").stdout
@@ -139,8 +140,6 @@ def test_nui_install_says_it_made_a_repository_and_writes_nothing_pointing_nowhe
 def test_serve_says_when_it_makes_the_repository_it_was_pointed_at(tmp_path, repo):
     """The kaboo adapter and nui start it on a repository made on first use: made, and
     said on stderr (a typo in --repo shows there); a repository that exists is not."""
-    import subprocess, sys
-    from conftest import SUBPROCESS_ENV
     request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "storage.userMemory.read",
                           "params": {"handlerId": "gitmem-user-memory"}}) + "\n"
     for path, made in ((tmp_path / "typo", True), (repo, False)):

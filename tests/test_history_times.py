@@ -3,13 +3,12 @@ date meaning the end of that day (issue 24)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from datetime import datetime, timedelta
 
 import pytest
 
-from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from conftest import SUBPROCESS_ENV, run_gitmem
 from test_cli import assert_one_line_error
 
 

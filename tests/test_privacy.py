@@ -100,9 +100,10 @@ def test_init_refuses_a_home_folder(tmp_path):
     done = run_gitmem("init", str(home), env={"HOME": str(home)}, check=False)
     assert_one_line_error(done, code=1, says="home folder")
     assert not (home / ".git").exists()
-    done = run_gitmem("init", "~", env={"HOME": str(home)}, check=False)
-    assert_one_line_error(done, code=1, says="home folder")
-    assert not (home / ".git").exists()
+    for args in (("init", "~"), ("init", "--adopt", str(home))):  # adopt takes a repository, not ~
+        done = run_gitmem(*args, env={"HOME": str(home)}, check=False)
+        assert_one_line_error(done, code=1, says="home folder")
+        assert not (home / ".git").exists()
 
 
 def test_init_refuses_a_folder_holding_files_of_its_own_and_adopt_keeps_them(tmp_path):

@@ -4,7 +4,6 @@ gitmem repository that holds the current folder, then the default; ``status`` sa
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
