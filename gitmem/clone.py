@@ -18,7 +18,7 @@ from pathlib import Path
 
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
-from gitmem.repository import ENV_DURABILITY, LAYOUT_NAMES, Gitmem, default_repo_path
+from gitmem.repository import ENV_DURABILITY, LAYOUT_NAMES, Gitmem, default_repo_path, make_private
 
 REMOTE = "origin"
 
@@ -42,6 +42,7 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
             engine.add_remote(remote, url)
             engine.set_config_default("branch.main.remote", remote)
             engine.set_config_default("branch.main.merge", "refs/heads/main")
+            engine.set_config_default("core.sharedRepository", "0600")  # plain git's writes too
             tip = engine.fetch(remote)
             if tip is not None:
                 foreign = sorted(set(engine.snapshot(tip).list()) - LAYOUT_NAMES)
@@ -51,6 +52,7 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
                 engine.fast_forward(None, tip)
         finally:
             engine.close()
+        make_private(target, gitdir=target / ".git")  # an existing folder, git's own files
         return Gitmem.open(target, create=True)
     except BaseException:
         if made:

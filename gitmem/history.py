@@ -3,10 +3,11 @@ what changed between two times, and putting an old version back.
 
 Records are named as everywhere else (``user``, ``agent:<id>``,
 ``session:<agentType>/<sessionId>``, ``thread:<threadId>``). A time (WHEN) is a
-revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (midnight, local
-time), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``, ``3 days ago``,
-``yesterday``, ``@1793534400``. A date stands for the newest commit made at or before
-it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N changes of the record
+revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (the end of that day,
+local time: as it was that day), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``,
+``3 days ago``, ``today``, ``yesterday``, ``@1793534400``, and what else git reads as a
+date (``last friday``, ``noon yesterday``). A date stands for the newest commit made at
+or before it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N changes of the record
 back: ``@~1`` is the one before the newest). Restoring writes the old content back as a
 new commit; nothing is ever reset. The record's commits come from the record index
 (:mod:`gitmem.record_index`), so a record's history costs what its own changes cost.
@@ -27,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from gitmem import layout
+from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.log import FileDiff
@@ -122,12 +124,13 @@ class Restored:
 def parse_time(text: str, *, now: float | None = None) -> float | None:
     """Seconds since the epoch for a date or relative time, None when ``text`` is neither.
 
-    A date without a zone is local time; ``N months ago`` counts 30 days a month.
+    A date without a zone is local time, and a date without a time of day its end (as
+    it was that day); ``N months ago`` counts 30 days a month.
     """
     text = text.strip()
     now = time.time() if now is None else now
     lowered = text.lower()
-    if lowered == "now":
+    if lowered in ("now", "today"):
         return now
     if lowered == "yesterday":
         return now - 86400
@@ -136,18 +139,22 @@ def parse_time(text: str, *, now: float | None = None) -> float | None:
         return now - int(match[1]) * _UNIT_SECONDS[match[2]]
     if text.startswith("@") and text[1:].isdigit():
         return float(text[1:])
-    if _ISO_DATE.fullmatch(text):
+    match = _ISO_DATE.fullmatch(text)
+    if match:
         try:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError as exc:
             raise HistoryError(f"not a valid date: {text!r} ({exc})") from None
+        if match[1] is None:  # a day: its last second (commit times are whole seconds)
+            moment += timedelta(days=1, seconds=-1)
         return moment.timestamp()  # a naive datetime is taken as local time
     return None
 
 
 def resolve_when(engine: GitEngine, when: str) -> str | None:
     """The commit that WHEN names: a revision, or the newest commit at or before a date
-    (None when the date is before the first commit)."""
+    (None when the date is before the first commit); what is neither is read as git
+    reads a date."""
     moment = parse_time(when)
     if moment is not None:
         return engine.commit_at(moment)
@@ -156,8 +163,15 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
     except DamagedObject:  # a revision, and one that cannot be read: say which object
         raise
     except EngineError:
+        pass
+    try:  # after the revisions: git reads an abbreviated hash as a date too
+        moment = gitproc.git_date(when)
+    except (gitproc.GitMissing, gitproc.GitTimeout):
+        moment = None
+    if moment is None:
         raise HistoryError(f"{when!r} is neither a revision nor a date (use e.g. HEAD~3, "
-                           "2026-11-01, 2026-11-01T14:00 or '3 days ago')") from None
+                           "2026-11-01, 2026-11-01T14:00 or '3 days ago')")
+    return engine.commit_at(moment)
 
 
 def resolve_version(mem: Records, record: layout.Record, when: str) -> str | None:
@@ -237,11 +251,22 @@ def diff(mem: Records, record: str, since: str | None = None,
 
 def restore(mem: Records, record: str, at: str) -> Restored:
     """Write ``record`` back as it was at WHEN ``at``, as one new commit (none when the
-    record already is that way). A record that did not exist then is deleted, which
-    the history keeps as well."""
+    record already is that way). A time the record did not exist at is refused
+    (:class:`HistoryError` naming its first version): deleting is what the stores'
+    ``delete`` is for."""
     parsed = layout.parse_record(record)
     commit = resolve_version(mem, parsed, at)
     old = mem.engine.snapshot_of(commit)
+    if not _files(old, parsed):
+        versions = mem.record_index.versions(parsed.path)
+        if not versions:
+            raise HistoryError(f"{parsed.name} has no version to restore")
+        first = mem.engine.commit_info(versions[-1].id)
+        delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
+                  "--agent`", "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
+        raise HistoryError(f"{parsed.name} did not exist at {at!r}: its first version is "
+                           f"{first.id[:10]} of {format_date(first.time, first.offset)}; "
+                           f"nothing restored ({delete} deletes it)")
 
     def changes(snapshot):
         before = _files(snapshot, parsed)

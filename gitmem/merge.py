@@ -36,6 +36,7 @@ from difflib import SequenceMatcher
 
 from gitmem import layout
 from gitmem.meta import meta_bytes
+from gitmem.strictjson import same_json
 
 _GONE = object()  # a field missing from one side
 SMALL_STRETCH = 250_000  # a stretch of lines x lines left to difflib (quadratic) below this
@@ -150,8 +151,8 @@ def merge_meta(path: str, base: bytes | None, ours: bytes,
     for key in [*mine, *(k for k in other if k not in mine)]:
         side = newer
         for changed, unchanged in ((mine, other), (other, mine)):
-            if changed.get(key, _GONE) != original.get(key, _GONE) \
-                    and unchanged.get(key, _GONE) == original.get(key, _GONE):
+            if not same_json(changed.get(key, _GONE), original.get(key, _GONE)) \
+                    and same_json(unchanged.get(key, _GONE), original.get(key, _GONE)):
                 side = changed  # only this side changed it
         if key in side:
             merged[key] = side[key]

@@ -43,6 +43,7 @@ def install(directory: Path, repo: Path, agent_types: list[str], *,
         raise ValueError("at least one agent type is needed (nui requires agentTypes for "
                          "sessionHistory and agentMemory handlers)")
     repo = repo.expanduser().resolve()
+    Gitmem.open(repo, create=True).close()  # first: an extension that would point nowhere is not written
     command = serve_command(repo, python)
     values = {"{{command}}": json.dumps(command), "{{agent_types}}": json.dumps(agent_types)}
     directory.mkdir(parents=True, exist_ok=True)
@@ -54,5 +55,4 @@ def install(directory: Path, repo: Path, agent_types: list[str], *,
             text = text.replace(key, value)
         (directory / name).write_text(text, encoding="utf-8")
     load_handlers(directory / DEFAULT_FILE)  # the rendered list must be one nui accepts
-    Gitmem.open(repo, create=True).close()
     return directory

@@ -27,6 +27,7 @@ left alone, so a second import adds nothing, and an import of an export is a no-
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import re
@@ -200,10 +201,11 @@ def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
         change = "add"
     else:
         stored, agent_session_id = mem.sessions.read(agent_type, session_id, snapshot=snapshot)
-        same = (stored == source["messages"] and agent_session_id == source["agentSessionId"]
+        same = (strictjson.same_json(stored, source["messages"])
+                and agent_session_id == source["agentSessionId"]
                 and meta.get("workingDir", "") == source["workingDir"]
-                and (meta.get(SUB_AGENTS) or {}) == source["subs"]
-                and session_entry(agent_type, session_id, meta) == source["entry"])
+                and strictjson.same_json(meta.get(SUB_AGENTS) or {}, source["subs"])
+                and strictjson.same_json(session_entry(agent_type, session_id, meta), source["entry"]))
         change = "unchanged" if same else "update"
     extra: dict[str, Any] = {SUB_AGENTS: source["subs"], SESSION_ENTRY: source["entry"]}
 
@@ -297,11 +299,16 @@ class ExportReport:
 
 
 def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
-               progress: Progress | None = None) -> ExportReport:
+               progress: Progress | None = None, force: bool = False) -> ExportReport:
     """Write every session and memory to ``out_dir`` in nui's formats.
 
     An existing ``data.json`` keeps its other keys and the sessions gitmem does not
-    hold; other files already in ``out_dir`` are left alone.
+    hold; other files already in ``out_dir`` are left alone. A file export did not
+    write (nui's own memory; a data.json session gitmem holds too, with other messages)
+    is never replaced: :class:`NuiDataError` names them all and nothing is written, or,
+    with ``force``, each is kept beside the new one as ``NAME.before-export`` and a
+    note says where. What an export wrote is listed in ``.gitmem-export.json`` (each
+    file's SHA-256), so the next export replaces it while it is unchanged.
     """
     out = Path(out_dir).expanduser()
     if out.exists() and not out.is_dir():
@@ -327,6 +334,8 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
         if progress is not None:
             progress(done, len(sessions))
     ids = {entry["id"] for _, entry in exported}
+    replaced = sorted(k for k, v in (data.get("sessionMessages") or {}).items()
+                      if k in all_messages and not strictjson.same_json(v, all_messages[k]))
     kept = [s for s in data.get("sessions") or [] if not (isinstance(s, dict) and s.get("id") in ids)]
     if kept:
         report.notes.append(f"kept {len(kept)} session(s) already in {data_path} that gitmem "
@@ -337,12 +346,12 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
     data["sessionMessages"] = {**{k: v for k, v in (data.get("sessionMessages") or {}).items()
                                   if k not in ids}, **all_messages}
     report.sessions = len(exported)
-    _write(data_path, (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(
-        "utf-8", "surrogatepass"))
+    files = {DATA_FILE: (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode(
+        "utf-8", "surrogatepass")}
 
     user = mem.memory.read(None, snapshot=snapshot)
     if user:
-        _write(out / USER_MEMORY, user.encode("utf-8", "surrogateescape"))
+        files[USER_MEMORY] = user.encode("utf-8", "surrogateescape")
         report.user_memory = True
     written: dict[str, str] = {}
     for agent_id in sorted(mem.memory.agents(snapshot=snapshot)):
@@ -353,9 +362,68 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
             continue
         written[name] = agent_id
         content = mem.memory.read(agent_id, snapshot=snapshot)
-        _write(out / AGENT_MEMORY / f"{name}.md", content.encode("utf-8", "surrogateescape"))
+        files[f"{AGENT_MEMORY}/{name}.md"] = content.encode("utf-8", "surrogateescape")
         report.agent_memories += 1
+    _write_export(out, files, replaced, force, report)
     return report
+
+
+EXPORT_LIST = ".gitmem-export.json"
+
+
+def _write_export(out: Path, files: dict[str, bytes], replaced_sessions: list[str], force: bool,
+                  report: ExportReport) -> None:
+    """Write ``files`` (paths in ``out``), replacing only what an export wrote (see
+    :func:`export_nui`); data.json, which an export merges into, counts as not its own
+    when it would lose ``replaced_sessions``."""
+    listed = _load_export_list(out / EXPORT_LIST)
+    foreign = []
+    for name, data in files.items():
+        path = out / name
+        if not path.is_file():
+            continue
+        old = path.read_bytes()
+        if listed.get(name) == _sha256(old):  # as an export wrote it
+            continue
+        if name == DATA_FILE:
+            if replaced_sessions:
+                foreign.append(f"{path} (session{'s' if len(replaced_sessions) > 1 else ''} "
+                               f"{', '.join(replaced_sessions)})")
+        elif old != data:
+            foreign.append(str(path))
+    if foreign and not force:
+        raise NuiDataError(f"export did not write {', '.join(foreign)}: nothing written (--force "
+                           "keeps each beside the new one as NAME.before-export)")
+    for entry in foreign:
+        path = Path(entry.split(" (", 1)[0])
+        kept = _free_name(path.with_name(path.name + ".before-export"))
+        os.replace(path, kept)
+        report.notes.append(f"kept the old {path} as {kept}")
+    for name, data in files.items():
+        _write(out / name, data)
+    _write(out / EXPORT_LIST, (json.dumps({**listed, **{name: _sha256(data) for name, data in
+                                                         files.items()}}, indent=2) + "\n").encode())
+
+
+def _load_export_list(path: Path) -> dict[str, str]:
+    try:
+        listed = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return listed if isinstance(listed, dict) else {}
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _free_name(path: Path) -> Path:
+    """``path``, or ``path.1``, ``path.2``... the first that does not exist."""
+    found, n = path, 0
+    while found.exists():
+        n += 1
+        found = path.with_name(f"{path.name}.{n}")
+    return found
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem import history, layout
-from gitmem.git.base import BRANCH, CommitInfo, EngineError
+from gitmem.git.base import BRANCH, GITMEM_DIR, CommitInfo, EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.facts import RepositoryFacts, inspect_repository
 from gitmem.handedits import HandEdits
@@ -36,6 +36,26 @@ def default_repo_path() -> Path:
         return Path(os.environ[ENV_REPO]).expanduser()
     data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(data_home) / "gitmem"
+
+
+def locate_repo(given: str | os.PathLike | None = None) -> tuple[Path, str]:
+    """The repository a command uses, and why, as git finds its own: ``given`` (``--repo``),
+    else ``$GITMEM_REPO``, else the gitmem repository holding the current folder (the
+    nearest ``.git`` above it, when gitmem has opened it), else :func:`default_repo_path`."""
+    if given:
+        return Path(given).expanduser(), "--repo"
+    if os.environ.get(ENV_REPO):
+        return Path(os.environ[ENV_REPO]).expanduser(), f"${ENV_REPO}"
+    try:
+        here = Path.cwd()
+    except OSError:  # the current folder was removed
+        here = None
+    for folder in (here, *here.parents) if here is not None else ():
+        if (folder / ".git").exists():
+            if (folder / ".git" / GITMEM_DIR).is_dir():
+                return folder, "the gitmem repository holding the current folder"
+            break
+    return default_repo_path(), "the default"
 
 
 def template_files(name: str) -> dict[str, bytes]:
@@ -63,6 +83,10 @@ class NotAFolder(EngineError):
     """A repository path that names a file."""
 
 
+class NotAFolderOfItsOwn(EngineError):
+    """A new repository asked for in a home folder, or in a folder holding other files."""
+
+
 # What the top of a gitmem repository holds; a repository with anything else there
 # (src/, setup.py ...) belongs to a project, not to gitmem.
 LAYOUT_NAMES = frozenset({"README.md", ".gitattributes", ALLOW_FILE, *layout.TOP_FOLDERS})
@@ -82,10 +106,15 @@ def _describe(facts: RepositoryFacts) -> str:
     return f"branch {facts.branch or '(detached)'}" + (f", holding {shown}" if shown else "")
 
 
-def make_private(workdir: Path, *, top: bool = True) -> None:
+def make_private(workdir: Path, *, top: bool = True, gitdir: Path | None = None) -> None:
     """Take group and other permissions off the records git wrote (0644 -> 0600, folders
-    0700), and off the repository folder itself when ``top``."""
+    0700), off everything in ``gitdir`` (objects, refs, the index...), and off the
+    repository folder itself when ``top``. Plain git keeps what it writes later private
+    by ``core.sharedRepository=0600``, which :meth:`Gitmem.open` sets; libgit2 does not
+    read it: gitmem's own processes write under a umask of 077 (:func:`private_umask`)."""
     targets = [workdir / name for name in LAYOUT_NAMES]
+    if gitdir is not None:
+        targets.append(gitdir)
     if top:
         _chmod_private(workdir)
     for target in targets:
@@ -96,6 +125,33 @@ def make_private(workdir: Path, *, top: bool = True) -> None:
                     _chmod_private(Path(folder) / name)
         elif target.is_file() and not target.is_symlink():
             _chmod_private(target)
+
+
+def private_umask() -> None:
+    """Take group and other permissions off every file this process creates from now on
+    (what libgit2 writes follows the umask alone). For processes that are gitmem's own
+    (the command line, ``gitmem serve``), not for a program that imports gitmem."""
+    os.umask(os.umask(0o077) | 0o077)
+
+
+def _refuse_a_home_folder(path: Path) -> None:
+    """A new git repository never goes into a home folder: every project below it would
+    take it for its own."""
+    if path.exists() and path.resolve() == Path.home().resolve():
+        raise NotAFolderOfItsOwn(f"{path} is a home folder: every project below it would "
+                                 "take it for its git repository; use a folder of its own, "
+                                 f"like {default_repo_path()}")
+
+
+def _refuse_a_folder_of_its_own(path: Path) -> None:
+    """A new repository goes into a new or empty folder (``adopt`` takes one as it is)."""
+    names = sorted(entry.name for entry in path.iterdir() if entry.name != ".git") \
+        if path.is_dir() else []
+    if names:
+        shown = ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+        raise NotAFolderOfItsOwn(f"{path} holds files of its own ({shown}): use a new or empty "
+                                 f"folder, or `gitmem init --adopt {path}` to keep records "
+                                 "beside them")
 
 
 def _chmod_private(path: Path) -> None:
@@ -136,6 +192,11 @@ class Gitmem:
             raise NotAFolder(f"{path} is a file, not a folder: give the path of a folder "
                              "for the repository")
         facts = inspect_repository(path)
+        new = facts is None or not (facts.has_commits or facts.opened_by_gitmem)
+        if create and facts is None:
+            _refuse_a_home_folder(path)
+        if create and new and not adopt:
+            _refuse_a_folder_of_its_own(path)
         foreign = facts is not None and not _is_gitmems(facts)
         if foreign and not adopt:
             raise ForeignRepository(
@@ -150,8 +211,11 @@ class Gitmem:
                                  **engine_options))
         if facts is not None and not facts.has_commits and facts.branch != BRANCH:
             mem.engine.refs.point_head_at_main()  # no commit yet: no second branch, only a name
-        if facts is not None and not facts.opened_by_gitmem:
-            make_private(mem.engine.workdir, top=not foreign)
+        if facts is None or not facts.opened_by_gitmem:
+            if mem.engine.writable:  # a read-only repository is only read
+                mem.engine.set_config_default("core.sharedRepository", "0600")
+            make_private(mem.engine.workdir, top=not foreign and not adopt,
+                         gitdir=mem.engine.gitdir)
         if create and mem.engine.head() is None:
             mem.init_files()
         return mem
@@ -160,7 +224,8 @@ class Gitmem:
         """Commit the repository README and ``.gitattributes`` from ``templates/repo/``."""
         files = template_files("repo")
         snapshot = self.engine.snapshot()
-        missing = {p: data for p, data in files.items() if not snapshot.exists(p)}
+        missing = {p: data for p, data in files.items()  # a folder's own README stays its own
+                   if not snapshot.exists(p) and not (self.engine.workdir / p).exists()}
         if not missing:
             return None
         self._write_info_attributes(files.get(".gitattributes", b""))

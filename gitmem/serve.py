@@ -60,13 +60,15 @@ def run(repo: str | os.PathLike | None = None, *,
     not be served, and every request was answered with an error saying why).
 
     ``handlers_path`` is the storage-handlers.yaml (default: as :func:`find_handlers_file`);
-    ``max_response`` 0 lifts the answer cap; ``watch_edits`` commits hand edits as they
+    A repository missing at ``repo`` is made, and said on stderr and in the log (a typo
+    in ``--repo`` shows there); ``max_response`` 0 lifts the answer cap; ``watch_edits`` commits hand edits as they
     are saved; ``sync_interval`` (seconds) syncs with ``sync_remote`` in the background.
     """
     protocol_out = _claim_stdout()
     _keep_big_buffers_in_the_heap()
     os.umask(0o077)
     try:
+        made = repo is not None and not (Path(repo).expanduser() / ".git").exists()
         mem = Gitmem.open(repo, create=True, durability=durability, packer=Maintenance)
     except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
         return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
@@ -81,6 +83,11 @@ def run(repo: str | os.PathLike | None = None, *,
     except OSError as exc:  # a read-only repository: the log goes to stderr
         log_writer = None
         log.warning("not logging to %s: %s", log_path, exc.strerror or exc)
+    if made:  # never behind the person's back
+        said = f"made a new gitmem repository at {mem.engine.workdir}: nothing was there"
+        log.warning("%s", said)
+        if log_writer is not None:
+            print(f"gitmem: {said}", file=sys.stderr, flush=True)
     # An invalid handler list stops us before serving, with a one-line error the CLI
     # prints; nui drops stderr, so it goes to the log too.
     try:
@@ -186,10 +193,13 @@ def _serve_unavailable(repo, log_file, log_level: str, problem: Exception,
     message = f"gitmem cannot serve {repo}: {reason}; {_fix_for(problem, repo)}"
     log_path = Path(log_file) if log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
     log_writer = unlogged = None
-    try:
-        log_writer = logfile.start(log_path, log_level)
-    except OSError as exc:  # no log file: stderr is all there is
-        unlogged = f" (not in {log_path}: {exc.strerror or exc})"
+    if not log_file and not (repo / ".git").is_dir():  # no repository: none is made for a log
+        unlogged = f" (not in {log_path}: there is no repository)"
+    else:
+        try:
+            log_writer = logfile.start(log_path, log_level)
+        except OSError as exc:  # no log file: stderr is all there is
+            unlogged = f" (not in {log_path}: {exc.strerror or exc})"
     log.error("not serving: %s%s", message, unlogged or "")  # stderr, when there is no log file
     if log_writer is not None:
         print(f"gitmem: {message}", file=sys.stderr)
@@ -224,6 +234,8 @@ class _EveryMethod(dict):
 
 def _fix_for(problem: Exception, repo: Path) -> str:
     """What a person can do about ``problem``, in a few words."""
+    if not repo.exists():
+        return f"run `gitmem init {repo}` to make it, or point --repo at an existing one"
     if isinstance(problem, DamagedObject):
         return (f"run `gitmem fsck --repo {repo}`, then restore the object from a clone, a "
                 "remote (`git fetch`) or a backup")

@@ -86,7 +86,8 @@ def unpushed(engine: GitEngine) -> dict[str, Any] | None:
 
 def describe(report: dict[str, Any]) -> list[str]:
     """The status as lines for a person."""
-    lines = [f"repository  {report['repository']}"]
+    lines = [f"repository  {report['repository']}" + (
+        f" ({report['chosen_by']})" if report.get("chosen_by") else "")]
     if report["checked_out"] != "main":
         lines.append(f"work tree   holds {report['checked_out']}, not main: gitmem keeps writing "
                      "to main and leaves the work tree and index alone until `git checkout main`")

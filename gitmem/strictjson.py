@@ -7,12 +7,14 @@ same words.
 
     loads('{"n": NaN}')        # NonFiniteNumber: NaN is not JSON
     dumps({"n": float("inf")}) # NonFiniteNumber: Infinity is not JSON
+    same_json(1, True)         # False: Python's == says True, JSON's texts differ
 """
 
 from __future__ import annotations
 
 import json
 import math
+import operator
 from typing import Any
 
 from gitmem.errors import InvalidInput
@@ -64,3 +66,28 @@ def dumps(value: Any, **options: Any) -> str:
     except ValueError:
         check_finite(value)
         raise
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` are the same JSON: Python's ``==`` takes ``1``, ``1.0``
+    and ``true`` for one another and ignores key order, and a store that asked it whether
+    anything changed would not store such a change. Equal values are told apart by their
+    encodings (msgspec's, ten times json's speed); lists of the very same objects, as
+    the stores' fast paths hand them, are not encoded."""
+    if a is b:
+        return True
+    if type(a) is list and type(b) is list and len(a) == len(b) and all(map(operator.is_, a, b)):
+        return True
+    if a != b:
+        return False
+    global _encode
+    if _encode is None:
+        import msgspec  # here: reads and memory writes never compare values
+        _encode = msgspec.json.Encoder().encode
+    try:
+        return _encode(a) == _encode(b)
+    except (TypeError, ValueError, OverflowError):  # not JSON: not the same, and dumps says why
+        return False
+
+
+_encode = None

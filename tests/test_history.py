@@ -38,7 +38,8 @@ def test_show_at_a_date_between_two_writes_returns_the_earlier_content(mem, cli)
     assert cli("show", "user", "--at", "HEAD").stdout == "likes coffee\n"
     assert cli("show", "user", "--at", "HEAD~1").stdout == "likes tea\n"
     assert cli("show", "user", "--at", "now").stdout == "likes coffee\n"
-    before = cli("show", "user", "--at", "2001-01-01", "--json")
+    before = cli("show", "user", "--at", "2001-01-01", "--json", check=False)
+    assert before.returncode == 1  # it did not exist then (issue 24)
     assert json.loads(before.stdout) == {"record": "user", "commit": None, "exists": False,
                                          "content": ""}
 
@@ -75,11 +76,10 @@ def test_restore_makes_a_new_commit_whose_content_equals_the_old_one(mem, cli, g
     assert json.loads(cli("restore", f"session:{AGENT}/{SESSION}", "--at", old, "--json").stdout) == {
         "record": f"session:{AGENT}/{SESSION}", "from": old, "commit": None}
     assert git.count() == count + 1
-    # a record that did not exist then is deleted, and the history keeps it
-    done = mem.restore(f"session:{AGENT}/{SESSION}", "2001-01-01")
-    assert done.source is None and done.commit == mem.engine.head()
-    assert mem.sessions.meta(AGENT, SESSION) is None
-    mem.restore(f"session:{AGENT}/{SESSION}", "HEAD~1")
+    # a time the record did not exist at is refused: restore never deletes (issue 24)
+    with pytest.raises(HistoryError, match="did not exist"):
+        mem.restore(f"session:{AGENT}/{SESSION}", "2001-01-01")
+    assert git.count() == count + 1
     assert mem.sessions.read(AGENT, SESSION) == ([message(0)], "resume-1")
 
 
@@ -144,7 +144,8 @@ def test_diff_since_and_until(mem, cli):
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("2026-11-01", datetime(2026, 11, 1).timestamp()),
+    ("2026-11-01", datetime(2026, 11, 2).timestamp() - 1),  # the end of that day (issue 24)
+    ("today", 1_000_000.0),
     ("2026-11-01T14:00", datetime(2026, 11, 1, 14).timestamp()),
     ("2026-11-01 14:00:30", datetime(2026, 11, 1, 14, 0, 30).timestamp()),
     ("2026-11-01T14:00:00Z", 1793541600.0),

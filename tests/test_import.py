@@ -179,3 +179,66 @@ def test_the_progress_bar_only_draws_on_a_terminal():
     os.close(main)
     drawn = drawn.decode()
     assert drawn.endswith("\rimport [" + "#" * 30 + "] 3/3\r\n")
+
+
+def test_a_change_of_type_alone_at_the_source_is_imported(nui_data, mem, cli, git):
+    folder, data = nui_data
+    mem.close()
+    session = data["sessions"][0]
+    data["sessionMessages"][session["id"]][0]["flag"] = 1
+    (folder / "data.json").write_text(json.dumps(data, indent=2))
+    cli("import", "nui", "--data-dir", str(folder))
+    count = git.count()
+    data["sessionMessages"][session["id"]][0]["flag"] = True
+    (folder / "data.json").write_text(json.dumps(data, indent=2))
+    out = cli("import", "nui", "--data-dir", str(folder)).stdout
+    assert out.startswith(f"update session {session['agentType']}/{session['id']}") and git.count() == count + 1
+
+
+def test_an_export_never_overwrites_a_file_it_did_not_write(mem, tmp_path, cli, git):
+    """nui's own memory in DIR is not gitmem's to replace: refused and named; --force keeps
+    it beside the new file and says where. What an export wrote, the next one replaces."""
+    out = tmp_path / "nui"
+    (out / "memory" / "agents").mkdir(parents=True)
+    (out / "memory" / "user.md").write_text("nui's own user memory\n")
+    (out / "memory" / "agents" / "pi.md").write_text("nui's own pi memory\n")
+    (out / "memory" / "agents" / "same.md").write_text("same\n")  # as gitmem holds it: no harm
+    mem.memory.write("gitmem's user memory")
+    mem.memory.write("gitmem's pi memory", agent_id="pi")
+    mem.memory.write("same", agent_id="same")
+    mem.close()
+    done = cli("export", "nui", str(out), check=False)
+    assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
+    assert "memory/user.md" in done.stderr and "memory/agents/pi.md" in done.stderr
+    assert "same.md" not in done.stderr and "--force" in done.stderr
+    assert (out / "memory" / "user.md").read_text() == "nui's own user memory\n"
+    assert not (out / "data.json").exists()
+    forced = cli("export", "nui", str(out), "--force").stdout
+    kept = out / "memory" / "user.md.before-export"
+    assert f"kept the old {out / 'memory' / 'user.md'} as {kept}" in forced
+    assert kept.read_text() == "nui's own user memory\n"
+    assert (out / "memory" / "agents" / "pi.md.before-export").read_text() == "nui's own pi memory\n"
+    assert (out / "memory" / "user.md").read_text() == "gitmem's user memory\n"
+    # what export wrote, it replaces; a file changed since is nui's again
+    cli("memory", "write", "--user", input="newer")
+    cli("export", "nui", str(out))
+    assert (out / "memory" / "user.md").read_text() == "newer\n"
+    (out / "memory" / "agents" / "pi.md").write_text("nui wrote this since\n")
+    done = cli("export", "nui", str(out), check=False)
+    assert done.returncode == 1 and "memory/agents/pi.md" in done.stderr
+    assert "memory/user.md" not in done.stderr
+
+
+def test_an_export_does_not_replace_a_session_of_data_json_it_did_not_write(mem, tmp_path, cli):
+    out = tmp_path / "nui"
+    out.mkdir()
+    (out / "data.json").write_text(json.dumps({
+        "sessions": [{"id": "s1", "agentType": "codex"}], "sessionMessages": {"s1": [{"id": "nui's"}]}}))
+    mem.sessions.write("codex", "s1", [{"id": "gitmem's"}])
+    mem.close()
+    done = cli("export", "nui", str(out), check=False)
+    assert done.returncode == 1 and "data.json" in done.stderr and "s1" in done.stderr
+    cli("export", "nui", str(out), "--force")
+    old = json.loads((out / "data.json.before-export").read_text())
+    assert old["sessionMessages"] == {"s1": [{"id": "nui's"}]}
+    assert json.loads((out / "data.json").read_text())["sessionMessages"] == {"s1": [{"id": "gitmem's"}]}

@@ -329,14 +329,47 @@ def test_the_files_are_plain_jsonl(mem, git):
     assert [json.loads(line) for line in lines] == [message(0), {"text": "line\nbreak ✓"}]
 
 
-@pytest.mark.xfail(strict=True, reason="replace compares values with ==, so 1 == True == 1.0 and "
-                   "dicts equal in another key order count as unchanged (reported to the lead)")
 def test_a_change_of_type_or_key_order_is_stored(mem):
     mem.sessions.write(AGENT, SESSION, [{"flag": 1, "id": "m1"}])
     mem.sessions.write(AGENT, SESSION, [{"id": "m1", "flag": True}])
     read = mem.sessions.read(AGENT, SESSION)[0]
     assert read == [{"id": "m1", "flag": True}]
     assert list(read[0]) == ["id", "flag"] and read[0]["flag"] is True
+
+
+@pytest.mark.parametrize("before, after", [
+    (1, True), (True, 1), (0, False), (False, 0), (1, 1.0), (1.0, 1), (0.0, -0.0),
+    ({"a": [1, {"b": 0}]}, {"a": [1, {"b": False}]}), ([[1]], [[1.0]]),
+    ({"a": 1, "b": 2}, {"b": 2, "a": 1})])
+def test_a_change_only_json_text_shows_is_stored(mem, git, before, after):
+    """1 == True == 1.0 in Python, but not in JSON: each write is a commit and reads back
+    as given, in every chunk of a log (the earlier ones, the last one), from the texts
+    the wire hands over too, and in a thread's messages."""
+    earlier = [message(i) for i in range(3)]
+    for write in (lambda m: mem.sessions.write(AGENT, SESSION, m),
+                  lambda m: mem.sessions.write(AGENT, "texts", JsonTexts([json.dumps(v).encode() for v in m])),
+                  lambda m: mem.threads.save_messages("t1", m)):
+        assert write([*earlier, {"v": before}]) is not None
+        commits = git.count()
+        assert write([*earlier, {"v": after}]) is not None and git.count() == commits + 1
+    for read in (mem.sessions.read(AGENT, SESSION)[0], mem.sessions.read(AGENT, "texts")[0],
+                 mem.threads.read_messages("t1")):
+        assert json.dumps(read[-1]) == json.dumps({"v": after})
+
+
+def test_a_change_of_type_in_an_earlier_full_chunk_is_stored(repo_path, git):
+    with Gitmem.open(repo_path) as mem:
+        mem.sessions.write(AGENT, SESSION, [{"n": 1}] * 1200 + [{"n": 0}])
+        assert len(git("ls-tree", "--name-only", "HEAD", f"{FOLDER}/messages/").split()) > 1
+        assert mem.sessions.write(AGENT, SESSION, [{"n": True}] + [{"n": 1}] * 1199 + [{"n": False}]) is not None
+        read = mem.sessions.read(AGENT, SESSION)[0]
+        assert read[0]["n"] is True and read[-1]["n"] is False and read[1]["n"] is not True
+
+
+def test_a_change_of_type_in_metadata_is_stored(mem):
+    mem.sessions.write(AGENT, SESSION, [], extra_meta={"pinned": 1})
+    assert mem.sessions.write(AGENT, SESSION, [], extra_meta={"pinned": True}) is not None
+    assert mem.sessions.meta(AGENT, SESSION)["pinned"] is True
 
 
 json_values = st.recursive(

@@ -166,7 +166,8 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-REPO_HELP = "the repository (default: $GITMEM_REPO or ~/.local/share/gitmem)"
+REPO_HELP = ("the repository (default: $GITMEM_REPO, else the gitmem repository holding the "
+             "current folder, else ~/.local/share/gitmem)")
 NO_PAGER_HELP = "do not pipe the output into a pager ($GIT_PAGER, $PAGER or less)"
 
 
@@ -291,9 +292,10 @@ def _set_example(parser: argparse.ArgumentParser, example: str) -> None:
 def open_repo(args, *, create: bool = False):
     """The :class:`~gitmem.repository.Gitmem` named by ``--repo`` (or the default one); it
     must exist unless ``create``."""
-    from gitmem.repository import Gitmem
+    from gitmem.repository import Gitmem, locate_repo, private_umask
     from gitmem.rewrites import look
-    mem = Gitmem.open(args.repo, create=create)
+    private_umask()
+    mem = Gitmem.open(locate_repo(args.repo)[0], create=create)
     try:  # what a person's git commit or reset dropped: put back, or kept and said once
         look(mem.engine)
     except Exception as exc:  # a damaged repository: the command itself says what it finds

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import signal
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from gitmem.cli import command, open_repo, seconds, takes_repo
+from gitmem.cli.names import printable
 
 
 def add_import(importing) -> None:
@@ -27,6 +29,9 @@ def add_export(exporting) -> None:
     sub = command(exporting.add_subparsers(metavar="FORMAT", required=True), "nui",
                   "write sessions and memory in nui's built-in formats to DIR", cmd_export_nui)
     sub.add_argument("dir", metavar="DIR", help="where (data.json, memory/user.md, memory/agents/)")
+    sub.add_argument("--force", action="store_true",
+                     help="replace files export did not write, keeping each beside the new one "
+                          "as NAME.before-export")
 
 
 def add_serve(serve) -> None:
@@ -46,7 +51,7 @@ def add_serve(serve) -> None:
                        help="fsync: every answered write is on disk, safe from power loss "
                             "(slower); fast: safe from crashes of gitmem itself (default: "
                             "$GITMEM_DURABILITY, else fast)")
-    serve.add_argument("--max-response", type=int, default=rpc.MAX_RESPONSE, metavar="BYTES",
+    serve.add_argument("--max-response", type=whole_number, default=rpc.MAX_RESPONSE, metavar="BYTES",
                        help="longest answer line to write; longer ones become error -32000 "
                             "(default: nui's reader limit, 4 MiB; 0: no limit, for the kaboo "
                             "adapter, which reads lines of any length)")
@@ -63,6 +68,17 @@ def add_serve(serve) -> None:
                        help="sync with the remote in the background this often")
     serve.add_argument("--sync-remote", metavar="REMOTE",
                        help="the remote for background syncs (default: as `gitmem sync`)")
+
+
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number, 0 or more (``--max-response``: 0 lifts the cap)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
 
 
 def add_nui(nui) -> None:
@@ -124,9 +140,9 @@ def add_bench(bench) -> None:
 
 def cmd_import_nui(args) -> None:
     from gitmem.nui_import import import_nui, plan_import
-    from gitmem.repository import Gitmem, default_repo_path
+    from gitmem.repository import Gitmem, locate_repo
     if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
-        folder = Path(args.repo).expanduser() if args.repo else default_repo_path()
+        folder = locate_repo(args.repo)[0]
         if not (folder / ".git").exists():
             plan = plan_import(None, args.data_dir)
         else:
@@ -146,7 +162,7 @@ def cmd_import_nui(args) -> None:
 def cmd_export_nui(args) -> None:
     from gitmem.nui_import import export_nui
     with open_repo(args) as mem:
-        report = export_nui(mem, args.dir, progress=progress_bar("export"))
+        report = export_nui(mem, args.dir, progress=progress_bar("export"), force=args.force)
     for note in report.notes:
         print(f"note: {note}")
     print(f"exported {report.sessions} sessions, {report.agent_memories} agent memories"
@@ -176,8 +192,9 @@ def progress_bar(label: str, stream=None):
 
 
 def cmd_serve(args) -> int:
+    from gitmem.repository import locate_repo
     from gitmem.serve import run
-    return run(args.repo, handlers_path=args.handlers, log_file=args.log_file,
+    return run(locate_repo(args.repo)[0], handlers_path=args.handlers, log_file=args.log_file,
                log_level=args.log_level, durability=args.durability,
                max_response=args.max_response, late_window=args.late_window,
                watch_edits=not args.no_watch, sync_interval=args.sync_interval,
@@ -187,11 +204,15 @@ def cmd_serve(args) -> int:
 def cmd_nui_install(args) -> None:
     from gitmem.nui_extension import install
     from gitmem.protocol.handlers import DEFAULT_FILE
-    from gitmem.repository import default_repo_path
+    from gitmem.git.facts import inspect_repository
+    from gitmem.repository import locate_repo
     agent_types = _split(args.agent_types)
+    repo = locate_repo(args.repo)[0]
+    new = inspect_repository(repo) is None
     kept = (Path(args.dir) / DEFAULT_FILE).exists() and not args.force
-    folder = install(Path(args.dir), Path(args.repo) if args.repo else default_repo_path(),
-                     agent_types, force=args.force)
+    folder = install(Path(args.dir), repo, agent_types, force=args.force)
+    if new:  # said, not done behind the person's back: a typo shows here
+        print(f"made a new gitmem repository at {repo.expanduser().resolve()}")
     if kept:
         print(f"kept {folder / DEFAULT_FILE} as it is (--force writes it again)")
     print(f"nui extension written to {folder.resolve()}; install it with: "
@@ -201,17 +222,25 @@ def cmd_nui_install(args) -> None:
 def cmd_handlers_list(args) -> None:
     from gitmem.protocol.handlers import DEFAULT_FILE, load_handlers
     for handler in load_handlers(Path(args.dir) / DEFAULT_FILE).handlers:
-        print(f"{handler.id}\t{handler.kind}\t{','.join(handler.agent_types)}")
+        print(f"{printable(handler.id)}\t{handler.kind}\t"
+              f"{printable(','.join(handler.agent_types))}")
 
 
 def cmd_handlers_add(args) -> None:
     from gitmem.protocol.handlers import DEFAULT_FILE, add_handler
-    add_handler(Path(args.dir) / DEFAULT_FILE, args.id, args.kind, _split(args.agent_types))
+    path = Path(args.dir) / DEFAULT_FILE
+    handler = add_handler(path, args.id, args.kind, _split(args.agent_types))
+    types = f", {printable(','.join(handler.agent_types))}" if handler.agent_types else ""
+    print(f"added handler {printable(handler.id)} ({handler.kind}{types}) to {path}; "
+          "nui reads it when the extension starts")
 
 
 def cmd_handlers_remove(args) -> None:
     from gitmem.protocol.handlers import DEFAULT_FILE, remove_handler
-    remove_handler(Path(args.dir) / DEFAULT_FILE, args.id)
+    path = Path(args.dir) / DEFAULT_FILE
+    count = remove_handler(path, args.id)
+    print(f"removed handler {printable(args.id)}{f' ({count} entries)' if count > 1 else ''} "
+          f"from {path}")
 
 
 def _split(csv: str) -> list[str]:

@@ -8,12 +8,14 @@ import argparse
 import json
 import sys
 
-from gitmem.cli import NO_PAGER_HELP, open_repo, positive_int, print_json, takes_repo
+from gitmem.cli import NO_PAGER_HELP, CliError, open_repo, positive_int, print_json, takes_repo
 from gitmem.cli import pager
+from gitmem.cli.names import say_missing
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
-        "(HEAD~3, a hash) or a date/time (2026-11-01, 2026-11-01T14:00, '3 days ago')")
+        "(HEAD~3, a hash) or a date/time as git reads one (2026-11-01: the end of that day, "
+        "2026-11-01T14:00, today, '3 days ago', 'last friday')")
 
 
 def add_log(sub) -> None:
@@ -64,6 +66,9 @@ def cmd_log(args) -> None:
     from gitmem.history import format_date, log
     with open_repo(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
+        if args.record and not entries:
+            say_missing(f"record {args.record}", args.record, record_names(mem),
+                        "gitmem memory list")
     colour = pager.use_colour(args.color)
     with pager.paged(not args.no_pager):
         if args.json:
@@ -73,6 +78,15 @@ def cmd_log(args) -> None:
             c = e.commit
             print(f"{pager.yellow(c.id[:10], colour)}  {format_date(c.time, c.offset)}  "
                   f"{c.author:<24}  [{e.summary}]  {c.summary}")
+
+
+def record_names(mem) -> list[str]:
+    """The name of every record at HEAD: user, agent:<id>, session:<type>/<id>, thread:<id>."""
+    snapshot = mem.engine.snapshot()
+    return ((["user"] if snapshot.exists(mem.memory.path(None)) else [])
+            + [f"agent:{agent}" for agent in mem.memory.agents(snapshot=snapshot)]
+            + [f"session:{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)]
+            + [f"thread:{t['id']}" for t in mem.threads.list_threads(snapshot=snapshot)])
 
 
 def cmd_blame(args) -> None:
@@ -101,10 +115,12 @@ def cmd_show(args) -> None:
         shown = show(mem, args.record, args.at)
     if args.json:
         print_json(shown.to_json())
+        if not shown.exists:
+            sys.exit(1)
         return
-    if not shown.exists:
+    if not shown.exists:  # exit 1, as for a path git show cannot find
         at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
-        print(f"gitmem: {shown.record} did not exist at {at}", file=sys.stderr)
+        raise CliError(f"{shown.record} did not exist at {at}")
     if "content" in shown.value:
         sys.stdout.write(shown.value["content"])
     else:

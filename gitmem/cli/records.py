@@ -8,6 +8,7 @@ from datetime import datetime
 
 from gitmem import strictjson
 from gitmem.cli import CliError, UsageError, command, open_repo
+from gitmem.cli.names import did_you_mean, printable, say_missing
 
 
 def add_memory(parser) -> None:
@@ -40,6 +41,10 @@ def add_session(parser) -> None:
         sub = command(session_commands, name, help_, run)
         sub.add_argument("agent_type", metavar="AGENT_TYPE")
         sub.add_argument("session_id", metavar="SESSION_ID")
+        if name == "write":
+            sub.add_argument("--allow-empty", action="store_true",
+                             help="write even no messages over a stored session "
+                             "(`session delete` removes a session)")
     command(session_commands, "list", "list sessions as AGENT_TYPE<TAB>SESSION_ID",
             cmd_session_list)
 
@@ -63,8 +68,14 @@ def _agent(args) -> str | None:
 
 
 def cmd_memory_read(args) -> None:
+    agent = _agent(args)
     with open_repo(args) as mem:
-        sys.stdout.write(mem.memory.read(_agent(args)))
+        snapshot = mem.engine.snapshot()
+        content = mem.memory.read(agent, snapshot=snapshot)
+        if agent is not None and not content and not snapshot.exists(mem.memory.path(agent)):
+            say_missing(f"agent memory {agent!r}", agent, mem.memory.agents(snapshot=snapshot),
+                        "gitmem memory list")
+    sys.stdout.write(content)
 
 
 def cmd_memory_write(args) -> None:
@@ -93,41 +104,68 @@ def cmd_memory_list(args) -> None:
             last = mem.log("user" if agent is None else f"agent:{agent}", limit=1)
             when = datetime.fromtimestamp(last[0].time).astimezone().strftime(
                 "%Y-%m-%d %H:%M") if last else "-"
-            print(f"{'user' if agent is None else f'agent:{agent}'}\t{size}\t{when}")
+            print(f"{'user' if agent is None else f'agent:{printable(agent)}'}\t{size}\t{when}")
 
 
 def cmd_session_read(args) -> None:
     with open_repo(args) as mem:
-        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id)
+        snapshot = mem.engine.snapshot()
+        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id,
+                                                       snapshot=snapshot)
+        if snapshot.tree_id(mem.sessions.folder(args.agent_type, args.session_id)) is None:
+            say_missing(f"session {args.agent_type}/{args.session_id}",
+                        f"{args.agent_type}/{args.session_id}",
+                        [f"{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)],
+                        "gitmem session list")
     json.dump({"messages": messages, "agentSessionId": agent_session_id}, sys.stdout,
               ensure_ascii=False)
     sys.stdout.write("\n")
 
 
+SESSION_KEYS = ("messages", "agentSessionId", "workingDir")
+
+
 def _session_body() -> dict:
-    """The JSON object on stdin, ``{"messages": [...], "agentSessionId": ..., "workingDir": ...}``."""
+    """The JSON object on stdin, ``{"messages": [...], "agentSessionId": ..., "workingDir": ...}``,
+    checked as the wire checks ``storage.session.write``: every message an object, the two
+    ids strings, and no other key (a typo would otherwise store nothing without a word)."""
     try:
         body = strictjson.loads(sys.stdin.read())
     except ValueError as exc:  # not JSON, or NaN / Infinity (strictjson words it as the wire)
         raise CliError(f"stdin is not JSON: {exc}") from None
     if not isinstance(body, dict) or not isinstance(body.get("messages", []), (list, type(None))):
         raise CliError('stdin must be a JSON object like {"messages": [...], "agentSessionId": ""}')
+    for key in body:
+        if key not in SESSION_KEYS:
+            raise CliError(f"stdin has an unknown key {key!r}{did_you_mean(key, SESSION_KEYS)} "
+                           f"(it takes {', '.join(SESSION_KEYS)})")
+    for index, message in enumerate(body.get("messages") or []):
+        if not isinstance(message, dict):
+            raise CliError(f'"messages" must hold JSON objects; item {index} is not one')
+    for key in SESSION_KEYS[1:]:
+        if not isinstance(body.get(key, ""), (str, type(None))):
+            raise CliError(f'"{key}" must be a string')
     return body
 
 
 def cmd_session_write(args) -> None:
     body = _session_body()
     with open_repo(args) as mem:
+        if not body.get("messages") and not args.allow_empty:
+            stored = len(mem.sessions.read(args.agent_type, args.session_id)[0])
+            if stored:
+                raise CliError(f"stdin holds no messages: the session's {stored} "
+                               f"message{'s' if stored != 1 else ''} were kept (use `gitmem "
+                               "session delete` to remove it, or --allow-empty to empty it)")
         mem.sessions.write(args.agent_type, args.session_id, body.get("messages"),
-                           str(body.get("agentSessionId") or ""), str(body.get("workingDir") or ""))
+                           body.get("agentSessionId") or "", body.get("workingDir") or "")
 
 
 def cmd_session_append(args) -> None:
     body = _session_body()
     given = [body.get(key) for key in ("agentSessionId", "workingDir")]
     with open_repo(args) as mem:
-        mem.sessions.append(args.agent_type, args.session_id, body.get("messages"),
-                            *(None if value is None else str(value) for value in given))
+        mem.sessions.append(args.agent_type, args.session_id, body.get("messages"), *given)
 
 
 def cmd_session_delete(args) -> None:
@@ -138,7 +176,7 @@ def cmd_session_delete(args) -> None:
 def cmd_session_list(args) -> None:
     with open_repo(args) as mem:
         for agent_type, session_id in mem.sessions.list():
-            print(f"{agent_type}\t{session_id}")
+            print(f"{printable(agent_type)}\t{printable(session_id)}")
 
 
 def cmd_thread_list(args) -> None:
@@ -150,6 +188,10 @@ def cmd_thread_list(args) -> None:
 def cmd_thread_read(args) -> None:
     with open_repo(args) as mem:
         threads = mem.threads
+        snapshot = mem.engine.snapshot()
+        if snapshot.tree_id(threads.folder(args.thread_id)) is None:
+            say_missing(f"thread {args.thread_id!r}", args.thread_id,
+                        [t["id"] for t in threads.list_threads(snapshot=snapshot)], "gitmem thread list")
         if args.what == "state":
             sys.stdout.write(threads.read_state_json(args.thread_id) + "\n")
             return

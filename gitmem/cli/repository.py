@@ -118,7 +118,8 @@ def positive_seconds(text: str) -> float:
 
 
 def cmd_init(args) -> None:
-    from gitmem.repository import Gitmem, default_repo_path
+    from gitmem.repository import Gitmem, default_repo_path, private_umask
+    private_umask()
     path = args.path or args.repo or default_repo_path()
     with Gitmem.open(path, create=True, adopt=args.adopt) as mem:
         print(f"gitmem repository at {mem.engine.workdir}")
@@ -126,6 +127,8 @@ def cmd_init(args) -> None:
 
 def cmd_clone(args) -> None:
     from gitmem.clone import REMOTE, clone
+    from gitmem.repository import private_umask
+    private_umask()
     with clone(args.url, args.path or args.repo) as mem:
         print(f"cloned {args.url} into {mem.engine.workdir} (remote {REMOTE}); "
               f"`gitmem sync` exchanges commits with it")
@@ -198,9 +201,11 @@ def cmd_remote_remove(args) -> None:
 
 
 def cmd_status(args) -> None:
+    from gitmem.repository import locate_repo
     from gitmem.status import describe, status
     with open_repo(args) as mem:
         report = status(mem)
+    report["chosen_by"] = locate_repo(args.repo)[1]
     if args.json:
         print_json(report)
     else:

@@ -10,6 +10,7 @@ for git ends git's group before the signal takes its usual course.
 
     done = gitproc.run(["fetch", "origin"], cwd=workdir, timeout=30)
     done.returncode, done.stdout, done.stderr
+    git_date("last friday")   # 1795813866.0: a date as git reads it, None if it reads none
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Mapping
 
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
@@ -84,6 +86,22 @@ def run(args: list[str], *, cwd: str | os.PathLike, timeout: float,
             _kill_group(proc, signal.SIGKILL)
             proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def git_date(text: str, *, timeout: float = 10.0) -> float | None:
+    """Seconds since the epoch for ``text`` read as git reads a date ("last friday",
+    "noon yesterday", "Dec 1", "3.days.ago"); None when git finds no date in it (git's
+    careful reading, as for ``gc.pruneExpire``, not ``--since``'s, which takes any word
+    for now). "never" is no time: None; "now" is now. About 2 ms (one git process)."""
+    done = run(["config", "--file", os.devnull, "--type=expiry-date", "--default", text,
+                "--get", "gitmem.when"], cwd=os.path.abspath(os.sep), timeout=timeout)
+    try:
+        seconds = int(done.stdout.strip()) if done.returncode == 0 else 0
+    except ValueError:
+        return None
+    if seconds <= 0:
+        return None
+    return time.time() if seconds >= 2 ** 63 - 1 else float(seconds)  # git's "now" is its end of time
 
 
 def stop_all(grace: float = STOP_GRACE, *, final: bool = False) -> None:

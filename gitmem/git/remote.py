@@ -98,7 +98,9 @@ class Remotes:
             reason = refused[0].split("\t")[-1]
             if any(word in reason for word in _REMOTE_MOVED):
                 return False
-            raise EngineError(f"git push {remote} refused: {scrub_credentials(reason)}")
+            said = _remote_said(done.stderr)
+            raise EngineError(f"git push {remote} refused: {scrub_credentials(reason)}"
+                              + (f"; the remote said: {said}" if said else ""))
         raise EngineError(f"git push {remote} failed: {_git_reason(done.stderr)}")
 
     def require(self, remote: str) -> None:
@@ -143,6 +145,15 @@ def _git_reason(stderr: str) -> str:
            and not line.startswith(("fatal:", "error:"))]
     reasons = ssh[:2] + [line for line in lines if line.startswith(("fatal:", "error:"))]
     return scrub_credentials("; ".join(reasons or lines[-1:]))[:500] or "no reason given"
+
+
+def _remote_said(stderr: str) -> str:
+    """The remote's own words in git's output (its ``remote:`` lines: a hook's message),
+    joined in one line, control characters left out, at most 500 characters."""
+    lines = [line[len("remote:"):].strip() for line in stderr.splitlines() if line.startswith("remote:")]
+    text = " / ".join(line for line in lines if line)
+    text = "".join(ch for ch in text if ch.isprintable())
+    return scrub_credentials(text)[:500]
 
 
 def _tracking_ref(remote: str) -> str:

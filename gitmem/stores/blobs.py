@@ -44,6 +44,7 @@ from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from gitmem.git.snapshot import Snapshot
+from gitmem.strictjson import same_json
 
 FOLDER = "blobs"
 MIN_CHARS = 1024
@@ -165,11 +166,11 @@ class Blobs:
             pos += len(part)
             # Equal values are taken as stored, so the caller's comparison of chunks
             # meets the very same objects and does not compare them deeply again.
-            if MARK not in "\n".join(lines) and part == stored_values:
+            if MARK not in "\n".join(lines) and same_json(part, stored_values):
                 out.extend(stored_values)
                 continue
             for line, stored_value, value in zip(lines, stored_values, part):
-                if MARK not in line and value == stored_value:
+                if MARK not in line and same_json(value, stored_value):
                     out.append(stored_value)
                 else:
                     take(value)

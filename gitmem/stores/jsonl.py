@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from gitmem import strictjson
+from gitmem.strictjson import same_json
 from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
 from gitmem.stores import blobs as blob_refs
@@ -232,7 +233,7 @@ class ChunkedJsonl:
         """True when ``value`` is stored as ``line`` (whose parsed value is ``stored``)."""
         if self.blobs is not None and blob_refs.MARK in line:
             value = blob_refs.extract(value, set(self.blobs.names(snapshot)))[0]
-        return value == stored
+        return same_json(value, stored)
 
     def append(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes]:
         """The changes that add ``values`` after the last line; earlier chunks are not even read."""
@@ -251,8 +252,8 @@ class ChunkedJsonl:
 
         Lines keep their chunk: chunk i takes as many values as it held before, and the
         last chunk (then new ones) takes the rest, so extending a log by a few values
-        rewrites only its last chunk. Values equal (``==``) to the stored ones are not
-        encoded again; ``values`` may be :class:`JsonTexts`.
+        rewrites only its last chunk. Values that are the stored ones (as JSON:
+        :func:`~gitmem.strictjson.same_json`) are not encoded again; ``values`` may be :class:`JsonTexts`.
         """
         existing = self.chunks(snapshot)
         if isinstance(values, JsonTexts):
@@ -268,12 +269,12 @@ class ChunkedJsonl:
         for _, chunk in existing[:-1]:
             part = values[pos:pos + len(chunk.values)]
             pos += len(part)
-            out.append(list(chunk.lines) if part == chunk.values else [dumps(v) for v in part])
+            out.append(list(chunk.lines) if same_json(part, chunk.values) else [dumps(v) for v in part])
         rest = values[pos:]
         start: list[str] = []
         if existing:
             last = existing[-1][1]
-            if rest[:len(last.values)] == last.values:
+            if same_json(rest[:len(last.values)], last.values):
                 start, rest = list(last.lines), rest[len(last.values):]
         out.extend(self._pack(start, [dumps(v) for v in rest]))
         old = dict(existing)

@@ -42,6 +42,7 @@ from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts
 from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.stores.jsonl import ChunkedJsonl, dumps
+from gitmem.strictjson import same_json
 
 log = logging.getLogger("gitmem.sessions")
 
@@ -228,7 +229,7 @@ class SessionStore:
         write) and updatedAt bumped; None when neither the messages nor the fields change."""
         old = self.meta(agent_type, session_id, snapshot=snapshot)
         meta = {"agentType": agent_type, "sessionId": session_id, **fields}
-        if old is not None and not changes and all(old.get(k) == v for k, v in meta.items()):
+        if old is not None and not changes and all(same_json(old.get(k), v) for k, v in meta.items()):
             return None
         stamp = now_iso()
         meta["createdAt"] = (old or {}).get("createdAt", stamp)

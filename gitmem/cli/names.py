@@ -1,0 +1,46 @@
+"""Names as the command line shows them: the closest ones to a name that does not exist,
+and ids with their control characters escaped, so that one id is one row of a listing.
+
+    did_you_mean("msgs", ["messages", "workingDir"])   # " (did you mean messages?)"
+    printable("evil\\nagent")                           # "evil\\\\nagent": one line
+    say_missing("agent memory 'nobody'", "nobody", ["nobodies"], "gitmem memory list")
+    # stderr: gitmem: no agent memory 'nobody' (closest: nobodies)
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+
+_CONTROL = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\\\]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
+
+
+def closest(name: str, names: Iterable[str], count: int = 3) -> list[str]:
+    """Up to ``count`` of ``names`` close to ``name``, the closest first."""
+    import difflib  # here: only a name that does not exist needs it
+    return difflib.get_close_matches(name, list(names), n=count, cutoff=0.5)
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean X?)`` naming the closest of ``names`` to ``name``, or "" when none is close."""
+    close = closest(name, names)
+    return f" (did you mean {' or '.join(close)}?)" if close else ""
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (newlines, tabs, escape sequences, U+2028) and
+    backslashes escaped as Python writes them: one line, unambiguous."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m[0]) or (
+        f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"), text)
+
+
+def say_missing(what: str, name: str, names: Iterable[str], listing: str) -> None:
+    """One line on stderr: ``no WHAT`` (the missing record, as the caller names it), with
+    the closest of ``names`` to ``name``, else the command ``listing`` that lists them. The
+    command still answers as for an empty record and exits 0: a record never written
+    reads as empty, as nui reads it."""
+    close = closest(name, names)
+    hint = f"closest: {', '.join(map(printable, close))}" if close else f"`{listing}` lists them"
+    print(f"gitmem: no {printable(what)} ({hint})", file=sys.stderr)

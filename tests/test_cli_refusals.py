@@ -1,0 +1,155 @@
+"""The CLI refuses what the wire refuses, and says so when a name does not exist (issue 24)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import SUBPROCESS_ENV, run_gitmem
+from gitmem.repository import Gitmem
+from nui_client import NuiHost, install_as_nui
+from test_cli import assert_one_line_error
+
+
+@pytest.fixture
+def repo(repo_path):
+    run_gitmem("init", str(repo_path))
+    return repo_path
+
+
+def read_session(cli, agent_type="claude-code", session_id="s1"):
+    return json.loads(cli("session", "read", agent_type, session_id).stdout)["messages"]
+
+
+@pytest.mark.parametrize("command", ["write", "append"])
+@pytest.mark.parametrize("body, says", [
+    ('{"messages": ["hi", 3]}', "item 0"),
+    ('{"messages": [{"id": "m1"}, 3]}', "item 1"),
+    ('{"messages": [null]}', "item 0"),
+    ('{"msgs": []}', "did you mean messages?"),
+    ('{"messages": [], "agentSesionId": "r"}', "did you mean agentSessionId?"),
+    ('{"messages": [], "agentSessionId": 5}', "agentSessionId"),
+    ('{"messages": [], "workingDir": ["/w"]}', "workingDir"),
+])
+def test_a_session_body_the_wire_refuses_is_refused(repo, cli, git, command, body, says):
+    count = git.count()
+    assert_one_line_error(cli("session", command, "claude-code", "s1", input=body, check=False),
+                          code=1, says=says)
+    assert git.count() == count
+
+
+def test_the_wire_refuses_the_same_non_objects(repo, tmp_path):
+    with NuiHost.spawn(install_as_nui(tmp_path, repo, ["claude-code"])) as host:
+        error = host.error("storage.session.write", {
+            "handlerId": "gitmem-sessions", "agentType": "claude-code", "sessionId": "s1",
+            "workingDir": "/w", "messages": ["hi", 3]})
+        assert error["code"] == -32602 and "item 0" in error["message"]
+        host.call("storage.shutdown")
+
+
+def test_an_empty_list_over_a_stored_session_needs_allow_empty(repo, cli, git):
+    cli("session", "write", "claude-code", "s1", input='{"messages": [{"id": "m1"}]}')
+    count = git.count()
+    for body in ('{"messages": []}', '{"messages": null}', "{}"):
+        done = cli("session", "write", "claude-code", "s1", input=body, check=False)
+        assert_one_line_error(done, code=1, says="--allow-empty")
+        assert "1 message" in done.stderr
+    assert git.count() == count and read_session(cli) == [{"id": "m1"}]
+    cli("session", "write", "claude-code", "s1", "--allow-empty", input='{"messages": []}')
+    assert git.count() == count + 1 and read_session(cli) == []
+    cli("session", "write", "claude-code", "new", input='{"messages": []}')  # nothing to lose
+    assert read_session(cli, session_id="new") == []
+
+
+# -- names that do not exist -----------------------------------------------------------
+
+
+@pytest.fixture
+def records(repo, cli):
+    cli("memory", "write", "--agent", "reviewer", input="r")
+    cli("memory", "write", "--agent", "nobodies", input="n")
+    cli("session", "write", "claude-code", "nope2", input='{"messages": [{"id": "m"}]}')
+    cli("session", "write", "claude-code", "s1", input='{"messages": [{"id": "m"}]}')
+    with Gitmem.open(repo, create=False) as mem:
+        mem.threads.append_events("nopes", "planner", [{"type": "RUN_STARTED"}])
+    return repo
+
+
+@pytest.mark.parametrize("args, says, closest", [
+    (("memory", "read", "--agent", "nobody"), "no agent memory 'nobody'", "nobodies"),
+    (("session", "read", "claude-code", "nope"), "no session claude-code/nope", "nope2"),
+    (("thread", "events", "nope"), "no thread 'nope'", "nopes"),
+    (("thread", "messages", "nope"), "no thread 'nope'", "nopes"),
+    (("thread", "state", "nope"), "no thread 'nope'", "nopes"),
+    (("log", "agent:nobody"), "no record agent:nobody", "agent:nobodies"),
+    (("log", "session:claude-code/nope"), "no record session:claude-code/nope", "nope2"),
+])
+def test_a_name_that_does_not_exist_says_so_with_the_closest(records, cli, args, says, closest):
+    """Exit 0 and the empty answer a record never written reads as (scripts keep working,
+    nui reads it so too), with one line on stderr naming the closest names."""
+    done = cli(*args)
+    assert done.stderr.count("\n") == 1 and says in done.stderr and closest in done.stderr, done.stderr
+    assert done.stdout in ("", "[]\n", "null\n", '{"messages": [], "agentSessionId": ""}\n')
+
+
+def test_a_name_that_exists_says_nothing_more(records, cli):
+    for args in (("memory", "read", "--agent", "reviewer"), ("session", "read", "claude-code", "s1"),
+                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("memory", "read", "--user")):
+        done = cli(*args)
+        assert "no " not in done.stderr, (args, done.stderr)
+
+
+def test_control_characters_in_ids_are_escaped_in_listings(repo, cli):
+    cli("memory", "write", "--agent", "evil\nagent:forged\t1", input="x")
+    cli("session", "write", "a\tb", "s\r1\x1b[2J", input='{"messages": [{"id": "m"}]}')
+    rows = cli("memory", "list").stdout.splitlines()
+    assert len(rows) == 1 and rows[0].startswith("agent:evil\\nagent:forged\\t1\t")
+    assert cli("session", "list").stdout == "a\\tb\ts\\r1\\x1b[2J\n"
+    with Gitmem.open(repo, create=False) as mem:
+        mem.threads.append_events("t\n2", "a\u2028b", [{"type": "RUN_STARTED"}])
+    listed = cli("thread", "list").stdout
+    assert listed.count("\n") == 1 and json.loads(listed)["id"] == "t\n2"
+
+
+def test_nui_handlers_add_and_remove_say_what_changed(tmp_path, repo):
+    folder = tmp_path / "ext"
+    run_gitmem("nui", "install", "--dir", str(folder), "--agent-types", "pi", repo=repo)
+    added = run_gitmem("nui", "handlers", "add", "notes", "agentMemory", "--agent-types", "pi",
+                       "--dir", str(folder))
+    assert "added handler notes (agentMemory, pi)" in added.stdout and "storage-handlers.yaml" in added.stdout
+    removed = run_gitmem("nui", "handlers", "remove", "notes", "--dir", str(folder))
+    assert "removed handler notes" in removed.stdout
+
+
+def test_nui_install_says_it_made_a_repository_and_writes_nothing_pointing_nowhere(tmp_path):
+    missing = tmp_path / "new"
+    done = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext"), repo=missing)
+    assert f"made a new gitmem repository at {missing}" in done.stdout and (missing / ".git").is_dir()
+    again = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext"), repo=missing)
+    assert "made a new" not in again.stdout
+    (tmp_path / "a-file").write_text("")
+    nowhere = tmp_path / "a-file" / "repo"
+    done = run_gitmem("nui", "install", "--dir", str(tmp_path / "ext2"), repo=nowhere, check=False)
+    assert_one_line_error(done, code=1)
+    assert not (tmp_path / "ext2").exists()
+
+
+def test_serve_says_when_it_makes_the_repository_it_was_pointed_at(tmp_path, repo):
+    """The kaboo adapter and nui start it on a repository made on first use: made, and
+    said on stderr (a typo in --repo shows there); a repository that exists is not."""
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "storage.userMemory.read",
+                          "params": {"handlerId": "gitmem-user-memory"}}) + "\n"
+    for path, made in ((tmp_path / "typo", True), (repo, False)):
+        done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--repo", str(path)],
+                              input=request, capture_output=True, text=True, env=SUBPROCESS_ENV,
+                              timeout=60)
+        assert json.loads(done.stdout.splitlines()[0])["result"] == {"content": ""}
+        assert (f"made a new gitmem repository at {path}" in done.stderr) is made, done.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "-5000", "x"])
+def test_serve_refuses_a_negative_max_response(repo, value):
+    assert_one_line_error(run_gitmem("serve", "--max-response", value, repo=repo, check=False), code=2)
