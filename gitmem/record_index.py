@@ -22,8 +22,9 @@ a temporary file, then renamed): deleting it changes no answer.
 
 A record's versions are found by searching the file for its path, so answering costs
 about a millisecond a megabyte of index (some 30,000 commits) plus the record's own lines.
-Versions are ordered newest first by commit time, then generation (a child before its
-parent made in the same second), then commit id.
+Versions are ordered newest first by main's topology, not by dates (a clock that was
+wrong leaves a commit dated in the future): by generation (a child always comes before
+its parents), then commit time, then commit id.
 """
 
 from __future__ import annotations
@@ -125,9 +126,10 @@ class RecordIndex:
         return list(found)
 
     def commit_at(self, when: float) -> str | None:
-        """The newest commit of main made at or before ``when`` (seconds since the epoch)."""
+        """The newest commit of main (by topology) among those made at or before ``when``
+        (seconds since the epoch)."""
         self._update()
-        best = max(((int(time), int(generation), commit)
+        best = max(((int(generation), int(time), commit)
                     for commit, time, generation in _LINE_HEAD.findall(self._data)
                     if int(time) <= when), default=None)
         return best[2].decode() if best is not None else None
@@ -285,7 +287,7 @@ class RecordIndex:
 
 
 def _order(entry: IndexedCommit) -> tuple[int, int, str]:
-    return (entry.time, entry.generation, entry.id)
+    return (entry.generation, entry.time, entry.id)
 
 
 def _parse_line(line: bytes) -> IndexedCommit:
