@@ -33,6 +33,7 @@ import dataclasses
 import os
 import re
 import zlib
+from collections.abc import Callable
 
 from gitmem import layout
 from gitmem.git.engine import GitEngine
@@ -100,7 +101,8 @@ class RecordIndex:
     """The record index of one repository (see the module's docstring).
 
     ``diffed`` counts the commits this object has diffed and ``rebuilds`` the times it
-    started over, for tests and the bench.
+    started over, for tests and the bench. ``progress``, when set, is called as
+    ``progress(done, total)`` while a long stretch of history is read.
     """
 
     def __init__(self, engine: GitEngine):
@@ -108,6 +110,7 @@ class RecordIndex:
         self.path = engine.private_dir / FILE
         self.diffed = 0
         self.rebuilds = 0
+        self.progress: Callable[[int, int], None] | None = None
         self._data = HEADER  # the index the answers come from (the file's, or ahead of it)
         self._tip: str | None = None  # its last commit
         self._head: str | None = None  # main's tip when it was last brought up to date
@@ -199,17 +202,9 @@ class RecordIndex:
         tip = self._tip
         if tip is None or not self.engine.commit_exists(tip):
             return None
-        met_tip = False
-
-        def known(commit: str) -> bool:
-            nonlocal met_tip
-            if commit == tip:
-                met_tip = True
-                return True
-            return self._known(commit)  # only off the common path: a merge, a fork
-
-        changed = self.engine.changed_commits(head, known)
-        if not met_tip and not self.engine.descends_from(head, tip):
+        # every indexed commit is in the history of the last one: git lists the rest
+        changed = self.engine.changed_commits(head, self._known, after=tip, progress=self.progress)
+        if not self.engine.descends_from(head, tip):
             return None
         return self._index(changed)
 
@@ -265,7 +260,8 @@ class RecordIndex:
     def _rebuild(self, head: str) -> None:
         self.rebuilds += 1
         self._data, self._tip = HEADER, None
-        new = self._index(self.engine.changed_commits(head, lambda _commit: False))
+        new = self._index(self.engine.changed_commits(head, lambda _commit: False,
+                                                      progress=self.progress))
         self._data, self._tip = _with_check(HEADER + b"".join(e.line() for e in new)), head
         try:
             with self._lock():

@@ -257,10 +257,11 @@ class GitEngine:
     # commit ids of main's history, as the record index holds them: no revision is
     # resolved (and no whole ancestry checked) on the way
 
-    def changed_commits(self, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+    def changed_commits(self, tip: str, known: Callable[[str], bool], *, after: str | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> list[ChangedCommit]:
         """The commits in the history of ``tip`` that ``known(id)`` does not know, parents
         first, with the files each changed (see :meth:`History.changed_commits`)."""
-        return self._log.changed_commits(tip, known)
+        return self._log.changed_commits(tip, known, after=after, progress=progress)
 
     def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
         """The id of the file or folder at each of ``paths`` in ``commit`` (None: nothing there)."""

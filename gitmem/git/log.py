@@ -1,21 +1,29 @@
 """History: commits that touched a path, what they changed, and diffs between revisions.
 
 Every commit and tree is checked for damage before libgit2 walks or diffs it
-(:mod:`gitmem.git.objects`).
+(:mod:`gitmem.git.objects`). A long stretch of history (catching up from a clone or
+an import) is read by ``git log --raw`` instead, which skips the folders a commit did
+not change by their ids and stops with an error at a damaged object.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import subprocess
 from collections.abc import Callable, Iterator
 
 import pygit2
 
+from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, entry_id, join
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.snapshot import Reader
 
+log = logging.getLogger("gitmem.engine")
+
 RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
+LOG_TIMEOUT = 900.0  # seconds for git to read a whole history (git reads some 10,000 commits a second)
 _NEWEST_FIRST = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
 
 
@@ -148,9 +156,21 @@ class History:
     # -- for the record index (gitmem.record_index): commit ids of main's history, so
     # no revision is resolved (and no whole ancestry checked) on the way
 
-    def changed_commits(self, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+    def changed_commits(self, tip: str, known: Callable[[str], bool], *, after: str | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> list[ChangedCommit]:
         """The commits in the history of ``tip`` for which ``known(id)`` is false, parents
-        first, each with the files it changed; the walk stops at known commits."""
+        first, each with the files it changed; the walk stops at known commits.
+
+        ``after``: a known commit all of whose history is known too (the walk hands
+        the work to ``git log`` then, or when nothing is known); ``progress(done, total)``
+        is called as commits are read there.
+        """
+        if after is not None or not known(tip):
+            try:
+                return self._git_changed_commits(tip, after, progress)
+            except (gitproc.GitMissing, gitproc.GitTimeout, subprocess.CalledProcessError,
+                    ValueError) as exc:  # damaged, or an old git: walked and checked here
+                log.debug("git log of the history failed (%s); walking it", exc)
         found: dict[pygit2.Oid, pygit2.Commit] = {}
         order = []
         pending: list[tuple[pygit2.Oid, bool]] = [(pygit2.Oid(hex=tip), False)]
@@ -178,6 +198,53 @@ class History:
             paths = tuple(tree_changes(parent, tree))
             result.append(ChangedCommit(str(commit.id), tuple(str(p) for p in commit.parent_ids),
                                         commit.commit_time, paths))
+        return result
+
+    def _git_changed_commits(self, tip: str, after: str | None,
+                             progress: Callable[[int, int], None] | None) -> list[ChangedCommit]:
+        revs = [tip, *([f"^{after}"] if after else [])]
+        git = ["--git-dir", self._repo.path]
+        total = 0
+        if progress is not None:
+            counted = gitproc.run([*git, "rev-list", "--count", *revs], cwd=self._repo.path, timeout=LOG_TIMEOUT)
+            total = int(counted.stdout.strip() or 0) if counted.returncode == 0 else 0
+        result: list[ChangedCommit] = []
+        head: list[bytes] | None = None
+        paths: list[str] = []
+        raw_next: bool | None = None  # after a ":modes ids status" entry: keep its path?
+        rest = b""
+        command = [*git, "-c", "core.quotePath=false", "log", "--raw", "-r", "-z", "--root",
+                   "--no-renames", "--no-abbrev", "--no-show-signature", "--no-color",
+                   "--diff-merges=first-parent", "--topo-order", "--reverse",
+                   "--format=%H %P %ct", *revs, "--"]
+
+        def finish() -> None:
+            if head is not None:
+                result.append(ChangedCommit(head[0].decode(), tuple(p.decode() for p in head[1:-1] if p),
+                                            int(head[-1]), tuple(paths)))
+                if progress is not None and (len(result) % 512 == 0):
+                    progress(len(result), max(total, len(result)))
+
+        for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT):
+            *tokens, rest = (rest + data).split(b"\0")
+            for token in tokens:
+                if raw_next is not None:  # the path of a ":modes ids status" entry
+                    if raw_next:
+                        paths.append(token.decode("utf-8", "surrogateescape"))
+                    raw_next = None
+                    continue
+                token = token.lstrip(b"\n")
+                if token.startswith(b":"):
+                    fields = token.split(b" ")
+                    raw_next = fields[2] != fields[3]  # a change of mode alone is no change
+                elif token:
+                    finish()
+                    head, paths = token.split(b" "), []
+        if rest.strip() or raw_next is not None:
+            raise ValueError("git log's output ended in the middle of an entry")
+        finish()
+        if progress is not None:
+            progress(len(result), len(result))
         return result
 
     def entry_ids(self, commit: str, paths) -> dict[str, str | None]:

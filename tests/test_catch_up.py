@@ -1,0 +1,129 @@
+"""Catching up on a history gitmem did not write (issue 25): a fast-imported repository
+and a ``git clone`` of one get their record index from ``git log --raw``, with the same
+answers as the walk gitmem does itself when git is not there (the slow path), for
+``log``, ``show --at``, ``blame`` and ``diff``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from gitmem.bench.catch_up import RECORD, RECORD_PATH, build_imported
+from gitmem.record_index import FILE
+from gitmem.repository import Gitmem
+
+RECORDS = [RECORD, "session:cc/s3", "session:cc/s10", "agent:odd", "user"]
+NO_GIT = {"PATH": str(Path(sys.executable).parent)}  # gitmem finds no `git` to run
+
+
+def odd_history(path: Path) -> None:
+    """What plain git adds to an imported history: a merge whose sides both change the
+    record, a change of a file's mode alone, a file in a folder no record owns, a
+    commit dated in the future and a name git would quote."""
+    git = Git(path)
+    git("switch", "-q", "-c", "side", "main~5")
+    (path / RECORD_PATH).write_text((path / RECORD_PATH).read_text() + "\nfrom the side\n")
+    (path / "memory/agents").mkdir(parents=True, exist_ok=True)
+    (path / "memory/agents/odd.md").write_text("an odd agent\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "side work")
+    git("switch", "-q", "main")
+    (path / RECORD_PATH).write_text("on main first\n\n" + (path / RECORD_PATH).read_text())
+    git("commit", "-q", "-am", "main work")
+    git("merge", "-q", "--no-edit", "side", check=False)
+    if git("status", "--porcelain"):  # a conflict: keep both sides
+        (path / RECORD_PATH).write_text("on main first\n\nmerged by hand\n")
+        git("add", "-A")
+        git("commit", "-q", "--no-edit")
+    os.chmod(path / "sessions/cc/s3/meta.json", 0o755)
+    git("commit", "-q", "-am", "a mode change alone")
+    (path / "memory/notes").mkdir()
+    (path / "memory/notes/caf\u00e9 \"x\".txt").write_text("not a record\n")
+    (path / "memory/user.md").write_text("the user\n")
+    git("add", "-A")
+    env = {**SUBPROCESS_ENV, "GIT_COMMITTER_DATE": "2031-01-01T00:00:00+00:00"}
+    subprocess.run(["git", "-C", str(path), "commit", "-q", "-m", "future"], check=True, env=env)
+    (path / "memory/user.md").write_text("the user\n\nlikes tea\n")
+    git("commit", "-q", "-am", "after the future")
+
+
+def answers(repo: Path, env: dict[str, str] | None = None) -> dict[str, str]:
+    """What history commands print for each record, each command a process of its own."""
+    found = {}
+
+    def cli(*args):
+        return run_gitmem(*args, repo=repo, env=env).stdout
+
+    found["log"] = cli("log", "--json")  # the whole repository first: no index needed
+    for record in RECORDS:
+        found[f"log {record}"] = cli("log", record, "--json")
+        count = len(json.loads(found[f"log {record}"]))
+        for at in {"@", f"@~{count // 2}", f"@~{count - 1}", "@1700000600", "HEAD~3"}:
+            found[f"show {record} {at}"] = cli("show", record, "--at", at, "--json")
+        found[f"blame {record}"] = cli("blame", record, "--json")
+        if count > 1:
+            found[f"diff {record}"] = cli("diff", record, "--since", f"@~{count - 1}", "--until", "@~1")
+    found["log -n 1"] = cli("log", RECORD, "-n", "1", "--json")
+    return found
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> Path:
+    path = build_imported(tmp_path_factory.mktemp("catch-up") / "imported", 400, 40, own_every=7)
+    odd_history(path)
+    return path
+
+
+def assert_same_as_the_slow_path(source: Path, tmp_path: Path) -> None:
+    fast, slow = tmp_path / "fast", tmp_path / "slow"
+    shutil.copytree(source, fast, symlinks=True)
+    shutil.copytree(source, slow, symlinks=True)
+    assert not (fast / ".git/gitmem" / FILE).exists()
+    quick = answers(fast)
+    walked = answers(slow, env=NO_GIT)
+    assert quick.keys() == walked.keys()
+    for key in quick:
+        assert quick[key] == walked[key], key
+    lines = [sorted(line for line in (repo / ".git/gitmem" / FILE).read_text().splitlines()
+                    if not line.startswith("#")) for repo in (fast, slow)]
+    assert lines[0] == lines[1]  # the same lines (both parents first, a fork's sides in any order)
+    with Gitmem.open(fast, create=False) as mem:  # git's listing was the one kept
+        versions = [v.id for v in mem.record_index.versions(RECORD_PATH)]
+        assert mem.record_index.diffed == 0
+    touched = Git(source)("log", "--format=%H", "--", RECORD_PATH).split()
+    assert sorted(versions) == sorted(touched)
+
+
+def test_a_fast_imported_history_answers_as_the_walk(imported, tmp_path):
+    assert_same_as_the_slow_path(imported, tmp_path)
+
+
+def test_a_clone_answers_as_the_walk(imported, tmp_path):
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(imported), str(clone)], check=True, env=SUBPROCESS_ENV)
+    assert_same_as_the_slow_path(clone, tmp_path)
+
+
+def test_catching_up_on_new_commits_from_git(imported, tmp_path):
+    """Commits made with plain git after the index was built: only they are read again."""
+    path = tmp_path / "repo"
+    shutil.copytree(imported, path, symlinks=True)
+    with Gitmem.open(path, create=False) as mem:
+        before = len(mem.record_index.versions(RECORD_PATH))
+        built = mem.record_index.diffed
+    git = Git(path)
+    for n in range(3):
+        (path / RECORD_PATH).write_text((path / RECORD_PATH).read_text() + f"\nplain {n}\n")
+        git("commit", "-q", "-am", f"plain {n}")
+    with Gitmem.open(path, create=False) as mem:
+        assert len(mem.record_index.versions(RECORD_PATH)) == before + 3
+        assert mem.record_index.diffed == 3 and built > 400
+        assert mem.show(RECORD, "@").value["content"].endswith("plain 2\n")
