@@ -80,7 +80,7 @@ def blame(mem: Records, record: str) -> list[Blamed]:
 
 def _parts(mem: Records, record: layout.Record, commit: str) -> dict[str, list[Any]]:
     """{kind: items} of ``record`` at ``commit``."""
-    shown = read_record(mem, record, mem.engine.snapshot_of(commit), commit)
+    shown = read_record(mem, record, mem.engine.snapshot_of(commit, scope=record.path), commit)
     if not shown.exists:
         return {}
     if "content" in shown.value:

@@ -216,7 +216,7 @@ def show(mem: Records, record: str, at: str) -> Shown:
     """``record`` as it was at WHEN ``at``."""
     parsed = layout.parse_record(record)
     commit = resolve_version(mem, parsed, at)
-    return read_record(mem, parsed, mem.engine.snapshot_of(commit), commit)
+    return read_record(mem, parsed, mem.engine.snapshot_of(commit, scope=parsed.path), commit)
 
 
 def diff(mem: Records, record: str, since: str | None = None,
@@ -241,7 +241,7 @@ def restore(mem: Records, record: str, at: str) -> Restored:
     the history keeps as well."""
     parsed = layout.parse_record(record)
     commit = resolve_version(mem, parsed, at)
-    old = mem.engine.snapshot_of(commit)
+    old = mem.engine.snapshot_of(commit, scope=parsed.path)
 
     def changes(snapshot):
         before = _files(snapshot, parsed)

@@ -277,9 +277,10 @@ class GitEngine:
     def commit_infos(self, commits: list[str]) -> list[CommitInfo]:
         return self._log.commit_infos(commits)
 
-    def snapshot_of(self, commit: str | None) -> Snapshot:
-        """The snapshot of commit ``commit`` (an empty one for None: before the first commit)."""
-        return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None)
+    def snapshot_of(self, commit: str | None, *, scope: str | None = None) -> Snapshot:
+        """The snapshot of commit ``commit`` (an empty one for None: before the first commit);
+        ``scope``: a path, the only one that will be read from it (only it is checked)."""
+        return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None, scope)
 
     def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """:meth:`diff` of two commit ids."""

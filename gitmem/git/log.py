@@ -304,7 +304,7 @@ class History:
         """
         sides = []
         for rev in (old, new):
-            tree = self._reader.tree_of(rev)
+            tree = self._reader.tree_of(rev, path)
             obj = tree if not path or tree is None else self._object_at(tree, path)
             sides.append(obj)
         old_tree, new_tree = [o if isinstance(o, pygit2.Tree) else None for o in sides]
