@@ -159,6 +159,11 @@ class RecordIndex:
 
     # -- keeping it up to date ----------------------------------------------------
 
+    def catch_up(self) -> None:
+        """Bring the index up to date with main now (``gitmem clone`` and ``gitmem serve``
+        do, so that the first history command finds it ready)."""
+        self._update()
+
     def _update(self) -> None:
         head = self.engine.head()
         if head == self._head:

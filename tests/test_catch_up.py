@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from nui_client import NuiHost
 from gitmem.bench.catch_up import RECORD, RECORD_PATH, build_imported
 from gitmem.record_index import FILE
 from gitmem.repository import Gitmem
@@ -127,3 +131,66 @@ def test_catching_up_on_new_commits_from_git(imported, tmp_path):
         assert len(mem.record_index.versions(RECORD_PATH)) == before + 3
         assert mem.record_index.diffed == 3 and built > 400
         assert mem.show(RECORD, "@").value["content"].endswith("plain 2\n")
+
+
+# -- brought up to date before the first history command -------------------------------
+
+
+def test_gitmem_clone_builds_the_index(imported, tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(imported), str(remote)], check=True,
+                   env=SUBPROCESS_ENV)
+    clone = tmp_path / "clone"
+    done = run_gitmem("clone", str(remote), str(clone))
+    assert done.stderr == ""  # a pipe gets no progress bar
+    assert (clone / ".git/gitmem" / FILE).exists()
+    with Gitmem.open(clone, create=False) as mem:
+        assert len(mem.record_index.versions(RECORD_PATH)) > 50
+        assert mem.record_index.diffed == 0  # the clone had read it all
+
+
+def test_gitmem_serve_builds_the_index_after_its_first_answer(imported, tmp_path):
+    """An existing repository without the index (an upgrade, an import): serve catches up."""
+    path = tmp_path / "repo"
+    shutil.copytree(imported, path, symlinks=True)
+    host = NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(path)], cwd=tmp_path,
+                   env=SUBPROCESS_ENV)
+    try:
+        assert host.call("storage.info")["name"] == "gitmem"
+        index = path / ".git/gitmem" / FILE
+        deadline = time.monotonic() + 60
+        while not index.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert index.exists()
+    finally:
+        host.close_stdin()
+        assert host.wait() == 0
+    with Gitmem.open(path, create=False) as mem:
+        assert mem.record_index.versions(RECORD_PATH)
+        assert mem.record_index.diffed == 0
+
+
+def test_a_progress_bar_on_a_terminal_only(tmp_path):
+    path = build_imported(tmp_path / "long", 2500, 50)
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "gitmem", "log", RECORD, "-n", "1",
+                               "--repo", str(path)], stdout=subprocess.PIPE, stderr=follower,
+                              env=SUBPROCESS_ENV, timeout=120)
+        os.close(follower)
+        drawn = b""
+        while select.select([leader], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0 and done.stdout.count(b"\n") == 1
+    assert b"reading the history [" in drawn and b"2500/2500" in drawn
+    (path / ".git/gitmem" / FILE).unlink()
+    piped = run_gitmem("log", RECORD, "-n", "1", repo=path)
+    assert piped.stderr == ""

@@ -23,6 +23,7 @@ from gitmem.git.snapshot import Reader
 log = logging.getLogger("gitmem.engine")
 
 RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
+PROGRESS_FROM = 2000  # commits: a shorter history is read before a bar is worth drawing
 LOG_TIMEOUT = 900.0  # seconds for git to read a whole history (git reads some 10,000 commits a second)
 _NEWEST_FIRST = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
 
@@ -168,8 +169,11 @@ class History:
         if after is not None or not known(tip):
             try:
                 return self._git_changed_commits(tip, after, progress)
-            except (gitproc.GitMissing, gitproc.GitTimeout, subprocess.CalledProcessError,
-                    ValueError) as exc:  # damaged, or an old git: walked and checked here
+            except subprocess.CalledProcessError as exc:
+                if exc.returncode < 0:  # ended by a signal (gitmem is stopping): no walk
+                    raise
+                log.debug("git log of the history failed (%s); walking it", exc.stderr.strip())
+            except (gitproc.GitMissing, gitproc.GitTimeout, ValueError) as exc:
                 log.debug("git log of the history failed (%s); walking it", exc)
         found: dict[pygit2.Oid, pygit2.Commit] = {}
         order = []
@@ -205,9 +209,11 @@ class History:
         revs = [tip, *([f"^{after}"] if after else [])]
         git = ["--git-dir", self._repo.path]
         total = 0
-        if progress is not None:
+        if progress is not None and after is None:  # a whole history: worth a bar when long
             counted = gitproc.run([*git, "rev-list", "--count", *revs], cwd=self._repo.path, timeout=LOG_TIMEOUT)
             total = int(counted.stdout.strip() or 0) if counted.returncode == 0 else 0
+        if total < PROGRESS_FROM:
+            progress = None
         result: list[ChangedCommit] = []
         head: list[bytes] | None = None
         paths: list[str] = []
