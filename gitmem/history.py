@@ -29,7 +29,7 @@ from typing import Any, Protocol
 from gitmem import layout
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError
 from gitmem.git.engine import GitEngine
-from gitmem.git.log import FileDiff
+from gitmem.git.log import FileChange, FileDiff
 from gitmem.record_index import RecordIndex
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
@@ -197,10 +197,9 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None) ->
         commits = mem.engine.history(None, limit=limit)
     else:
         commits = record_commits(mem, parsed, limit=limit)
+    pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
     entries = []
-    for commit in commits:
-        parent = commit.parents[0] if commit.parents else None
-        files = mem.engine.diff_commits(parsed.path if parsed else "", parent, commit.id)
+    for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs)):
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries
@@ -259,7 +258,7 @@ def restore(mem: Records, record: str, at: str) -> Restored:
     return Restored(parsed.name, commit, new)
 
 
-def summarise(record: layout.Record | None, files: list[FileDiff]) -> tuple[str, dict[str, dict[str, int]]]:
+def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[str, dict[str, dict[str, int]]]:
     """A one-line summary of ``files`` (a commit's changes to ``record``) and the counts
     behind it, grouped by what the files hold."""
     if record is None:

@@ -17,9 +17,12 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
 from nui_client import NuiHost
+from gitmem.blame import _Blocks, blocks
 from gitmem.bench.catch_up import RECORD, RECORD_PATH, build_imported
 from gitmem.record_index import FILE
 from gitmem.repository import Gitmem
@@ -194,3 +197,14 @@ def test_a_progress_bar_on_a_terminal_only(tmp_path):
     (path / ".git/gitmem" / FILE).unlink()
     piped = run_gitmem("log", RECORD, "-n", "1", repo=path)
     assert piped.stderr == ""
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.booleans(), st.text(alphabet="ab \t\n", max_size=12)), max_size=12))
+def test_blame_splits_appended_versions_as_it_splits_each_whole(steps):
+    """A memory's blocks, split from the last block on when a version only adds text,
+    are the blocks of the whole version, whatever blanks and separators the text holds."""
+    splitter, content = _Blocks(), ""
+    for append, text in steps:
+        content = content + text if append else text + content
+        assert splitter.of(content) == blocks(content)

@@ -41,7 +41,7 @@ from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, REF, Br
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
-from gitmem.git.log import ChangedCommit, FileDiff, History, tree_changes
+from gitmem.git.log import ChangedCommit, FileChange, FileDiff, History, tree_changes
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.pack import Packer
 from gitmem.git.refs import Refs
@@ -281,6 +281,11 @@ class GitEngine:
         """The snapshot of commit ``commit`` (an empty one for None: before the first commit);
         ``scope``: a path, the only one that will be read from it (only it is checked)."""
         return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None, scope)
+
+    def changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
+        """For each ``(old commit, new commit)``, the files at or under ``path`` that differ,
+        with line counts and no patch (see :meth:`History.changes`)."""
+        return self._log.changes(path, pairs)
 
     def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """:meth:`diff` of two commit ids."""

@@ -90,15 +90,16 @@ def run(args: list[str], *, cwd: str | os.PathLike, timeout: float,
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
-def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float,
+def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, stdin=None,
            chunk: int = 1 << 16) -> Iterator[bytes]:
     """Run ``git ARGS`` in ``cwd`` as :func:`run` does and yield its standard output in
-    pieces of up to ``chunk`` bytes while it runs. Raises GitTimeout when git is not done
+    pieces of up to ``chunk`` bytes while it runs (``stdin``: a file it reads, else none). Raises GitTimeout when git is not done
     within ``timeout`` seconds, subprocess.CalledProcessError (its stderr in ``stderr``)
     when it fails. Leaving the loop early ends git."""
     errors = tempfile.TemporaryFile()  # never a full pipe while stdout is read
     try:
-        proc = subprocess.Popen(["git", *args], cwd=cwd, env=environment(), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(["git", *args], cwd=cwd, env=environment(),
+                                stdin=subprocess.DEVNULL if stdin is None else stdin,
                                 stdout=subprocess.PIPE, stderr=errors, start_new_session=True)
     except FileNotFoundError:
         errors.close()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 
 import pygit2
@@ -23,6 +24,8 @@ from gitmem.git.snapshot import Reader
 log = logging.getLogger("gitmem.engine")
 
 RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
+GIT_FROM = 16  # pairs of commits: fewer cost less here than a git process
+_STATUS = {b"A": "added", b"D": "deleted"}
 PROGRESS_FROM = 2000  # commits: a shorter history is read before a bar is worth drawing
 LOG_TIMEOUT = 900.0  # seconds for git to read a whole history (git reads some 10,000 commits a second)
 _NEWEST_FIRST = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
@@ -36,6 +39,17 @@ class ChangedCommit:
     parents: tuple[str, ...]
     time: int  # committer time, seconds since the epoch
     paths: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class FileChange:
+    """How one file changed between two commits, without the patch (see :meth:`History.changes`)."""
+
+    path: str
+    status: str  # "added", "deleted" or "modified"
+    added: int  # lines (0 for a binary file)
+    removed: int
+    binary: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,6 +338,65 @@ class History:
             changed[path] = (blobs[0], blobs[1])
         return [self._file_diff(file, old_id, new_id)
                 for file, (old_id, new_id) in sorted(changed.items())]
+
+    def changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
+        """For each ``(old commit, new commit)`` of ``pairs`` (old None: before the first
+        commit), the files at or under ``path`` ("" for all) that differ, in path order,
+        with their line counts: :meth:`diff` without the patches. Many pairs are handed to
+        one ``git diff-tree --stdin``, which skips the folders that did not change."""
+        if len(pairs) >= GIT_FROM:
+            try:
+                return self._git_changes(path, pairs)
+            except subprocess.CalledProcessError as exc:
+                if exc.returncode < 0:
+                    raise
+                log.debug("git diff-tree failed (%s); diffing here", exc.stderr.strip())
+            except (gitproc.GitMissing, gitproc.GitTimeout, ValueError) as exc:
+                log.debug("git diff-tree failed (%s); diffing here", exc)
+        return [[FileChange(f.path, f.status, f.added, f.removed, f.binary)
+                 for f in self.diff(path, *(pygit2.Oid(hex=c) if c else None for c in pair))]
+                for pair in pairs]
+
+    def _git_changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
+        for pair in pairs:  # a revision's syntax never reaches git's stdin
+            if not all(c is None or (len(c) == 40 and all(x in "0123456789abcdef" for x in c)) for c in pair):
+                raise ValueError("not a commit id")
+        lines = "".join(f"{new} {old}\n" if old else f"{new}\n" for old, new in pairs)
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(lines.encode())
+            stdin.seek(0)
+            command = ["--git-dir", self._repo.path, "--literal-pathspecs", "diff-tree", "--stdin",
+                       "--always", "--root", "-r", "-z", "--raw", "--numstat", "--no-renames",
+                       "--no-ext-diff", "--no-textconv", "--", *([path] if path else [])]
+            found: list[list[FileChange]] = []
+            status: dict[str, str] = {}
+            files: list[FileChange] = []
+            raw: bytes | None = None  # a ":modes ids status" entry whose path comes next
+            rest = b""
+            for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT, stdin=stdin):
+                *tokens, rest = (rest + data).split(b"\0")
+                for token in tokens:
+                    if raw is not None:
+                        fields = raw.split(b" ")
+                        if fields[2] != fields[3]:  # a change of mode alone is no change
+                            status[token.decode("utf-8", "surrogateescape")] = _STATUS.get(fields[4][:1], "modified")
+                        raw = None
+                    elif token.startswith(b":"):
+                        raw = token
+                    elif b"\t" in token:
+                        added, removed, name = token.split(b"\t", 2)
+                        file = name.decode("utf-8", "surrogateescape")
+                        if file in status:
+                            binary = added == b"-"
+                            files.append(FileChange(file, status[file], 0 if binary else int(added),
+                                                    0 if binary else int(removed), binary))
+                    elif token:  # the next pair's commit id
+                        found.append(files)
+                        files, status = [], {}
+        found.append(files)
+        if rest or raw is not None or len(found) != len(pairs) + 1:
+            raise ValueError("git diff-tree's output does not match what was asked")
+        return [sorted(changed, key=lambda f: f.path) for changed in found[1:]]
 
     def _file_diff(self, path: str, old_id: str | None, new_id: str | None) -> FileDiff:
         for blob_id in filter(None, (old_id, new_id)):
