@@ -28,6 +28,7 @@ from gitmem.git.worktree import WorkTree
 log = logging.getLogger("gitmem.engine")
 
 INDEX_IDLE = 0.3  # seconds without writes before the index is refreshed
+STAT_ON_WRITE = 1 << 20  # bytes: a write of a file up to this size stages it with its stat data
 INDEX_MAX_DELAY = 1.0  # refresh at the latest this long after the first pending write
 STALE_GIT_LOCK_AGE = 10.0  # a ref/index .lock older than this, while we hold our lock, is stale
 IN_STEP_FILE = "index-in-step"  # in .git/gitmem/: a tip, and the index file found holding its tree
@@ -59,10 +60,12 @@ class Index:
         ``gitmem bench``); a git command holding ``index.lock`` leaves it to the refresher.
         ``moved``: main's tip before and after the commit of ``changes``."""
         before = self._file_stat()
+        lagging = list(changes)  # what the refresher is left to give stat data
         try:
             index = self._repo.index
             index.read(force=False)  # reads the file again only if someone changed it
-            for path in changes:
+            lagging = []
+            for path, data in changes.items():
                 try:
                     entry = tree[path]
                 except KeyError:
@@ -70,14 +73,36 @@ class Index:
                 if entry is None or entry.type_str != "blob":
                     if path in index:
                         index.remove(path)
-                elif path not in index or index[path].id != entry.id:
-                    index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+                elif data is not None and len(data) <= STAT_ON_WRITE and self._with_stat(index, path, entry):
+                    pass
+                else:
+                    if path not in index or index[path].id != entry.id:
+                        index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+                    lagging.append(path)
             index.write()
             self._carry_in_step(moved[0], before, moved[1])
         except (pygit2.GitError, OSError) as exc:
             self._in_step = None
+            lagging = list(changes)
             log.warning("index not updated now (the refresher tries again): %s", exc)
-        self.refresher.mark(changes)
+        if lagging:
+            self.refresher.mark(lagging)
+
+    def _with_stat(self, index: pygit2.Index, path: str, entry: pygit2.Object) -> bool:
+        """Stage the work-tree file at ``path`` with its stat data when it holds ``entry``'s
+        blob (just written there): the refresher, which takes the writers' lock for an
+        index write of its own, then has nothing to do. False when it holds anything else."""
+        on_disk = self._worktree.workdir / path
+        try:
+            if os.path.islink(on_disk) or not on_disk.is_file():
+                return False
+            index.add(path)  # hashes the file and records its stat data
+        except (OSError, pygit2.GitError):
+            return False
+        if index[path].id == entry.id:
+            return True
+        index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))  # a save just now: not staged
+        return False
 
     def refresh(self, paths: list[str] | None = None) -> None:
         """Make the index agree with HEAD for ``paths`` (all of HEAD when None).
