@@ -14,7 +14,7 @@ merge, from every other parent's too, as ``GitEngine.history`` counts it. The ge
 The index is a cache. It is brought up to date on use, whoever made the new commits
 (gitmem, a hand edit, a sync merge, plain ``git commit``, a fetch): only commits it does
 not hold yet are diffed, and their lines are appended (one write, then its check line)
-under ``record-index.lock``, waited for at most :data:`LOCK_WAIT`; without the lock the
+under ``record-index-lock``, waited for at most :data:`LOCK_WAIT`; without the lock the
 answer is computed and not saved. Lines after the last check line (a writer killed
 mid-write) are ignored. A missing file, a check that fails, or a last indexed commit
 that is no longer in main's history (an amend, a reset) makes it start over (written to
@@ -41,7 +41,7 @@ from gitmem.git.lock import FileLock, LockTimeout, NotWritable
 from gitmem.git.log import ChangedCommit
 
 FILE = "record-index"  # in .git/gitmem/
-LOCK_FILE = "record-index.lock"
+LOCK_FILE = "record-index-lock"  # a flock file kept, not a git-style .lock (none is left behind)
 HEADER = b"gitmem record index 2\n"
 LOCK_WAIT = 2.0  # seconds
 FILE_MODE = 0o600
