@@ -30,6 +30,7 @@ from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
 from gitmem.protocol.nui import LATE_WINDOW, storage_methods
+from gitmem.record_index import RecordIndex
 from gitmem.git.base import GITMEM_DIR, DamagedObject
 from gitmem.repository import Gitmem, default_repo_path
 
@@ -45,7 +46,8 @@ SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at ex
 # The watcher's first look (a status of every file) and the first sync hold the
 # interpreter for a time that grows with the repository: they start this long after the
 # first answer, once nui's burst of start-up calls is answered, or without any request.
-AFTER_FIRST_ANSWER = 0.5  # seconds
+AFTER_FIRST_ANSWER = 0.5  # seconds (the record index catches up then too)
+INDEX_GRACE = 2.0  # seconds the record index's catching up may take to end at exit
 WITHOUT_A_REQUEST = 2.0  # seconds
 
 
@@ -107,6 +109,7 @@ def run(repo: str | os.PathLike | None = None, *,
         log.exception("looking for commits taken off main failed")
     maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
     watcher = syncer = None
+    indexer = threading.Thread(target=_catch_up_index, args=(mem,), name="record-index", daemon=True)
     started = finished = False
     starting = threading.Lock()
 
@@ -121,6 +124,7 @@ def run(repo: str | os.PathLike | None = None, *,
             started = True
             watcher = watch.start_watching(mem) if watch_edits else None
             syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
+            indexer.start()
 
     def finish() -> None:
         """Commit pending hand edits, stop the background threads, bring the index in step.
@@ -139,6 +143,8 @@ def run(repo: str | os.PathLike | None = None, *,
         if watcher is not None:
             watcher.stop()
         gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
+        if indexer.is_alive():  # its git just ended
+            indexer.join(INDEX_GRACE)
         maintenance.close(timeout=MAINTENANCE_GRACE)
         mem.close()
 
@@ -174,6 +180,15 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
     methods.update(thread_methods(mem.threads))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT), after_first_answer=after_first_answer)
+
+
+def _catch_up_index(mem: Gitmem) -> None:
+    """Bring the record index up to date in a thread of its own (a history from a clone,
+    a fetch or an older gitmem), so that the first history command finds it ready."""
+    try:
+        RecordIndex(mem.engine).catch_up()
+    except Exception as exc:  # noqa: BLE001 - stopped, or a damaged history: the command says it
+        log.debug("the record index did not catch up: %s", exc)
 
 
 def _timer(seconds: float, call: Callable[[], None]) -> threading.Timer:

@@ -62,9 +62,18 @@ def _record_at_a_time(sub) -> None:
     sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
 
+def _open(args):
+    """The repository, drawing a bar on a terminal while its record index reads a long
+    history (a clone's, an import's)."""
+    from gitmem.cli.edges import progress_bar
+    mem = open_repo(args)
+    mem.record_index.progress = progress_bar("reading the history")
+    return mem
+
+
 def cmd_log(args) -> None:
     from gitmem.history import format_date, log
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
         if args.record and not entries:
             say_missing(f"record {args.record}", args.record, record_names(mem),
@@ -92,7 +101,7 @@ def record_names(mem) -> list[str]:
 def cmd_blame(args) -> None:
     from gitmem.blame import blame
     from gitmem.history import format_date
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         found = blame(mem, args.record)
     if args.json:
         print_json([b.to_json() for b in found])
@@ -111,7 +120,7 @@ def cmd_blame(args) -> None:
 
 def cmd_show(args) -> None:
     from gitmem.history import show
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         shown = show(mem, args.record, args.at)
     if args.json:
         print_json(shown.to_json())
@@ -129,7 +138,7 @@ def cmd_show(args) -> None:
 
 def cmd_diff(args) -> None:
     from gitmem.history import diff
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         changes = diff(mem, args.record, args.since, args.until)
     if args.json:
         print_json(changes.to_json())
@@ -139,7 +148,7 @@ def cmd_diff(args) -> None:
 
 def cmd_restore(args) -> None:
     from gitmem.history import restore
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         done = restore(mem, args.record, args.at)
     source = done.source[:10] if done.source else "before the first commit"
     if args.json:

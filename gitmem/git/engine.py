@@ -43,7 +43,7 @@ from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
-from gitmem.git.log import ChangedCommit, FileDiff, History, tree_changes
+from gitmem.git.log import ChangedCommit, FileChange, FileDiff, History, tree_changes
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.pack import Packer
 from gitmem.git.refs import Refs
@@ -285,10 +285,11 @@ class GitEngine:
     # commit ids of main's history, as the record index holds them: no revision is
     # resolved (and no whole ancestry checked) on the way
 
-    def changed_commits(self, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+    def changed_commits(self, tip: str, known: Callable[[str], bool], *, after: str | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> list[ChangedCommit]:
         """The commits in the history of ``tip`` that ``known(id)`` does not know, parents
         first, with the files each changed (see :meth:`History.changed_commits`)."""
-        return self._log.changed_commits(tip, known)
+        return self._log.changed_commits(tip, known, after=after, progress=progress)
 
     def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
         """The id of the file or folder at each of ``paths`` in ``commit`` (None: nothing there)."""
@@ -304,9 +305,15 @@ class GitEngine:
     def commit_infos(self, commits: list[str]) -> list[CommitInfo]:
         return self._log.commit_infos(commits)
 
-    def snapshot_of(self, commit: str | None) -> Snapshot:
-        """The snapshot of commit ``commit`` (an empty one for None: before the first commit)."""
-        return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None)
+    def snapshot_of(self, commit: str | None, *, scope: str | None = None) -> Snapshot:
+        """The snapshot of commit ``commit`` (an empty one for None: before the first commit);
+        ``scope``: a path, the only one that will be read from it (only it is checked)."""
+        return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None, scope)
+
+    def changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
+        """For each ``(old commit, new commit)``, the files at or under ``path`` that differ,
+        with line counts and no patch (see :meth:`History.changes`)."""
+        return self._log.changes(path, pairs)
 
     def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """:meth:`diff` of two commit ids."""

@@ -29,6 +29,7 @@ from gitmem.git.worktree import WorkTree
 log = logging.getLogger("gitmem.engine")
 
 INDEX_IDLE = 0.3  # seconds without writes before the index is refreshed
+STAT_ON_WRITE = 1 << 20  # bytes: a write of a file up to this size stages it with its stat data
 INDEX_MAX_DELAY = 1.0  # refresh at the latest this long after the first pending write
 STALE_GIT_LOCK_AGE = 10.0  # a ref/index .lock older than this, while we hold our lock, is stale
 INDEX_LOCK_WAIT = 0.5  # seconds a write waits at most for a git command holding index.lock
@@ -61,7 +62,10 @@ class Index:
     def stage(self, changes: Changes, tree: pygit2.Tree, moved: tuple[pygit2.Oid | None, pygit2.Oid]) -> None:
         """Make the index hold ``tree``'s version of the changed paths now (no stat data:
         the background refresher adds it), so that ``git status`` and ``git commit`` never
-        see an answered write as undone. One index write (measured in ``gitmem bench``).
+        see an answered write as undone. One index write (measured in ``gitmem bench``); a
+        file of up to STAT_ON_WRITE bytes just written is staged with its stat data, so the
+        refresher (which takes the writers' lock for an index write of its own) has
+        nothing left to do for it.
 
         The engine calls it before moving main to ``tree``'s commit. A git command holding
         ``index.lock`` is waited for a moment (INDEX_LOCK_WAIT), never while it has held it
@@ -73,13 +77,16 @@ class Index:
         waited = 0.0
         while True:
             before = self._file_stat()
+            lagging = list(changes)  # what the refresher is left to give stat data
             try:
                 index = self._repo.index
                 index.read(force=False)  # reads the file again only if someone changed it
-                paths = set(changes)
+                again = []
                 if self._written is not None and before != self._written:
-                    paths.update(self.refresher.pending())
-                for path in paths:
+                    again = [path for path in self.refresher.pending() if path not in changes]
+                lagging = []
+                for path in [*changes, *again]:
+                    data = changes.get(path)
                     try:
                         entry = tree[path]
                     except KeyError:
@@ -87,21 +94,43 @@ class Index:
                     if entry is None or entry.type_str != "blob":
                         if path in index:
                             index.remove(path)
-                    elif path not in index or index[path].id != entry.id:
-                        index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+                    elif data is not None and len(data) <= STAT_ON_WRITE and self._with_stat(index, path, entry):
+                        pass
+                    else:
+                        if path not in index or index[path].id != entry.id:
+                            index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+                        lagging.append(path)
                 index.write()
                 self._written = self._file_stat()
                 self._carry_in_step(moved[0], before, moved[1])
                 break
             except (pygit2.GitError, OSError) as exc:
                 self._in_step = None
+                lagging = list(changes)
                 pause = self._lock_pause(waited)
                 if pause is None:
                     log.warning("index not updated now (the refresher tries again): %s", exc)
                     break
                 time.sleep(pause)
                 waited += pause
-        self.refresher.mark(changes)
+        if lagging:
+            self.refresher.mark(lagging)
+
+    def _with_stat(self, index: pygit2.Index, path: str, entry: pygit2.Object) -> bool:
+        """Stage the work-tree file at ``path`` with its stat data when it holds ``entry``'s
+        blob (just written there): the refresher, which takes the writers' lock for an
+        index write of its own, then has nothing to do. False when it holds anything else."""
+        on_disk = self._worktree.workdir / path
+        try:
+            if os.path.islink(on_disk) or not on_disk.is_file():
+                return False
+            index.add(path)  # hashes the file and records its stat data
+        except (OSError, pygit2.GitError):
+            return False
+        if index[path].id == entry.id:
+            return True
+        index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))  # a save just now: not staged
+        return False
 
     def _lock_pause(self, waited: float) -> float | None:
         """How long to wait before trying the index again, None for not at all: only while
