@@ -98,10 +98,10 @@ def cmd_memory_list(args) -> None:
 
 def cmd_session_read(args) -> None:
     with open_repo(args) as mem:
-        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id)
-    json.dump({"messages": messages, "agentSessionId": agent_session_id}, sys.stdout,
-              ensure_ascii=False)
-    sys.stdout.write("\n")
+        messages, agent_session_id = mem.sessions.read_json(args.agent_type, args.session_id)
+    # The stored lines as they are, in one write: no parse, no re-encoding, no small writes.
+    sys.stdout.write(f'{{"messages": {messages}, "agentSessionId": '
+                     f'{json.dumps(agent_session_id, ensure_ascii=False)}}}\n')
 
 
 def _session_body() -> dict:
