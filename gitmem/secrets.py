@@ -71,9 +71,9 @@ _ASSIGNED = re.compile(
 
 _WORDS = re.compile(rb"[a-z]+(?:[_-][a-z0-9]+){2,}")
 # What the remembered findings were found with: another scanner forgets them.
-_SCANNER = hashlib.sha256(repr((MIN_ENTROPY, [p.pattern for p in _PREFILTER], _CANDIDATE.pattern, _ASSIGNED.pattern,
-                                _WORDS.pattern, [(k, p.pattern, r) for k, p, r in _KINDS]))
-                          .encode()).hexdigest()[:16]
+_SCANNER = hashlib.sha256(repr((
+    MIN_ENTROPY, [p.pattern for p in _PREFILTER], _CANDIDATE.pattern, _ASSIGNED.pattern,
+    _WORDS.pattern, [(kind, p.pattern, random) for kind, p, random in _KINDS])).encode()).hexdigest()[:16]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -150,7 +150,8 @@ def secret_scan(bench: Bench) -> None:
             Scanner(mem.engine).scan(commits)
             return time.perf_counter() - started
 
-        timed = {"Scanner.scan of the new commits": first_scan, "grep -c -i -E, the same words": lambda: spawned(grep),
+        timed = {"Scanner.scan of the new commits": first_scan,
+                 "grep -c -i -E, the same words": lambda: spawned(grep),
                  "Scanner.scan again (all remembered)": again}
         samples: dict[str, list[float]] = {what: [] for what in timed}
         for _ in range(bench.pick(1, 3)):
