@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem.git.base import EngineError, Identity
 from gitmem.repository import Gitmem
 from gitmem.sync import SecretsRefused, SyncError, read_state, sync
@@ -429,22 +429,30 @@ def test_machines_syncing_all_at_once_all_land(tmp_path, remote):
         subprocess.run(["git", "clone", "--quiet", str(remote), str(tmp_path / name)], check=True,
                        env=SUBPROCESS_ENV)
     rounds = 3
+    # each machine is one process; a line on its stdin starts a round, all at once
     script = ("import sys\n"
               "from gitmem.repository import Gitmem\nfrom gitmem.sync import sync\n"
-              "name, round_ = sys.argv[1], sys.argv[2]\n"
-              "with Gitmem.open(sys.argv[3], create=False) as mem:\n"
-              "    mem.memory.write(f'{name} round {round_}', agent_id=name, mode='append')\n"
-              "    mem.memory.write(f'{name} shared {round_}', agent_id='shared', mode='append')\n"
-              "    mem.memory.write(f'{name} user {round_}', mode='append')\n"
-              "    print(sync(mem).attempts)\n")
-    for round_ in range(rounds):
-        children = [subprocess.Popen([sys.executable, "-c", script, name, str(round_),
-                                      str(tmp_path / name)], env=SUBPROCESS_ENV,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                    for name in names]
-        for child in children:
-            out, err = child.communicate(timeout=120)
-            assert child.returncode == 0, err
+              "name = sys.argv[1]\n"
+              "with Gitmem.open(sys.argv[2], create=False) as mem:\n"
+              "    for round_ in iter(lambda: sys.stdin.readline().strip(), ''):\n"
+              "        mem.memory.write(f'{name} round {round_}', agent_id=name, mode='append')\n"
+              "        mem.memory.write(f'{name} shared {round_}', agent_id='shared', mode='append')\n"
+              "        mem.memory.write(f'{name} user {round_}', mode='append')\n"
+              "        print(sync(mem).attempts, flush=True)\n")
+    machines = [python_script(script, name, str(tmp_path / name), stderr=subprocess.PIPE)
+                for name in names]
+    try:
+        for round_ in range(rounds):
+            for machine in machines:
+                machine.stdin.write(f"{round_}\n")
+                machine.stdin.flush()
+            for machine in machines:
+                assert machine.stdout.readline().strip().isdigit(), machine.stderr.read()
+    finally:
+        for machine in machines:
+            machine.stdin.close()
+            machine.wait(timeout=60)
+    assert [machine.returncode for machine in machines] == [0] * len(machines)
     for name in names:  # everyone takes in the others' last pushes
         with Gitmem.open(tmp_path / name, create=False) as mem:
             sync(mem)
