@@ -109,17 +109,18 @@ def cmd_memory_list(args) -> None:
 
 def cmd_session_read(args) -> None:
     with open_repo(args) as mem:
-        snapshot = mem.engine.snapshot()
-        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id,
-                                                       snapshot=snapshot)
-        if snapshot.tree_id(mem.sessions.folder(args.agent_type, args.session_id)) is None:
+        folder = mem.sessions.folder(args.agent_type, args.session_id)
+        snapshot = mem.engine.snapshot(scope=folder)
+        messages, agent_session_id = mem.sessions.read_json(args.agent_type, args.session_id,
+                                                            snapshot=snapshot)
+        if snapshot.tree_id(folder) is None:
             say_missing(f"session {args.agent_type}/{args.session_id}",
                         f"{args.agent_type}/{args.session_id}",
-                        [f"{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)],
+                        [f"{t}/{s}" for t, s in mem.sessions.list()],
                         "gitmem session list")
-    json.dump({"messages": messages, "agentSessionId": agent_session_id}, sys.stdout,
-              ensure_ascii=False)
-    sys.stdout.write("\n")
+    # The stored lines as they are, in one write: no parse, no re-encoding, no small writes.
+    sys.stdout.write(f'{{"messages": {messages}, "agentSessionId": '
+                     f'{json.dumps(agent_session_id, ensure_ascii=False)}}}\n')
 
 
 SESSION_KEYS = ("messages", "agentSessionId", "workingDir")

@@ -63,7 +63,7 @@ def add_sync(sync_) -> None:
     sync_.add_argument("--allow-secrets", action="store_true",
                        help="push even if the new commits seem to add secrets")
     sync_.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
-                       help=f"give up after this long on the network (default: git config "
+                       help=f"give up after this long, retries included (default: git config "
                             f"{TIMEOUT_KEY}, else {SYNC_TIMEOUT:g})")
 
 

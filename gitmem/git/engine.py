@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -272,10 +272,6 @@ class GitEngine:
         """``{path: (blob id in old, blob id in new)}`` for every file that differs between
         two commits (None: no commit, or no file there)."""
         return self._log.changed_files(old, new)
-
-    def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
-        """``(path, line number, line)`` for each line ``commit`` adds to a text file."""
-        return self._log.added_lines(commit)
 
     def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """The files at or under ``path`` ("" for all) that differ from revision ``old``
