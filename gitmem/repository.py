@@ -25,6 +25,7 @@ from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 if TYPE_CHECKING:
     from gitmem.blame import Blamed
+    from gitmem.search import SearchHit
 
 ENV_REPO = "GITMEM_REPO"
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
@@ -113,6 +114,7 @@ class Gitmem:
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
+        self._search_index = None  # gitmem.search.SearchIndex, made on the first search
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
@@ -201,7 +203,26 @@ class Gitmem:
         from gitmem.blame import blame
         return blame(self, record)
 
+    @property
+    def search_index(self):
+        """The search index (:mod:`gitmem.search`), loaded on first use."""
+        if self._search_index is None:
+            from gitmem.search import SearchIndex
+            self._search_index = SearchIndex(self.engine)
+        return self._search_index
+
+    def search(self, query: str, history: bool = False, kind: str | None = None,
+               record: str | None = None, since: str | None = None, until: str | None = None,
+               limit: int = 20) -> list[SearchHit]:
+        """The memory blocks, session messages and thread events matching ``query``, best
+        first (with ``history``: also text main no longer holds). A query that cannot be
+        parsed raises :class:`gitmem.errors.BadQuery`."""
+        return self.search_index.search(query, history=history, kind=kind, record=record,
+                                        since=since, until=until, limit=limit)
+
     def close(self) -> None:
+        if self._search_index is not None:
+            self._search_index.close()
         self.engine.close()
 
     def __enter__(self) -> Gitmem:
