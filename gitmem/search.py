@@ -34,7 +34,6 @@ import json
 import os
 import re
 import sqlite3
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -42,6 +41,7 @@ from typing import Any
 from gitmem import layout
 from gitmem.blame import blocks
 from gitmem.errors import BadQuery, InvalidInput
+from gitmem.git.base import EngineError
 from gitmem.git.changes import StepsUnavailable, first_parent_steps
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
@@ -58,6 +58,7 @@ BATCH = 2000  # steps per transaction: a build cut short resumes from the last b
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
+TOKENIZER = "unicode61 remove_diacritics 2"
 ProgressCallback = Callable[[int, int], None]
 
 _SCHEMA = """
@@ -67,13 +68,14 @@ CREATE TABLE commits(id INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, time INTE
 CREATE TABLE records(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
                      kind TEXT NOT NULL);
 CREATE TABLE units(id INTEGER PRIMARY KEY, record INTEGER NOT NULL, unit TEXT NOT NULL,
-                   path TEXT NOT NULL, key INTEGER NOT NULL, added INTEGER NOT NULL,
-                   removed INTEGER, body BLOB NOT NULL);
+                   path TEXT NOT NULL, blob TEXT NOT NULL, key INTEGER NOT NULL,
+                   added INTEGER NOT NULL, removed INTEGER);
 CREATE INDEX live_units ON units(record, key) WHERE removed IS NULL;
-CREATE VIEW unit_texts(id, text) AS SELECT id, inflate(body) FROM units;
-CREATE VIRTUAL TABLE unit_search USING fts5(text, content='unit_texts', content_rowid='id',
-                                            tokenize='unicode61 remove_diacritics 2');
-"""
+CREATE VIRTUAL TABLE unit_search USING fts5(text, content='', tokenize='TOKENIZER');
+""".replace("TOKENIZER", TOKENIZER)
+# Snippets are cut from the hits' own text, read back from git: the index keeps no copy.
+_HIT_TEXTS = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.hit_texts USING fts5(text, tokenize='TOKENIZER')"
+              .replace("TOKENIZER", TOKENIZER))
 
 
 class SearchUnavailable(Exception):
@@ -161,7 +163,8 @@ def to_fts(query: str) -> str:
 # -- units: what the index holds of a record file ---------------------------------
 
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]*")
-_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{200,}={0,2}")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{200,}={0,2}")  # from a run's start only
 _STRUCTURE_KEYS = {"type", "role", "id", "timestamp", "mediaType", "mimeType"}
 
 
@@ -226,7 +229,7 @@ def _strings(value: Any, key: str | None) -> Iterator[str]:
     if isinstance(value, str):
         if key in _STRUCTURE_KEYS or (key or "").endswith("Id") or value.startswith("gitmem:"):
             return
-        if key == "data" and len(value) >= 64 and _BASE64_RUN.fullmatch(value.rstrip("=")) is not None:
+        if key == "data" and _BASE64.fullmatch(value) is not None:
             return
         yield value
     elif isinstance(value, dict):
@@ -312,17 +315,38 @@ class SearchIndex:
             bounds = (low if low is not None else -2**62, high if high is not None else 2**62)
             params.extend(bounds * 2)
         rows = db.execute(
-            "SELECT r.name, u.unit, snippet(unit_search, 0, ?, ?, '…', ?), bm25(unit_search),"
-            " ca.sha, ca.date, cr.sha, cr.date, u.path"
+            "SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, bm25(unit_search),"
+            " ca.sha, ca.date, cr.sha, cr.date"
             " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
             " JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
             " LEFT JOIN commits cr ON cr.id = u.removed"
             f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
-            [*MARK, SNIPPET_WORDS, *params, limit]).fetchall()
-        return [SearchHit(name, unit, snippet, round(-score, 6), added, added_date, removed,
-                          removed_date, file)
-                for name, unit, snippet, score, added, added_date, removed, removed_date, file
-                in rows]
+            [*params, limit]).fetchall()
+        snippets = self._snippets(db, expression, [(r[0], r[2], r[4], r[5]) for r in rows])
+        return [SearchHit(name, unit, snippets.get(unit_id, ""), round(-score, 6), added,
+                          added_date, removed, removed_date, file)
+                for unit_id, name, unit, file, _blob, _key, score, added, added_date, removed,
+                removed_date in rows]
+
+    def _snippets(self, db: sqlite3.Connection, expression: str,
+                  hits: list[tuple[int, str, str, int]]) -> dict[int, str]:
+        """{unit id: snippet} for hits (unit id, unit, blob, key): each unit's text read
+        from its blob, and FTS5's snippet of it."""
+        texts = []
+        for unit_id, unit, blob, key in hits:
+            try:
+                data = self.engine.read_blob(blob)
+            except (KeyError, ValueError, EngineError):  # gone (a gc after a rewrite)
+                continue
+            text = next((t for t in _units(unit, data) if _key(unit, t) == key), None)
+            if text is not None:
+                texts.append((unit_id, text))
+        db.execute(_HIT_TEXTS)
+        db.execute("DELETE FROM temp.hit_texts")
+        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)", texts)
+        return dict(db.execute(
+            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
+            " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression)))
 
     def _moment(self, when: str | None) -> int | None:
         if when is None:
@@ -382,6 +406,7 @@ class SearchIndex:
             try:
                 for step in batch:
                     writer.step(step)
+                writer.flush()
                 last = batch[-1].commit if start + BATCH < total else head
                 db.execute("INSERT OR REPLACE INTO meta VALUES ('tip', ?)", (last,))
                 db.execute("COMMIT")
@@ -464,7 +489,6 @@ def _inode(path) -> int | None:
 
 def _connect(target: str) -> sqlite3.Connection:
     db = sqlite3.connect(target, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
-    db.create_function("inflate", 1, _inflate, deterministic=True)
     if target != ":memory:":
         os.chmod(target, 0o600)
         db.execute("PRAGMA journal_mode=WAL")
@@ -472,22 +496,25 @@ def _connect(target: str) -> sqlite3.Connection:
     return db
 
 
-def _inflate(body: bytes) -> str:
-    return zlib.decompress(body).decode()
-
-
 class _Writer:
-    """Takes steps into an open index (inside the caller's transaction)."""
+    """Takes steps into an open index, inside the caller's transaction; :meth:`flush`
+    writes what it gathered."""
 
     def __init__(self, db: sqlite3.Connection, engine: GitEngine):
         self.db = db
         self.engine = engine
         self._records: dict[str, int] = dict(
             (path, rowid) for rowid, path in db.execute("SELECT id, path FROM records"))
+        self._next_unit = db.execute("SELECT coalesce(max(id), 0) + 1 FROM units").fetchone()[0]
+        self._next_commit = db.execute("SELECT coalesce(max(id), 0) + 1 FROM commits").fetchone()[0]
         self._last: dict[str, tuple[str, bytes]] = {}  # path: (blob id, bytes), read last step
+        self._commits: list[tuple] = []
+        self._units: dict[int, list] = {}  # id: row, not written yet
+        self._live: dict[tuple[int, int], list[int]] = {}  # (record, key): ids in _units still there
+        self._texts: list[tuple[int, str]] = []
 
     def step(self, step) -> None:
-        changes: dict[tuple[str, str], tuple[Counter, list[tuple[str, str]]]] = {}
+        changes: dict[tuple[str, str], tuple[Counter, list[tuple[str, str, str]]]] = {}
         for path, old, new in step.files:
             found = unit_kind(path)
             if found is None:
@@ -498,20 +525,30 @@ class _Writer:
                 self._last[path] = (new, new_data)
             gone, came = changes.setdefault(found, (Counter(), []))
             gone.update(removed)
-            came.extend((text, path) for text in added)
+            came.extend((text, path, new) for text in added)
         if not changes:
             return
-        commit = self._commit(step)
+        commit = self._next_commit
+        self._next_commit += 1
+        self._commits.append((commit, step.commit, step.time, step.date))
         for (record, unit), (gone, came) in changes.items():
             record_id = self._record(record)
-            kept = gone & Counter(text for text, _ in came)  # moved between chunks of one log
+            kept = gone & Counter(text for text, _, _ in came)  # moved between chunks of one log
             for text in (gone - kept).elements():
-                self._remove(record_id, unit, text, commit)
-            for text, path in came:
+                self._remove(record_id, _key(unit, text), commit)
+            for text, path, blob in came:
                 if kept[text]:
                     kept[text] -= 1
                 else:
-                    self._add(record_id, unit, path, text, commit)
+                    self._add(record_id, unit, path, blob, text, commit)
+
+    def flush(self) -> None:
+        self.db.executemany("INSERT INTO commits(id, sha, time, date) VALUES (?, ?, ?, ?)",
+                            self._commits)
+        self.db.executemany("INSERT INTO units(id, record, unit, path, blob, key, added, removed)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._units.values())
+        self.db.executemany("INSERT INTO unit_search(rowid, text) VALUES (?, ?)", self._texts)
+        self._commits, self._units, self._live, self._texts = [], {}, {}, []
 
     def _read(self, path: str, blob: str | None) -> bytes | None:
         if blob is None:
@@ -521,11 +558,6 @@ class _Writer:
             return last[1]
         return self.engine.read_blob(blob)
 
-    def _commit(self, step) -> int:
-        self.db.execute("INSERT OR IGNORE INTO commits(sha, time, date) VALUES (?, ?, ?)",
-                        (step.commit, step.time, step.date))
-        return self.db.execute("SELECT id FROM commits WHERE sha = ?", (step.commit,)).fetchone()[0]
-
     def _record(self, record: str) -> int:
         if record not in self._records:
             self._records[record] = self.db.execute(
@@ -533,14 +565,18 @@ class _Writer:
                 (record, record_name(record), record_kind(record))).lastrowid
         return self._records[record]
 
-    def _add(self, record: int, unit: str, path: str, text: str, commit: int) -> None:
-        rowid = self.db.execute(
-            "INSERT INTO units(record, unit, path, key, added, body) VALUES (?, ?, ?, ?, ?, ?)",
-            (record, unit, path, _key(unit, text), commit, zlib.compress(text.encode()))).lastrowid
-        self.db.execute("INSERT INTO unit_search(rowid, text) VALUES (?, ?)", (rowid, text))
+    def _add(self, record: int, unit: str, path: str, blob: str, text: str, commit: int) -> None:
+        unit_id, key = self._next_unit, _key(unit, text)
+        self._next_unit += 1
+        self._units[unit_id] = [unit_id, record, unit, path, blob, key, commit, None]
+        self._live.setdefault((record, key), []).append(unit_id)
+        self._texts.append((unit_id, text))
 
-    def _remove(self, record: int, unit: str, text: str, commit: int) -> None:
+    def _remove(self, record: int, key: int, commit: int) -> None:
+        pending = self._live.get((record, key))
+        if pending:
+            self._units[pending.pop(0)][7] = commit
+            return
         self.db.execute(
             "UPDATE units SET removed = ? WHERE id = (SELECT id FROM units WHERE record = ? AND"
-            " key = ? AND removed IS NULL ORDER BY id LIMIT 1)",
-            (commit, record, _key(unit, text)))
+            " key = ? AND removed IS NULL ORDER BY id LIMIT 1)", (commit, record, key))
