@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -42,7 +43,7 @@ from gitmem import layout
 from gitmem.blame import blocks
 from gitmem.errors import BadQuery, InvalidInput
 from gitmem.git.base import EngineError
-from gitmem.git.changes import StepsUnavailable, first_parent_steps
+from gitmem.git.changes import StepsUnavailable, count_steps, first_parent_steps
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
 from gitmem.handedits import HandEdits
@@ -164,7 +165,8 @@ def to_fts(query: str) -> str:
 
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]*")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
-_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{200,}={0,2}")  # from a run's start only
+LONG_RUN = 200  # characters of base64 without a break: image data, not words
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,}={0,2}" % LONG_RUN)
 _STRUCTURE_KEYS = {"type", "role", "id", "timestamp", "mediaType", "mimeType"}
 
 
@@ -212,7 +214,11 @@ def _decoded(segment: str) -> str:
 
 def scrub(text: str) -> str:
     """``text`` without image data: ``data:`` URLs and long base64 runs."""
-    return _BASE64_RUN.sub("", _DATA_URL.sub("", text))
+    if "base64," in text:
+        text = _DATA_URL.sub("", text)
+    if len(max(text.split(), key=len, default="")) >= LONG_RUN:
+        text = _BASE64_RUN.sub("", text)
+    return text
 
 
 def line_text(line: str) -> str:
@@ -383,41 +389,38 @@ class SearchIndex:
                 return db
             if tip and not self.engine.descends_from(head, tip):  # an amend, a reset, forget
                 db, tip = self._start_over(), ""
-            try:
-                steps = first_parent_steps(self.engine.gitdir, since=tip or None, tip=head) \
-                    if head else []
-            except StepsUnavailable as exc:
-                if not tip:
-                    raise SearchUnavailable(f"cannot list main's history: {exc}") from None
-                db = self._start_over()
-                steps = first_parent_steps(self.engine.gitdir, since=None, tip=head)
-            self._take_in(db, steps, head, progress)
+            if head:
+                self._take_in(db, tip or None, head, progress)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('tip', ?)", (head,))
         return db
 
-    def _take_in(self, db: sqlite3.Connection, steps, head: str,
+    def _take_in(self, db: sqlite3.Connection, since: str | None, head: str,
                  progress: ProgressCallback | None) -> None:
-        writer = _Writer(db, self.engine)
-        total = len(steps)
-        if progress is not None:
-            progress(0, total)
-        for start in range(0, total, BATCH):
-            batch = steps[start:start + BATCH]
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for step in batch:
-                    writer.step(step)
-                writer.flush()
-                last = batch[-1].commit if start + BATCH < total else head
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('tip', ?)", (last,))
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
-            self.steps += len(batch)
+        """Index the steps from ``since`` to ``head``, a transaction a :data:`BATCH`."""
+        gitdir = self.engine.gitdir
+        try:
+            total = count_steps(gitdir, since=since, tip=head)
+            steps = first_parent_steps(gitdir, since=since, tip=head)
+            writer, done = _Writer(db, self.engine), 0
             if progress is not None:
-                progress(start + len(batch), total)
-        if not steps:
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('tip', ?)", (head,))
+                progress(0, total)
+            while batch := list(itertools.islice(steps, BATCH)):
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    for step in batch:
+                        writer.step(step)
+                    writer.flush()
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('tip', ?)", (batch[-1].commit,))
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                done += len(batch)
+                self.steps += len(batch)
+                if progress is not None:
+                    progress(min(done, total), total)
+        except StepsUnavailable as exc:
+            raise SearchUnavailable(f"cannot read main's history for the search index: {exc}") from None
 
     def _tip(self, db: sqlite3.Connection) -> str | None:
         row = db.execute("SELECT value FROM meta WHERE key = 'tip'").fetchone()

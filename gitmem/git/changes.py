@@ -3,8 +3,10 @@
 What the search index (:mod:`gitmem.search`) follows: the states ``main`` went through
 on this machine, oldest first, each with the files that differ from the state before
 it. git lists them faster than a walk in Python can diff trees, and without reading
-a blob: the blobs are read afterwards, only for the files the caller wants.
+a blob; its output is read as it comes (:func:`gitmem.git.gitproc.stream`), so the
+caller reads the blobs it wants while git goes on.
 
+    total = count_steps(gitdir, since=None, tip=head)
     for step in first_parent_steps(gitdir, since=None, tip=head):
         step.commit, step.time, step.date, step.files   # files: [(path, old blob, new blob)]
 
@@ -17,10 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterator
 
 from gitmem.git import gitproc
 
 TIMEOUT = 600.0  # seconds: a whole history of tens of thousands of commits takes a few
+READ_SIZE = 1 << 20
 _NO_BLOB = "0" * 40
 _FILE_MODES = ("100644", "100755")
 
@@ -39,31 +43,60 @@ class Step:
     files: tuple[tuple[str, str | None, str | None], ...]  # (path, old blob, new blob); None: none
 
 
+def _span(since: str | None, tip: str) -> list[str]:
+    return ["--first-parent", tip] if since is None else \
+        ["--first-parent", "--ancestry-path", f"{since}..{tip}"]
+
+
+def count_steps(gitdir: str | os.PathLike, *, since: str | None, tip: str) -> int:
+    """How many steps :func:`first_parent_steps` gives."""
+    return int(_git(gitdir, ["rev-list", "--count", *_span(since, tip)]).strip() or 0)
+
+
 def first_parent_steps(gitdir: str | os.PathLike, *, since: str | None, tip: str,
-                       timeout: float = TIMEOUT) -> list[Step]:
+                       timeout: float = TIMEOUT) -> Iterator[Step]:
     """The steps from ``since`` (None: from the root) to ``tip``, oldest first."""
-    span = [tip] if since is None else ["--ancestry-path", f"{since}..{tip}"]
-    out = _git(gitdir, ["log", "--first-parent", "--reverse", "--raw", "-r", "--root",
-                        "--no-renames", "--no-abbrev", "-z", "--diff-merges=first-parent",
-                        "--format=%x01%H %P%x02%ct %cI", *span, "--"], timeout)
-    steps, parents = [], []
-    for chunk in out.split("\x01")[1:]:
-        head, _, raw = chunk.partition("\0")
-        ids, _, when = head.partition("\x02")
-        commit, *parent_ids = ids.split()
-        time, date = when.split(" ")
-        steps.append(Step(commit, int(time), date, _parse_raw(raw)))
-        parents.append(parent_ids[:1])
-    if since is not None and steps and parents[0] != [since]:
-        bridge = _git(gitdir, ["diff-tree", "-r", "--no-renames", "--no-abbrev", "-z",
-                               since, steps[0].commit, "--"], timeout)
-        steps[0] = dataclasses.replace(steps[0], files=_parse_raw(bridge))
-    return steps
-
-
-def _git(gitdir: str | os.PathLike, args: list[str], timeout: float) -> str:
+    args = ["--git-dir", str(gitdir), "log", "--reverse", "--raw", "-r", "--root", "--no-renames",
+            "--no-abbrev", "-z", "--diff-merges=first-parent", "--format=%x01%H %P%x02%ct %cI",
+            *_span(since, tip), "--"]
+    first = True
     try:
-        done = gitproc.run(["--git-dir", str(gitdir), *args], cwd=gitdir, timeout=timeout)
+        with gitproc.stream(args, cwd=gitdir, timeout=timeout) as log:
+            pending = b""
+            while True:
+                block = log.stdout.read1(READ_SIZE)
+                records = (pending + block).split(b"\x01")
+                pending = records.pop() if block else b""
+                for record in records:
+                    if not record:
+                        continue
+                    step, parent = _parse_step(record.decode("utf-8", "replace"))
+                    if first and since is not None and parent != since:
+                        step = dataclasses.replace(step, files=_parse_raw(_git(gitdir, [
+                            "diff-tree", "-r", "--no-renames", "--no-abbrev", "-z", since,
+                            step.commit, "--"])))
+                    first = False
+                    yield step
+                if not block:
+                    break
+    except (gitproc.GitMissing, gitproc.GitTimeout) as exc:
+        raise StepsUnavailable(str(exc)) from None
+    if log.returncode != 0:
+        lines = log.stderr.strip().splitlines()
+        raise StepsUnavailable(lines[-1] if lines else "git log failed")
+
+
+def _parse_step(record: str) -> tuple[Step, str | None]:
+    head, _, raw = record.partition("\0")
+    ids, _, when = head.partition("\x02")
+    commit, *parents = ids.split()
+    time, date = when.split(" ")
+    return Step(commit, int(time), date, _parse_raw(raw)), (parents[0] if parents else None)
+
+
+def _git(gitdir: str | os.PathLike, args: list[str]) -> str:
+    try:
+        done = gitproc.run(["--git-dir", str(gitdir), *args], cwd=gitdir, timeout=TIMEOUT)
     except (gitproc.GitMissing, gitproc.GitTimeout) as exc:
         raise StepsUnavailable(str(exc)) from None
     if done.returncode != 0:

@@ -1,7 +1,7 @@
 """Running the ``git`` command: one environment policy, a deadline, no child left behind.
 
 Every git subprocess of gitmem (fetch, push, repack, prune, fsck) runs through
-:func:`run`: in a process group of its own (git's helpers, ``git-remote-http`` and
+:func:`run` (or :func:`stream`, for output read while git runs): in a process group of its own (git's helpers, ``git-remote-http`` and
 ``ssh``, go into it too), with English messages, without the ``GIT_DIR``-style
 variables a git hook may have set, and with a deadline after which the whole group is
 killed. :func:`stop_all` ends every group still running; ``gitmem serve`` calls it on
@@ -10,16 +10,21 @@ for git ends git's group before the signal takes its usual course.
 
     done = gitproc.run(["fetch", "origin"], cwd=workdir, timeout=30)
     done.returncode, done.stdout, done.stderr
+    with gitproc.stream(["log", "-p"], cwd=workdir, timeout=600) as log:   # read as it comes
+        for line in log.stdout: ...
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from typing import IO
 
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 # Variables that would point git at another repository (set when gitmem runs in a hook).
@@ -84,6 +89,65 @@ def run(args: list[str], *, cwd: str | os.PathLike, timeout: float,
             _kill_group(proc, signal.SIGKILL)
             proc.wait()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+class Streamed:
+    """A git process whose output is read while it runs: ``stdout`` (bytes); after the
+    ``with`` block, ``returncode`` and ``stderr``."""
+
+    def __init__(self, proc: subprocess.Popen, errors: IO[bytes]):
+        self.stdout = proc.stdout
+        self.returncode: int | None = None
+        self.stderr = ""
+        self._proc = proc
+        self._errors = errors
+
+
+@contextlib.contextmanager
+def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float) -> Iterator[Streamed]:
+    """Run ``git ARGS`` in ``cwd`` and hand its stdout over as it comes, as :func:`run`
+    does everything else (a process group of its own, killed at the deadline, at
+    :func:`stop_all` and when the block is left early)."""
+    errors = tempfile.TemporaryFile()  # read at the end: a pipe could fill and stall git
+    try:
+        proc = subprocess.Popen(["git", *args], cwd=cwd, env=environment(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=errors, start_new_session=True)
+    except FileNotFoundError:
+        errors.close()
+        raise GitMissing("the `git` command is not installed") from None
+    with _running_lock:
+        _running.add(proc)
+        stopping = _stopped
+    if stopping:
+        _kill_group(proc, signal.SIGKILL)
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _kill_group(proc, signal.SIGKILL)
+
+    deadline = threading.Timer(timeout, expire)
+    deadline.daemon = True
+    deadline.start()
+    restore = _forward_signals(proc)
+    streamed = Streamed(proc, errors)
+    try:
+        yield streamed
+    finally:
+        restore()
+        deadline.cancel()
+        if proc.poll() is None:  # left before the end of its output: never left running
+            _kill_group(proc, signal.SIGKILL)
+        proc.stdout.close()
+        proc.wait()
+        with _running_lock:
+            _running.discard(proc)
+        errors.seek(0)
+        streamed.stderr = errors.read().decode(errors="replace")
+        errors.close()
+        streamed.returncode = proc.returncode
+        if expired.is_set():
+            raise GitTimeout(f"git {_verb(args)} gave no answer within {timeout:g} s")
 
 
 def stop_all(grace: float = STOP_GRACE, *, final: bool = False) -> None:
