@@ -53,7 +53,7 @@ from gitmem.record_index import record_path
 
 FILE = "search.sqlite"  # in .git/gitmem/
 LOCK_FILE = "search.lock"
-FORMAT = "1"
+FORMAT = "2"  # of the tables: another one is built anew
 LOCK_WAIT = 120.0  # seconds another process may take to bring the index up to date
 BATCH = 2000  # steps per transaction: a build cut short resumes from the last batch
 KINDS = ("memory", "session", "thread")
@@ -305,6 +305,18 @@ class SearchIndex:
         path = layout.parse_record(record).path if record is not None else None
         window = (self._moment(since), self._moment(until))
         self._take_in_hand_edits(path)
+        try:
+            return self._query(expression, history, kind, path, window, limit, progress)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
+                raise
+        with self._locked():  # damaged inside (a disk error, a bad copy): built anew
+            self._start_over()
+        return self._query(expression, history, kind, path, window, limit, progress)
+
+    def _query(self, expression: str, history: bool, kind: str | None, path: str | None,
+               window: tuple[int | None, int | None], limit: int,
+               progress: ProgressCallback | None) -> list[SearchHit]:
         db = self.catch_up(progress)
         where, params = ["unit_search MATCH ?"], [expression]
         if not history:

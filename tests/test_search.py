@@ -335,6 +335,19 @@ def test_deleting_the_index_gives_the_same_answers_and_it_is_never_committed(tmp
     assert [search(repo, *q) for q in queries] == before
     index.write_bytes(b"not a database at all")  # damaged: made anew
     assert [search(repo, *q) for q in queries] == before
+    data = bytearray(index.read_bytes())  # damaged inside: its second half
+    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    index.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    assert [search(repo, *q) for q in queries] == before
+    index.unlink()  # an index of another format (an older gitmem's): made anew
+    old = sqlite3.connect(index)
+    old.executescript("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                      "INSERT INTO meta VALUES ('format', '1'), ('tip', 'HEAD');"
+                      "CREATE TABLE units(id INTEGER PRIMARY KEY, body BLOB);")
+    old.close()
+    assert [search(repo, *q) for q in queries] == before
 
 
 def test_a_write_never_waits_for_the_index(tmp_path):

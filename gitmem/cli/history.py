@@ -62,9 +62,10 @@ def _record_at_a_time(sub) -> None:
 
 def add_search(sub) -> None:
     takes_repo(sub, cmd_search)
-    sub.add_argument("query", metavar="QUERY",
+    sub.add_argument("query", nargs="+", metavar="QUERY",
                      help='words (all must match; case and accents do not matter), "a phrase", '
-                          "prefix*, OR between alternatives, -word to leave out")
+                          "prefix*, OR between alternatives, -word to leave out (after --); "
+                          "several arguments are one query")
     sub.add_argument("--history", action="store_true",
                      help="also text no longer there, with the commits that added and removed it")
     sub.add_argument("--kind", choices=("memory", "session", "thread"),
@@ -83,13 +84,14 @@ def cmd_search(args) -> None:
     from gitmem.cli.edges import progress_bar
     from gitmem.errors import BadQuery
     from gitmem.search import to_fts
+    query = " ".join(args.query)
     try:
-        to_fts(args.query)  # before anything is opened or indexed
+        to_fts(query)  # before anything is opened or indexed
     except BadQuery as exc:
-        raise UsageError(f"cannot search for {args.query!r}: {exc}") from None
+        raise UsageError(f"cannot search for {query!r}: {exc}") from None
     with open_repo(args) as mem:
         mem.search_index.catch_up(progress_bar("indexing for search"))
-        hits = mem.search(args.query, history=args.history, kind=args.kind, record=args.record,
+        hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
                           since=args.since, until=args.until, limit=args.limit)
     if args.json:
         print_json([hit.as_json() for hit in hits])
