@@ -154,6 +154,9 @@ class Gitmem:
             mem.engine.refs.point_head_at_main()  # no commit yet: no second branch, only a name
         if facts is not None and not facts.opened_by_gitmem:
             make_private(mem.engine.workdir, top=not foreign)
+            # the chmods changed every file's ctime: with the index's stat data stale, each
+            # later look at the work tree (a search, gitmem status) would hash every file
+            mem.engine.refresh_index()
         if create and mem.engine.head() is None:
             mem.init_files()
         return mem

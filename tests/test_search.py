@@ -17,6 +17,7 @@ import select
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -137,6 +138,20 @@ def test_a_hand_edit_and_a_plain_git_commit_are_found(tmp_path):
     git("commit", "-qam", "ops: rotation")
     assert found_in(repo, "rotation weekly") == [("agent:ops", "block")]
     assert search(repo, "rotation")[0]["added"] == head(repo)
+
+
+def test_a_clones_first_open_leaves_the_index_stat_data_fresh(tmp_path):
+    """gitmem makes a clone's files private on its first open; the index is refreshed then,
+    so that a search's look at the work tree (one status) hashes no file again."""
+    source = tmp_path / "source"
+    run_gitmem("init", str(source))
+    run_gitmem("memory", "write", "--user", repo=source, input="likes tea")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True, env=SUBPROCESS_ENV)
+    time.sleep(1.1)  # opened later than the clone's own second, as a person would
+    assert found_in(clone, "tea") == [("user", "block")]
+    assert (clone / "memory" / "user.md").stat().st_mode & 0o777 == 0o600
+    assert Git(clone)("diff-files", "--name-only") == ""  # no entry stat-dirty
 
 
 def test_a_change_synced_from_a_second_clone_and_a_clones_history(tmp_path):
