@@ -2,9 +2,10 @@
 
 A record is cut into units: a memory into its blocks (what ``append`` joins with a
 blank line), a session into its messages, a thread into its events and messages. The
-search index holds each unit's text once per time it came into a record, with the
+search index holds each unit's words once per time it came into a record, with the
 commit of main that brought it in and the one that took it out (none while it is
-still there), in SQLite's FTS5 (BM25 ranking; case and accents ignored).
+still there), in SQLite's FTS5 (BM25 ranking; case and accents ignored). It keeps no
+copy of the text: a hit's snippet is cut from the unit as its blob holds it.
 
 The index is a cache, ``.git/gitmem/search.sqlite``, never committed: deleting it
 changes no answer, only the time of the next search. It follows main's first-parent
@@ -167,7 +168,8 @@ _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]*")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
 LONG_RUN = 200  # characters of base64 without a break: image data, not words
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,}={0,2}" % LONG_RUN)
-_STRUCTURE_KEYS = {"type", "role", "id", "timestamp", "mediaType", "mimeType"}
+_STRUCTURE_KEYS = {"type", "role", "id", "timestamp", "createdAt", "updatedAt", "mediaType",
+                   "mimeType"}
 
 
 def unit_kind(path: str) -> tuple[str, str] | None:
