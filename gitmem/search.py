@@ -464,7 +464,8 @@ class SearchIndex:
         nothing it held, a forgotten secret say, lingers in free pages)."""
         self.rebuilds += 1
         self.close()
-        self.drop()
+        if self.engine.writable:
+            self.drop()
         db = _connect(str(self.path) if self.engine.writable else ":memory:")
         db.executescript(_SCHEMA)
         db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
@@ -486,6 +487,9 @@ class SearchIndex:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         """Held while the index is changed (one holder across processes, re-entrant)."""
+        if not self.engine.writable:  # the index is this process's own, in memory
+            yield
+            return
         try:
             self._lock.acquire()
         except LockTimeout:
