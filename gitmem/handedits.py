@@ -241,6 +241,10 @@ class HandEdits:
             log.info("committed what reached %s as gitmem replaced it, merged onto HEAD", path)
         return commit
 
+    def before_access_all(self) -> None:
+        """:meth:`before_access` for every record at once (one look at the work tree)."""
+        self._commit(None, EMPTY_SETTLE)
+
     def commit_pending(self, scopes: Iterable[str] | None = None) -> str | None:
         """Commit the edits under ``scopes`` (files or folders; None: every layout folder).
 

@@ -150,7 +150,7 @@ LAYERS = [
     ("gitmem.stores",),
     ("gitmem.protocol",),
     ("gitmem.handedits", "gitmem.history", "gitmem.record_index", "gitmem.blame", "gitmem.secrets",
-     "gitmem.rewrites"),
+     "gitmem.rewrites", "gitmem.search"),
     ("gitmem.repository", ROOT),
     ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.rescue", "gitmem.status",
      "gitmem.maintenance", "gitmem.forget", "gitmem.clone", "gitmem.nui_import",

@@ -123,6 +123,8 @@ COMMANDS = (
     ("diff", "what changed in a record between two times", "history.add_diff"),
     ("restore", "write a record back as it was at a time, as a new commit",
      "history.add_restore"),
+    ("search", "find the memory blocks, session messages and thread events that say "
+     "something, now or (--history) ever", "history.add_search"),
     ("import", "bring data in from another store", "edges.add_import"),
     ("export", "write data out in another store's format", "edges.add_export"),
     ("gc", "pack the repository now (all objects into one pack, bounded memory)",
@@ -237,6 +239,7 @@ EXAMPLES = {
     "show": "gitmem show user --at yesterday",
     "diff": "gitmem diff agent:reviewer --since '3 days ago'",
     "restore": "gitmem restore user --at HEAD~2",
+    "search": "gitmem search 'deploy* -staging' --history --kind memory",
     "import nui": "gitmem import nui --dry-run",
     "export nui": "gitmem export nui ~/nui-backup",
     "gc": "gitmem gc",

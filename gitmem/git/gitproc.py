@@ -1,7 +1,7 @@
 """Running the ``git`` command: one environment policy, a deadline, no child left behind.
 
 Every git subprocess of gitmem (fetch, push, repack, prune, fsck) runs through
-:func:`run`: in a process group of its own (git's helpers, ``git-remote-http`` and
+:func:`run` (or :func:`stream`, for output read while git runs): in a process group of its own (git's helpers, ``git-remote-http`` and
 ``ssh``, go into it too), with English messages, without the ``GIT_DIR``-style
 variables a git hook may have set, and with a deadline after which the whole group is
 killed. :func:`stop_all` ends every group still running; ``gitmem serve`` calls it on
