@@ -19,17 +19,18 @@ DEFAULT_AGENT_TYPES = ("claude-code", "codex", "pi", "opencode")
 KINDS = ("sessionHistory", "agentMemory", "userMemory")
 
 
-def serve_command(repo: Path, python: str = sys.executable) -> list[str]:
-    """How nui starts ``gitmem serve`` on ``repo``: the ``gitmem`` console script beside
-    ``python``, else ``python -P -m gitmem`` (``-I`` before 3.11), so that a ``gitmem/``
-    folder in the current directory (the extension folder itself) cannot shadow the
-    package. Absolute paths: nui runs it without a shell, from the extension folder."""
+def serve_command(repo: Path, python: str = sys.executable, command: str = "serve") -> list[str]:
+    """How nui starts ``gitmem serve`` (or ``command``: ``mcp``) on ``repo``: the ``gitmem``
+    console script beside ``python``, else ``python -P -m gitmem`` (``-I`` before 3.11), so
+    that a ``gitmem/`` folder in the current directory (the extension folder itself) cannot
+    shadow the package. Absolute paths: nui runs it without a shell, from the extension
+    folder (and MCP clients from wherever they are)."""
     interpreter = Path(python).absolute()
     script = interpreter.parent / "gitmem"
     if script.is_file() and os.access(script, os.X_OK):
-        return [str(script), "serve", "--repo", str(repo)]
+        return [str(script), command, "--repo", str(repo)]
     isolate = "-P" if sys.version_info >= (3, 11) else "-I"
-    return [str(interpreter), isolate, "-m", "gitmem", "serve", "--repo", str(repo)]
+    return [str(interpreter), isolate, "-m", "gitmem", command, "--repo", str(repo)]
 
 
 def install(directory: Path, repo: Path, agent_types: list[str], *,

@@ -1,0 +1,108 @@
+"""``gitmem mcp``: the repository as an MCP server on stdin/stdout, for Claude Code,
+Cursor, Codex, nui's agents and any other MCP client.
+
+The SDK is imported here and by :mod:`gitmem.protocol.mcp` only. What a start costs
+is the interpreter and the SDK; the repository is opened at the first call that needs
+it (a missing one is that call's error, and the next call tries again). Logs go to the
+file ``gitmem serve`` writes (``.git/gitmem/serve.log``), each line naming the client.
+
+    python3 -m gitmem mcp --repo ~/gitmem
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+
+import anyio
+from mcp.server.stdio import stdio_server
+
+from gitmem import __version__, history, logfile
+from gitmem.git import gitproc
+from gitmem.maintenance import Maintenance
+from gitmem.protocol.mcp import Services, build_server
+from gitmem.repository import Gitmem
+
+log = logging.getLogger("gitmem.mcp")
+
+MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
+
+
+class OpenOnFirstUse:
+    """The repository and the services built on it, opened by the first call that asks
+    (and again by the next one, while opening fails)."""
+
+    def __init__(self, repo: str | os.PathLike | None, log_file: str | os.PathLike | None,
+                 log_level: str):
+        self.repo, self.log_file, self.log_level = repo, log_file, log_level
+        self.mem: Gitmem | None = None
+        self.services: Services | None = None
+        self.log_writer: logfile.LogWriter | None = None
+        self.lock = threading.Lock()
+
+    def __call__(self) -> Services:
+        with self.lock:
+            if self.services is None:
+                mem = Gitmem.open(self.repo, create=False, packer=Maintenance)
+                self.mem = mem
+                self.start_log(Path(self.log_file) if self.log_file
+                                else mem.engine.private_dir / logfile.SERVE_LOG)
+                log.info("serving %s over MCP (pid %d)", mem.engine.workdir, os.getpid())
+                self.services = Services(
+                    memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
+                    memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
+                    search=lambda query, **options: mem.search(query, **options))
+            return self.services
+
+    def start_log(self, path: Path) -> None:
+        if self.log_writer is None:
+            try:
+                self.log_writer = logfile.start(path, self.log_level)
+            except OSError as exc:  # a read-only repository: stderr it is
+                log.warning("not logging to %s: %s", path, exc.strerror or exc)
+
+    def close(self) -> None:
+        """Let the packing thread finish, close the repository, write out the log."""
+        with self.lock:
+            if self.mem is not None:
+                gitproc.stop_all(final=True)  # a repack under way: no git outlives us
+                self.mem.engine.packer.close(timeout=MAINTENANCE_GRACE)
+                self.mem.close()
+                log.info("stopped")
+            if self.log_writer is not None:
+                self.log_writer.stop()
+
+
+def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | None = None,
+        log_level: str = "INFO") -> int:
+    """Serve MCP on this process's stdin and stdout until end of input or SIGTERM."""
+    os.umask(0o077)
+    services = OpenOnFirstUse(repo, log_file, log_level)
+    if log_file:
+        services.start_log(Path(log_file))
+    server = build_server(services, version=__version__)
+
+    async def serve() -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
+            async with stdio_server() as (read_stream, write_stream):
+                await server.run(read_stream, write_stream, server.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        services.close()
+    return 0
+
+
+async def _stop_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
