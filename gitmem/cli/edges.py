@@ -77,6 +77,9 @@ def add_nui(nui) -> None:
     install_cmd.add_argument("--force", action="store_true",
                              help="also write storage-handlers.yaml again (dropping handlers "
                                   "added since)")
+    install_cmd.add_argument("--mcp", action="store_true",
+                             help="also declare `gitmem mcp` in nui's catalog of MCP servers, so "
+                                  "nui's agents get the memory tools (ref: ext:gitmem/gitmem)")
 
     handlers = nui_commands.add_parser("handlers", help="list or edit storage-handlers.yaml")
     handler_commands = handlers.add_subparsers(metavar="ACTION", required=True)
@@ -212,7 +215,7 @@ def cmd_nui_install(args) -> None:
     agent_types = _split(args.agent_types)
     kept = (Path(args.dir) / DEFAULT_FILE).exists() and not args.force
     folder = install(Path(args.dir), Path(args.repo) if args.repo else default_repo_path(),
-                     agent_types, force=args.force)
+                     agent_types, force=args.force, mcp=args.mcp)
     if kept:
         print(f"kept {folder / DEFAULT_FILE} as it is (--force writes it again)")
     print(f"nui extension written to {folder.resolve()}; install it with: "

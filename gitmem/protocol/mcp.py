@@ -25,7 +25,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from gitmem.layout import parse_record
+from gitmem.layout import BadRecordName, parse_record
 
 if TYPE_CHECKING:  # handed in by whoever starts the server
     from gitmem.stores import MemoryStore, SessionStore, ThreadStore
@@ -282,7 +282,7 @@ def _parse(name: str, allowed: str):
     (gitmem would keep it inside, escaped, but it is a mistake the model should hear of)."""
     try:
         record = parse_record(name)
-    except ValueError:
+    except BadRecordName:
         raise ToolError(f"{name!r} is not a record: use {allowed}") from None
     for id_ in record.ids:
         parts = id_.replace("\\", "/").split("/")
