@@ -14,7 +14,8 @@ import gitmem
 from conftest import SUBPROCESS_ENV, run_gitmem
 
 PACKAGE = Path(gitmem.__file__).resolve().parent
-HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench")
+HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench",
+         "mcp", "anyio", "pydantic", "gitmem.protocol.mcp")
 
 # `python -m gitmem ARGS`, writing the names in sys.modules at exit to the file named first
 # (-X importtime would miss what importlib.import_module loads).
