@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from gitmem.errors import InvalidInput
-from gitmem.nui_extension import serve_command
 
 CLIENTS = ("claude-code", "claude-desktop", "cursor", "codex")
 NAME = "gitmem"
@@ -56,6 +55,7 @@ def config_path(client: str, *, home: Path | None = None) -> Path:
 
 def server_entry(client: str, repo: Path, python: str = sys.executable) -> dict[str, Any]:
     """The server's entry for ``client``: absolute paths, the repository named."""
+    from gitmem.nui_extension import serve_command  # it loads the engine: `gitmem mcp` need not
     argv = serve_command(repo.expanduser().resolve(), python, command="mcp")
     entry: dict[str, Any] = {"command": argv[0], "args": argv[1:]}
     return {"type": "stdio", **entry} if client == "claude-code" else entry

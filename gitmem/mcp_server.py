@@ -16,15 +16,16 @@ import os
 import signal
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from mcp.server.stdio import stdio_server
 
-from gitmem import __version__, history, logfile
-from gitmem.git import gitproc
-from gitmem.maintenance import Maintenance
+from gitmem import __version__, logfile
 from gitmem.protocol.mcp import Services, build_server
-from gitmem.repository import Gitmem
+
+if TYPE_CHECKING:
+    from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.mcp")
 
@@ -46,6 +47,11 @@ class OpenOnFirstUse:
     def __call__(self) -> Services:
         with self.lock:
             if self.services is None:
+                # Imported here, not at the top: the git engine (pygit2) stays out of the
+                # start, which the SDK's import already makes long (see gitmem.bench.mcp).
+                from gitmem import history
+                from gitmem.maintenance import Maintenance
+                from gitmem.repository import Gitmem
                 mem = Gitmem.open(self.repo, create=False, packer=Maintenance)
                 self.mem = mem
                 self.start_log(Path(self.log_file) if self.log_file
@@ -68,6 +74,7 @@ class OpenOnFirstUse:
         """Let the packing thread finish, close the repository, write out the log."""
         with self.lock:
             if self.mem is not None:
+                from gitmem.git import gitproc
                 gitproc.stop_all(final=True)  # a repack under way: no git outlives us
                 self.mem.engine.packer.close(timeout=MAINTENANCE_GRACE)
                 self.mem.close()
