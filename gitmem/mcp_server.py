@@ -11,9 +11,11 @@ file ``gitmem serve`` writes (``.git/gitmem/serve.log``), each line naming the c
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import signal
+import stat
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitmem.mcp")
 
 MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
+MAX_LINE = 256 << 20  # bytes of one request line at most (a memory of that size is written whole)
 
 
 class OpenOnFirstUse:
@@ -95,7 +98,7 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
     async def serve() -> None:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
-            async with stdio_server() as (read_stream, write_stream):
+            async with stdio_server(stdin=_stdin_lines()) as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             tasks.cancel_scope.cancel()
 
@@ -106,6 +109,34 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
     finally:
         services.close()
     return 0
+
+
+def _stdin_lines():
+    """The request lines on stdin, read by the event loop, so that a SIGTERM ends the
+    server at once: the SDK's own reader blocks in a thread until the client writes again
+    (or closes). A regular file (``gitmem mcp < requests``) ends by itself: None, the SDK's."""
+    if stat.S_ISREG(os.fstat(0).st_mode):
+        return None
+    return _lines_of(os.dup(0))
+
+
+async def _lines_of(fd: int):
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=MAX_LINE)
+    pipe = os.fdopen(fd, "rb", buffering=0)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        while True:
+            try:
+                line = await reader.readline()
+            except ValueError:  # longer than MAX_LINE: dropped (the SDK logs the rest as unreadable)
+                log.warning("a request line of more than %d bytes was dropped", MAX_LINE)
+                continue
+            if not line:
+                return
+            yield line.decode("utf-8", "replace")
+    finally:
+        transport.close()
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:

@@ -87,6 +87,72 @@ def test_the_tools_and_their_schemas(repo):
     run(test)
 
 
+class RawClient:
+    """``gitmem mcp`` driven line by line, as any stdio client: each answer read before the
+    next request (at end of input the SDK cancels what is still in flight)."""
+
+    def __init__(self, repo: Path):
+        self.process = subprocess.Popen([sys.executable, "-m", "gitmem", "mcp", "--repo", str(repo)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, env=SUBPROCESS_ENV)
+
+    def send(self, message: dict) -> dict | None:
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+        if "id" not in message:
+            return None
+        answer = json.loads(self.process.stdout.readline())  # protocol lines only
+        assert answer["id"] == message["id"], answer
+        return answer
+
+    def initialize(self, version: str, client: str) -> dict:
+        answer = self.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": client, "version": version}}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer["result"]
+
+    def call(self, tool: str, **arguments) -> dict:
+        return self.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                          "params": {"name": tool, "arguments": arguments}})["result"]
+
+    def close(self) -> tuple[int, bytes]:
+        """Kill it if it still runs; its exit status and what stdout held after the answers."""
+        if self.process.poll() is None:
+            self.process.kill()
+        code = self.process.wait(timeout=30)
+        rest = self.process.stdout.read()
+        for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
+            stream.close()
+        return code, rest
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
+def test_older_clients_are_answered_in_their_protocol_version(repo, version):
+    client = RawClient(repo)
+    try:
+        assert client.initialize(version, "old-client")["protocolVersion"] == version
+        assert client.call("memory_write", record="user", content=version)["isError"] is False
+        client.process.stdin.close()
+        assert client.process.wait(timeout=30) == 0
+    finally:
+        assert client.close() == (0, b"")
+    assert f"Gitmem-Client: old-client {version}" in Git(repo)("log", "-1", "--format=%B")
+
+
+def test_a_client_of_the_newest_protocol_discovers_instead_of_initializing(repo):
+    async def test():
+        with anyio.fail_after(120):
+            async with stdio_client(server_params(repo)) as (read, write):
+                async with ClientSession(read, write, read_timeout_seconds=60,
+                                         client_info=types.Implementation(name="new-client", version="9")) as opened:
+                    found = await opened.discover()
+                    assert found.supported_versions
+                    assert (await call(opened, "memory_write", record="user", content="new"))[1] is False
+    run(test)
+    assert "Gitmem-Client: new-client 9" in Git(repo)("log", "-1", "--format=%B")
+
+
 def test_each_tool_on_a_real_repository(repo, tmp_path):
     git = Git(repo)
     session_body = json.dumps({"messages": [{"id": "m1", "role": "user", "content": "hi"}],
@@ -128,6 +194,9 @@ def test_each_tool_on_a_real_repository(repo, tmp_path):
     assert "Gitmem-Op: memory.append\nGitmem-Client: claude-code 2.1\nGitmem-Id: agent:ext:corp/reviewer" in message
     assert git.count("memory") == 2 and git.status() == ""
     assert (repo / "memory/agents/ext%3acorp%2freviewer.md").read_text() == "Checks types first.\n"
+    logged = (repo / ".git/gitmem/serve.log").read_text()
+    assert "claude-code 2.1: memory_write record='agent:ext:corp/reviewer'" in logged
+    assert "Checks types" not in logged  # ids, never content
 
 
 def test_five_appends_are_five_commits_joined_by_blank_lines_and_show_goes_back(repo):
@@ -167,6 +236,7 @@ def test_errors_are_tool_results_and_the_server_answers_the_next_call(repo, tmp_
                 ({"record": "agent:../../escaped", "content": "x"}, "would leave the repository"),
                 ({"record": "agent:", "content": "x"}, "agent id"),
                 ({"record": "user"}, '"content" is required'),
+                ({"record": "user", "content": " \n"}, '"content" is empty'),
             ]:
                 text, error = await call(opened, "memory_write", **arguments)
                 assert error and words in text and "\n" not in text, (arguments, text)
@@ -303,6 +373,19 @@ def test_the_mcp_inspector_cli_lists_calls_and_reads(repo):
                      "--tool-arg", "record=agent:inspector")
     assert read["content"][0]["text"] == "seen by node\n"
     assert "Gitmem-Client: " in Git(repo)("log", "-1", "--format=%B")
+
+
+def test_sigterm_ends_the_server_while_its_client_keeps_the_pipe_open(repo):
+    client = RawClient(repo)
+    try:
+        client.initialize("2025-06-18", "host")
+        assert client.call("memory_write", record="user", content="before")["isError"] is False
+        client.process.send_signal(signal.SIGTERM)  # stdin stays open, as a host stopping servers
+        assert client.process.wait(timeout=30) == 0
+    finally:
+        assert client.close() == (0, b"")  # nothing but protocol, and nothing after it
+    assert "stopped" in (repo / ".git/gitmem/serve.log").read_text()
+    assert (repo / "memory/user.md").read_text() == "before\n" and Git(repo).status() == ""
 
 
 # -- gitmem mcp config -------------------------------------------------------------------

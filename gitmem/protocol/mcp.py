@@ -209,7 +209,7 @@ def memory_write(services: Services, args: dict, client: str) -> str:
     record = _parse(_string(args, "record"), WRITABLE)
     if record.kind not in ("user", "agent"):
         raise ToolError(f"{record.name} cannot be written here: write {WRITABLE}")
-    content = _string(args, "content", allow_empty=True)
+    content = _string(args, "content")  # a memory is emptied by hand, not by a model's slip
     mode = args.get("mode", "append")
     if mode not in WRITE_MODES:
         raise ToolError(f'mode must be "append" or "replace", not {mode!r}')
@@ -257,11 +257,11 @@ _TOOL_CALLS: dict[str, Callable[[Services, dict, str], str]] = {
 # -- arguments ---------------------------------------------------------------------------
 
 
-def _string(args: dict, name: str, *, allow_empty: bool = False) -> str:
+def _string(args: dict, name: str) -> str:
     value = args.get(name)
     if not isinstance(value, str):
         raise ToolError(f'"{name}" is required, as a string')
-    if not allow_empty and not value.strip():
+    if not value.strip():
         raise ToolError(f'"{name}" is empty: give {name} a value')
     try:  # stored as UTF-8: a lone surrogate is not text
         value.encode("utf-8")
