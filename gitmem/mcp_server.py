@@ -117,7 +117,11 @@ def _stdin_lines():
     (or closes). A regular file (``gitmem mcp < requests``) ends by itself: None, the SDK's."""
     if stat.S_ISREG(os.fstat(0).st_mode):
         return None
-    return _lines_of(os.dup(0))
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)  # a child process (git) reads nothing of the protocol, as the SDK does it
+    os.close(null)
+    return _lines_of(wire)
 
 
 async def _lines_of(fd: int):

@@ -221,6 +221,30 @@ def test_five_appends_are_five_commits_joined_by_blank_lines_and_show_goes_back(
                for n in range(5))
 
 
+def test_a_save_by_hand_from_an_older_version_is_merged_before_the_next_write(repo):
+    git = Git(repo)
+    path = repo / "memory/agents/reviewer.md"
+
+    async def test():
+        async with session(repo) as opened:
+            await call(opened, "memory_write", record="agent:reviewer", content="first")
+            editor = path.read_text()  # a person opens the file...
+            await call(opened, "memory_write", record="agent:reviewer", content="second")
+            path.write_text(editor + "added by hand\n")  # ...and saves it over the newer version
+            await call(opened, "memory_write", record="agent:reviewer", content="third")
+            text, _ = await call(opened, "memory_read", record="agent:reviewer")
+            assert text == "first\n\nsecond\n\nadded by hand\n\nthird\n"  # merged: nothing lost
+    run(test)
+    authors = git.log("memory/agents/reviewer.md", fmt="%an|%s")
+    # the save is a commit of its own, under the person's identity, between gitmem's
+    assert [a.split("|")[1] for a in authors] == ["memory: append to agent reviewer",
+                                                  "hand edit: memory/agents/reviewer.md",
+                                                  "memory: append to agent reviewer",
+                                                  "memory: append to agent reviewer"]
+    assert not authors[1].startswith("gitmem") and authors[0].startswith("gitmem")
+    assert git.status() == ""
+
+
 def test_errors_are_tool_results_and_the_server_answers_the_next_call(repo, tmp_path):
     git = Git(repo)
     before = git.count()

@@ -38,6 +38,10 @@ RESOURCE_PREFIX = "gitmem://memory/"
 AGENT_RESOURCES = RESOURCE_PREFIX + "agent/"
 READABLE = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WRITABLE = "user or agent:<id>"
+INSTRUCTIONS = ("Memory kept in a git repository: `user` (about the person) and `agent:<id>` "
+                "(one agent's notes). Read them with memory_read before you start; save what is "
+                "worth keeping with memory_write (append, a short block). Every write is a git "
+                "commit: history and memory_show look back, search finds words.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -185,7 +189,8 @@ def build_server(open_services: Callable[[], Services], *, version: str,
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="text/markdown", text=text)])
 
-    return Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool,
+    return Server(name, version=version, instructions=INSTRUCTIONS,
+                  on_list_tools=list_tools, on_call_tool=call_tool,
                   on_list_resources=list_resources, on_list_resource_templates=list_templates,
                   on_read_resource=read_resource)
 
