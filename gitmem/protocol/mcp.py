@@ -250,7 +250,11 @@ def search(services: Services, args: dict, client: str) -> str:
     with_history = args.get("history", False)
     if not isinstance(with_history, bool):
         raise ToolError('"history" must be true or false')
-    hits = services.search(query, history=with_history, limit=_limit(args))
+    limit = _limit(args)
+    try:
+        hits = services.search(query, history=with_history, limit=limit)
+    except ValueError as error:  # a query the index cannot take: say which, and why
+        raise ToolError(f"cannot search for {query!r}: {_one_line(error)}") from None
     return _json([hit.as_json() for hit in hits])
 
 
