@@ -118,6 +118,21 @@ class Restored:
         return {"record": self.record, "from": self.source, "commit": self.commit}
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryListed:
+    """A memory record, its size in bytes and its last commit (None: not committed yet)."""
+
+    record: str
+    size: int
+    last: CommitInfo | None
+
+    def to_json(self) -> dict[str, Any]:
+        last = self.last
+        return {"record": self.record, "size": self.size,
+                "changed": format_date(last.time, last.offset) if last else None,
+                "commit": last.id if last else None}
+
+
 # -- times ------------------------------------------------------------------------
 
 
@@ -217,6 +232,21 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None) ->
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries
+
+
+def memories(mem: Records) -> list[MemoryListed]:
+    """Every memory record (``user`` first, then ``agent:<id>`` by id) with its size and
+    last change."""
+    snapshot = mem.engine.snapshot()
+    owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
+        mem.memory.agents(snapshot=snapshot))
+    found = []
+    for agent in owners:
+        record = layout.parse_record("user" if agent is None else f"agent:{agent}")
+        last = record_commits(mem, record, limit=1)
+        found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
+                                  last[0] if last else None))
+    return found
 
 
 def record_commits(mem: Records, record: layout.Record, *, limit: int | None = None) -> list[CommitInfo]:

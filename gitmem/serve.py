@@ -36,7 +36,7 @@ from gitmem.repository import Gitmem, default_repo_path
 
 log = logging.getLogger("gitmem.serve")
 
-LOG_NAME = "serve.log"
+LOG_NAME = logfile.SERVE_LOG
 LATE_WINDOW_ENV = "GITMEM_LATE_WINDOW"
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
 PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)

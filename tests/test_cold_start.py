@@ -14,7 +14,8 @@ import gitmem
 from conftest import SUBPROCESS_ENV, run_gitmem
 
 PACKAGE = Path(gitmem.__file__).resolve().parent
-HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench")
+HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench",
+         "mcp", "anyio", "pydantic", "gitmem.protocol.mcp")
 
 # `python -m gitmem ARGS`, writing the names in sys.modules at exit to the file named first
 # (-X importtime would miss what importlib.import_module loads).
@@ -83,3 +84,17 @@ def test_the_package_root_loads_the_repository_on_first_use():
         done.stderr
     with pytest.raises(AttributeError, match="no_such_name"):
         gitmem.no_such_name  # noqa: B018
+
+
+def test_gitmem_mcp_answers_initialize_before_loading_the_git_engine(repo, tmp_path):
+    pytest.importorskip("mcp")
+    out = tmp_path / "modules-mcp"
+    initialize = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+                  '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
+    done = subprocess.run([sys.executable, "-c", RUN_RECORDING_MODULES, str(out), "mcp", "--repo",
+                           str(repo)], input=initialize, capture_output=True, text=True, timeout=60,
+                          env={**SUBPROCESS_ENV, "PYTHONPATH": str(PACKAGE.parent)})
+    assert done.returncode == 0 and '"serverInfo":{"name":"gitmem"' in done.stdout, done.stderr
+    loaded = set(out.read_text(encoding="utf-8").split("\n"))
+    assert {"mcp", "gitmem.protocol.mcp"} <= loaded  # the SDK: the start's one big cost
+    assert not {"pygit2", "gitmem.git.engine", "gitmem.repository"} & loaded  # opened at first use

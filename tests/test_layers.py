@@ -20,7 +20,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "gitmem"
 ROOT = "gitmem"  # the package root: `import gitmem`, or a name defined in gitmem/__init__.py
 EDGES = ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.cli", "gitmem.nui_extension",
-         "gitmem.nui_import", "gitmem.kaboo_adapter")
+         "gitmem.nui_import", "gitmem.kaboo_adapter", "gitmem.mcp_server", "gitmem.mcp_config")
 FACADE = ("gitmem.repository", ROOT)
 # what the modules of each folder may not import
 RULES = {
@@ -106,6 +106,13 @@ def test_only_the_git_package_imports_pygit2():
     assert outside == []
 
 
+def test_only_the_mcp_face_and_the_mcp_command_import_the_mcp_sdk():
+    found = modules()
+    assert "mcp" in found["protocol/mcp.py"]  # the rule reads the real modules
+    importers = sorted(path for path, names in found.items() if any(breaks(name, ("mcp",)) for name in names))
+    assert importers == ["mcp_server.py", "protocol/mcp.py"]
+
+
 def test_the_git_package_imports_no_other_gitmem_module():
     wrong = {path: sorted(name for name in names if breaks(name, (ROOT,)) and not breaks(name, ("gitmem.git",)))
              for path, names in modules().items() if path.startswith("git/")}
@@ -154,7 +161,8 @@ LAYERS = [
     ("gitmem.repository", ROOT),
     ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.rescue", "gitmem.status",
      "gitmem.maintenance", "gitmem.forget", "gitmem.clone", "gitmem.nui_import",
-     "gitmem.nui_extension", "gitmem.kaboo_adapter", "gitmem.logfile", "gitmem.bench"),
+     "gitmem.nui_extension", "gitmem.kaboo_adapter", "gitmem.logfile", "gitmem.bench",
+     "gitmem.mcp_server", "gitmem.mcp_config"),
     ("gitmem.cli", "gitmem.__main__"),
 ]
 

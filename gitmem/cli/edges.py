@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from gitmem.cli import command, open_repo, seconds, takes_repo
+from gitmem.cli import CliError, command, open_repo, seconds, takes_repo
 from gitmem.cli.names import printable
 
 
@@ -93,6 +93,9 @@ def add_nui(nui) -> None:
     install_cmd.add_argument("--force", action="store_true",
                              help="also write storage-handlers.yaml again (dropping handlers "
                                   "added since)")
+    install_cmd.add_argument("--mcp", action="store_true",
+                             help="also declare `gitmem mcp` in nui's catalog of MCP servers, so "
+                                  "nui's agents get the memory tools (ref: ext:gitmem/gitmem)")
 
     handlers = nui_commands.add_parser("handlers", help="list or edit storage-handlers.yaml")
     handler_commands = handlers.add_subparsers(metavar="ACTION", required=True)
@@ -118,6 +121,27 @@ def add_kaboo(kaboo) -> None:
     init.add_argument("dir", metavar="DIR", help="where to put gitmem-thread-store.mjs and .d.mts")
     init.add_argument("--force", action="store_true", help="replace files that differ")
     init.set_defaults(run=cmd_kaboo_init)
+
+
+def add_mcp(mcp) -> None:
+    from gitmem.logfile import SERVE_LOG
+    from gitmem.mcp_config import CLIENTS
+    takes_repo(mcp, cmd_mcp)
+    mcp.add_argument("--log-file", metavar="FILE",
+                     help=f"where to log (default: .git/gitmem/{SERVE_LOG} in the repository, "
+                          "as gitmem serve)")
+    mcp.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    actions = mcp.add_subparsers(metavar="ACTION")  # none: serve
+    config = command(actions, "config", "print the entry declaring `gitmem mcp` in an MCP "
+                     "client's configuration (--write: merge it into the client's file)",
+                     cmd_mcp_config)
+    config.add_argument("--client", choices=CLIENTS, default="claude-code",
+                        help="the client (default: claude-code)")
+    config.add_argument("--write", action="store_true",
+                        help="merge the entry into the client's configuration file, keeping "
+                             "its other servers (and create the repository if missing)")
+    config.add_argument("--file", metavar="FILE",
+                        help="the configuration file to merge into (default: the client's own)")
 
 
 def add_watch(watch) -> None:
@@ -210,7 +234,7 @@ def cmd_nui_install(args) -> None:
     repo = locate_repo(args.repo)[0]
     new = inspect_repository(repo) is None
     kept = (Path(args.dir) / DEFAULT_FILE).exists() and not args.force
-    folder = install(Path(args.dir), repo, agent_types, force=args.force)
+    folder = install(Path(args.dir), repo, agent_types, force=args.force, mcp=args.mcp)
     if new:  # said, not done behind the person's back: a typo shows here
         print(f"made a new gitmem repository at {repo.expanduser().resolve()}")
     if kept:
@@ -253,6 +277,27 @@ def cmd_kaboo_init(args) -> None:
     print(f"wrote {', '.join(str(p) for p in paths)}")
     print(f'use it: import {{ GitMemThreadStore }} from "./{ADAPTER_FILES[0]}";\n'
           '        createKabooRunner(new GitMemThreadStore({ repo: "/path/to/repo" }))')
+
+
+def cmd_mcp(args) -> int:
+    try:
+        from gitmem.mcp_server import run
+    except ImportError as exc:
+        raise CliError(f"gitmem mcp needs the MCP SDK ({exc}): pip install 'gitmem[mcp]'") from None
+    return run(args.repo, log_file=args.log_file, log_level=args.log_level)
+
+
+def cmd_mcp_config(args) -> None:
+    from gitmem import mcp_config
+    from gitmem.repository import default_repo_path
+    repo = Path(args.repo).expanduser() if args.repo else default_repo_path()
+    if not args.write:
+        sys.stdout.write(mcp_config.entry_text(args.client, repo))
+        return
+    with open_repo(args, create=True):
+        pass
+    path = mcp_config.write(args.client, repo, path=Path(args.file) if args.file else None)
+    print(f"declared gitmem ({repo.resolve()}) in {path}; restart {args.client} to use it")
 
 
 def cmd_watch(args) -> int:

@@ -95,16 +95,12 @@ def cmd_memory_delete(args) -> None:
 
 def cmd_memory_list(args) -> None:
     """One line a memory: ``user`` or ``agent:<id>``, its size in bytes, its last change."""
+    from gitmem.history import memories
     with open_repo(args) as mem:
-        snapshot = mem.engine.snapshot()
-        owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
-            mem.memory.agents(snapshot=snapshot))
-        for agent in owners:
-            size = len(snapshot.read(mem.memory.path(agent)) or b"")
-            last = mem.log("user" if agent is None else f"agent:{agent}", limit=1)
-            when = datetime.fromtimestamp(last[0].time).astimezone().strftime(
-                "%Y-%m-%d %H:%M") if last else "-"
-            print(f"{'user' if agent is None else f'agent:{printable(agent)}'}\t{size}\t{when}")
+        for listed in memories(mem):
+            when = datetime.fromtimestamp(listed.last.time).astimezone().strftime(
+                "%Y-%m-%d %H:%M") if listed.last else "-"
+            print(f"{printable(listed.record)}\t{listed.size}\t{when}")
 
 
 def cmd_session_read(args) -> None:
