@@ -246,6 +246,7 @@ EXAMPLES = {
     "nui handlers add": "gitmem nui handlers add notes agentMemory --agent-types pi --dir ./gitmem",
     "nui handlers remove": "gitmem nui handlers remove notes --dir ./gitmem",
     "kaboo init": "gitmem kaboo init src/",
+    "kaboo path": 'gitmem kaboo path    # npm install "$(gitmem kaboo path)"',
     "sync": "gitmem sync origin",
     "remote add": "gitmem remote add origin git@example.org:me/memory.git",
     "remote list": "gitmem remote list",
