@@ -3,7 +3,7 @@
 // It runs `gitmem serve --repo PATH` as a child process and speaks newline-delimited
 // JSON-RPC 2.0 with it (`threads.*`). Every write is one git commit, answered once
 // it exists. One `gitmem serve` per repository per Node process, shared by every store
-// on it. No dependencies, no build step: Node 18+, CommonJS, with an ES module beside it
+// on it. No dependencies, no build step: Node 18.20+, CommonJS, with an ES module beside it
 // (gitmem-thread-store.mjs) that re-exports this one, so both share the processes.
 //
 //   import { createKabooRunner } from "@pgege/kaboo-runtime";

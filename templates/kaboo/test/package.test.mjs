@@ -2,7 +2,8 @@
 // and from `npm pack`'s tarball (offline: the package has no dependencies), built with
 // plain tsc, run with node; gitmem found through $GITMEM with gitmem off PATH; one
 // `gitmem serve` per repository; the version handshake. $GITMEM is the gitmem
-// executable to test (e.g. /path/to/venv/bin/gitmem).
+// executable to test (e.g. /path/to/venv/bin/gitmem). npm is the one on PATH (with its
+// own node): the projects are built and run with the node running these tests.
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
@@ -18,7 +19,6 @@ import { GITMEM_VERSION, GitMemError, GitMemThreadStore } from "../gitmem-thread
 const run = promisify(execFile);
 const root = fileURLToPath(new URL("..", import.meta.url));
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
-const npm = join(dirname(process.execPath), "npm");
 const GITMEM = process.env.GITMEM;
 const needsGitmem = GITMEM ? {} : { skip: "set GITMEM=/path/to/venv/bin/gitmem to run it" };
 const scratch = mkdtempSync(join(tmpdir(), "gitmem-kaboo-package-"));
@@ -40,7 +40,7 @@ function writeFiles(base, files) {
 }
 
 async function npmInstall(project, what) {
-  await run(process.execPath, [npm, "install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", what],
+  await run("npm", ["install", "--offline", "--no-audit", "--no-fund", "--loglevel=error", what],
     { cwd: project, env: { ...process.env, npm_config_update_notifier: "false" }, timeout: 120_000 });
 }
 
@@ -105,7 +105,7 @@ test("installed by path, an ES module project built with plain tsc (NodeNext) ru
 test("from npm pack's tarball, a CommonJS project built with plain tsc runs as built, and require() works",
   needsGitmem, async () => {
     const packed = folder("packed");
-    const done = await run(process.execPath, [npm, "pack", "--pack-destination", packed, "--loglevel=error"],
+    const done = await run("npm", ["pack", "--pack-destination", packed, "--loglevel=error"],
       { cwd: root, timeout: 120_000 });
     const tarball = join(packed, done.stdout.trim().split("\n").pop());
     assert.match(tarball, /gitmem-kaboo-\d+\.\d+\.\d+\.tgz$/);
