@@ -100,7 +100,8 @@ def served_first(tmp_path: Path, repo: Path, env: dict[str, str] | None = None) 
 def test_serve_answers_kaboo_without_yaml_or_the_watcher(repo, tmp_path):
     loaded = served_first(tmp_path, repo)
     assert {"pygit2", "gitmem.protocol.kaboo", "gitmem.git.engine"} <= loaded
-    assert not loaded & {"ruamel.yaml", "watchfiles", "gitmem.watch", "gitmem.sync", "asyncio", "gitmem.bench"}
+    assert not loaded & {"ruamel.yaml", "watchfiles", "gitmem.watch", "gitmem.sync", "asyncio", "gitmem.bench",
+                          "importlib.resources"}  # the templates of a new repository
     # a handler list, as nui has it, is read (and checked) before the first answer
     extension = tmp_path / "extension"
     extension.mkdir()
