@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -604,6 +605,47 @@ def gitmem_executable(folder: Path) -> Path:
         script.write_text(f"#!{sys.executable}\nimport sys\nfrom gitmem.cli import main\nsys.exit(main())\n")
         script.chmod(0o755)
     return script
+
+
+BEFORE_THE_HANDSHAKE = "e874ff3"  # main before threads.info: gitmem 0.1.0 without it
+
+
+@pytest.mark.parametrize("version", [gitmem.__version__, "0.0.5"])
+def test_the_adapter_with_a_gitmem_from_before_the_handshake(tmp_path, version):
+    """That gitmem's storage.info gives its version: the same x.y is worked with, another is refused."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    root = ADAPTER.parent.parent
+    if subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{BEFORE_THE_HANDSHAKE}^{{commit}}"]).returncode:
+        pytest.skip(f"no commit {BEFORE_THE_HANDSHAKE} here (a shallow clone?)")
+    old = tmp_path / "old"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(root), "archive", BEFORE_THE_HANDSHAKE, "gitmem"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    init = old / "gitmem" / "__init__.py"
+    init.write_text(re.sub(r'__version__ = "[^"]*"', f'__version__ = "{version}"', init.read_text()))
+    wrapper = tmp_path / "gitmem"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(old))} exec {shlex.quote(sys.executable)} -P -m gitmem "$@"\n')
+    wrapper.chmod(0o755)
+    script = (f"import {{ GitMemThreadStore }} from {json.dumps(str(ADAPTER / 'gitmem-thread-store.mjs'))};\n"
+              f"const store = new GitMemThreadStore({{ repo: process.argv[1], gitmem: {json.dumps(str(wrapper))} }});\n"
+              "try { await store.appendEvents('t1', 'a', [{ type: 'RUN_STARTED' }]);\n"
+              "      console.log(JSON.stringify(await store.readEvents('t1'))); }\n"
+              "catch (error) { console.log(error.message); }\n"
+              "await store.close();\n")
+    done = subprocess.run([node, "--input-type=module", "-e", script, str(tmp_path / "repo")], capture_output=True,
+                          text=True, timeout=120, env=SUBPROCESS_ENV)
+    assert done.returncode == 0, done.stderr
+    if version == gitmem.__version__:
+        assert json.loads(done.stdout) == [{"type": "RUN_STARTED"}]
+    else:
+        assert done.stdout.strip() == (
+            f"gitmem-kaboo {gitmem.__version__} needs gitmem {gitmem.__version__.rsplit('.', 1)[0]}.x, but {wrapper} "
+            "is gitmem 0.0.5: update gitmem "
+            f"where it is installed (pip install --upgrade gitmem, or git pull in its checkout)")
+        assert not (tmp_path / "repo" / "threads").exists()
 
 
 def test_the_typescript_adapter_against_gitmem_serve(tmp_path):

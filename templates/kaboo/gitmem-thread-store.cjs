@@ -96,12 +96,13 @@ function compatible(made, served) {
 
 function mismatch(served, command) {
   const gitmem = command.slice(0, command.indexOf("serve")).join(" ");
-  const newer = served === undefined || compareVersions(served, GITMEM_VERSION) < 0
+  const newer = compareVersions(served, GITMEM_VERSION) < 0
     ? `update gitmem where it is installed (${pipFor(command)} install --upgrade gitmem, or git pull in its checkout)`
     : `update this adapter to the one gitmem ships: npm install "$(${gitmem} kaboo path)"`
       + ` (copied in: ${gitmem} kaboo init --force DIR)`;
-  return new GitMemError(`gitmem-kaboo ${GITMEM_VERSION} needs gitmem ${GITMEM_VERSION.replace(/\.\d+$/, ".x")}, but `
-    + `${gitmem} is gitmem ${served ?? "older than 0.1.0 (no threads.info)"}: ${newer}`, { method: HANDSHAKE });
+  const [major, minor] = GITMEM_VERSION.split(".");
+  return new GitMemError(`gitmem-kaboo ${GITMEM_VERSION} needs gitmem ${major === "0" ? `0.${minor}` : major}.x, but `
+    + `${gitmem} is gitmem ${served}: ${newer}`, { method: HANDSHAKE });
 }
 
 function compareVersions(a, b) {
@@ -175,7 +176,11 @@ class Server {
       }, (error) => {
         if (error.code !== -32601) throw error; // -32601: a gitmem from before the handshake
         return child.send("storage.info", JSON.stringify({ jsonrpc: "2.0", method: "storage.info", params: {} }), START_TIMEOUT_MS)
-          .then((info) => { throw mismatch(info?.version, this.command); });
+          .then((info) => {
+            if (!compatible(GITMEM_VERSION, info?.version)) throw mismatch(info?.version, this.command);
+            child.verified = true; // its threads.* are these (the answer cap: lifted by --max-response 0)
+            return child;
+          });
       })
       .catch((error) => {
         child.process.stdin.end(); // a gitmem we cannot work with: let it go
