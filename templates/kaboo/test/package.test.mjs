@@ -168,6 +168,34 @@ test("stores on one repository share one gitmem serve; the last close() ends it"
   assert.equal(gitmemChildren().length, before);
 });
 
+test("two stores never closed: node exits, and so does their one gitmem serve", needsGitmem, async () => {
+  const adapter = join(root, "gitmem-thread-store.cjs");
+  const script = `
+    const { GitMemThreadStore } = require(${JSON.stringify(adapter)});
+    const repo = process.argv[1];
+    (async () => {
+      const first = new GitMemThreadStore({ repo });
+      await first.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);
+      const second = new GitMemThreadStore({ repo });
+      await second.readEvents("t1");
+      console.log(JSON.stringify([first.pid, second.pid]));
+    })();`;
+  const done = await run(process.execPath, ["-e", script, join(folder("unclosed"), "memory")],
+    { timeout: 30_000, env: { ...process.env, GITMEM } });
+  const [first, second] = JSON.parse(done.stdout);
+  assert.equal(first, second);
+  for (let waited = 0; waited < 30_000; waited += 100) { // its input ended with node: it finishes and exits
+    try {
+      process.kill(first, 0);
+    } catch (error) {
+      assert.equal(error.code, "ESRCH");
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  assert.fail(`gitmem serve ${first} outlived node by 30 s`);
+});
+
 test("a 5 MB event round-trips, whatever the command says of the answer cap", needsGitmem, async () => {
   const repo = join(folder("big"), "memory");
   const big = { type: "CUSTOM", name: "upload", value: "é🎉".repeat(5 * 1024 * 1024 / 6) + "x".repeat(1024) };
