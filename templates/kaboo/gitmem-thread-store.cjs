@@ -183,7 +183,8 @@ class Server {
           });
       })
       .catch((error) => {
-        child.process.stdin.end(); // a gitmem we cannot work with: let it go
+        child.process.stdin.end(); // a gitmem we cannot work with (or that never answered): let it go
+        setTimeout(() => child.process.kill("SIGKILL"), CLOSE_GRACE_MS).unref();
         throw error;
       });
     child.checked.catch(() => {}); // handed to every caller; unhandled only if none asks
