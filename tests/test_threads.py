@@ -656,7 +656,7 @@ def test_the_typescript_adapter_against_gitmem_serve(tmp_path):
     assert (ADAPTER / "node_modules" / "typescript").is_dir(), "run `npm ci` in templates/kaboo first"
     tests = sorted(str(path.relative_to(ADAPTER)) for path in (ADAPTER / "test").glob("*.test.mjs"))
     done = subprocess.run([node, "--test", *tests], cwd=ADAPTER, capture_output=True, text=True,
-                          timeout=600, env={**SUBPROCESS_ENV, "GITMEM_CMD": shlex.join(gitmem_command()),
+                          timeout=1200, env={**SUBPROCESS_ENV, "GITMEM_CMD": shlex.join(gitmem_command()),
                                             "GITMEM": str(gitmem_executable(tmp_path))})
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout and "# pass 0" not in done.stdout
