@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +60,7 @@ def locate_repo(given: str | os.PathLike | None = None) -> tuple[Path, str]:
 
 def template_files(name: str) -> dict[str, bytes]:
     """The files of ``templates/<name>/`` as {relative path: bytes}."""
+    from importlib import resources  # only a new repository needs it: not on every start
     root = resources.files("gitmem.templates") / name
     found: dict[str, bytes] = {}
 

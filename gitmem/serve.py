@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import __version__, logfile, rescue, sync, watch
+from gitmem import __version__, logfile, rescue
 from gitmem.git import gitproc
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
@@ -122,6 +122,7 @@ def run(repo: str | os.PathLike | None = None, *,
             if started or finished or not mem.engine.writable:
                 return  # a repository we cannot write is only read: nothing to commit or sync
             started = True
+            from gitmem import sync, watch  # not before: a first answer waits for no watcher
             watcher = watch.start_watching(mem) if watch_edits else None
             syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
             indexer.start()
@@ -174,10 +175,9 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
     (and the log is flushed after it, before the answer: nui kills the process at once).
     """
     name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
-    methods = storage_methods(mem.sessions, mem.memory, handlers, version=__version__, name=name,
-                              on_shutdown=on_shutdown, max_response=max_response,
-                              late_window=late_window)
-    methods.update(thread_methods(mem.threads))
+    methods = _ThenOnFirstUse(thread_methods(mem.threads, version=__version__), lambda: storage_methods(
+        mem.sessions, mem.memory, handlers, version=__version__, name=name, on_shutdown=on_shutdown,
+        max_response=max_response, late_window=late_window))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT), after_first_answer=after_first_answer)
 
@@ -247,6 +247,21 @@ class _EveryMethod(dict):
         return super().get(name, self._fallback)
 
 
+class _ThenOnFirstUse(dict):
+    """A method table that adds ``more()`` (nui's table) when first asked for a name it does
+    not hold, so that kaboo's first ``threads.*`` answer does not wait for it."""
+
+    def __init__(self, own: dict, more: Callable[[], dict]):
+        super().__init__(own)
+        self._more: Callable[[], dict] | None = more
+
+    def get(self, name, default=None):
+        if self._more is not None and isinstance(name, str) and name not in self:
+            more, self._more = self._more, None
+            self.update(more())
+        return super().get(name, default)
+
+
 def _fix_for(problem: Exception, repo: Path) -> str:
     """What a person can do about ``problem``, in a few words."""
     if not repo.exists():
@@ -254,11 +269,23 @@ def _fix_for(problem: Exception, repo: Path) -> str:
     if isinstance(problem, DamagedObject):
         return (f"run `gitmem fsck --repo {repo}`, then restore the object from a clone, a "
                 "remote (`git fetch`) or a backup")
+    if isinstance(problem, OSError) and not repo.exists():
+        return _fix_for_a_folder_not_made(repo, problem)
     if isinstance(problem, PermissionError):
         return f"make {repo} readable and writable by this user (or start gitmem as its owner)"
     if isinstance(problem, OSError) and problem.errno == errno.ENOSPC:
         return "free some disk space, then restart gitmem"
     return f"run `gitmem fsck --repo {repo}` to see what is wrong, then restart gitmem"
+
+
+def _fix_for_a_folder_not_made(repo: Path, problem: OSError) -> str:
+    """What to do when ``repo`` does not exist and could not be created: said of the
+    nearest folder above it that exists (there is nothing to fsck yet)."""
+    there = next(folder for folder in repo.parents if folder.exists())
+    if not there.is_dir():
+        return f"{there} is a file, not a folder: choose a repository path outside it"
+    return (f"{repo} cannot be created in {there} ({problem.strerror or problem}): choose a path "
+            f"in a folder this user can write, or create {repo} and make it writable by this user")
 
 
 def _claim_stdout() -> BinaryIO:

@@ -252,6 +252,7 @@ EXAMPLES = {
     "nui handlers add": "gitmem nui handlers add notes agentMemory --agent-types pi --dir ./gitmem",
     "nui handlers remove": "gitmem nui handlers remove notes --dir ./gitmem",
     "kaboo init": "gitmem kaboo init src/",
+    "kaboo path": 'gitmem kaboo path    # npm install "$(gitmem kaboo path)"',
     "mcp": "gitmem mcp --repo ~/gitmem",
     "mcp config": "gitmem mcp config --client cursor --write",
     "sync": "gitmem sync origin",

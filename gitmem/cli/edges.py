@@ -118,9 +118,13 @@ def add_kaboo(kaboo) -> None:
     init = kaboo_commands.add_parser(
         "init", help="copy the TypeScript GitMemThreadStore into a project folder",
         description="copy the TypeScript GitMemThreadStore into a project folder")
-    init.add_argument("dir", metavar="DIR", help="where to put gitmem-thread-store.mjs and .d.mts")
+    init.add_argument("dir", metavar="DIR", help="where to put the adapter's four files (.cjs, .mjs, .d.cts, .d.mts)")
     init.add_argument("--force", action="store_true", help="replace files that differ")
     init.set_defaults(run=cmd_kaboo_init)
+    where = kaboo_commands.add_parser(
+        "path", help="print the folder of the npm package gitmem-kaboo, for npm install",
+        description="print the folder of the npm package gitmem-kaboo, for npm install")
+    where.set_defaults(run=cmd_kaboo_path)
 
 
 def add_mcp(mcp) -> None:
@@ -275,8 +279,13 @@ def cmd_kaboo_init(args) -> None:
     from gitmem.kaboo_adapter import ADAPTER_FILES, init_adapter
     paths = init_adapter(Path(args.dir), force=args.force)
     print(f"wrote {', '.join(str(p) for p in paths)}")
-    print(f'use it: import {{ GitMemThreadStore }} from "./{ADAPTER_FILES[0]}";\n'
+    print(f'use it: import {{ GitMemThreadStore }} from "./{ADAPTER_FILES[1]}";\n'
           '        createKabooRunner(new GitMemThreadStore({ repo: "/path/to/repo" }))')
+
+
+def cmd_kaboo_path(args) -> None:
+    from gitmem.kaboo_adapter import package_folder
+    print(package_folder())
 
 
 def cmd_mcp(args) -> int:
