@@ -10,7 +10,9 @@ trailer ``Gitmem-Op: hand-edit`` and a message listing the files:
   under the writers' lock for a write; a stat check per file keeps it cheap), so a
   reader sees what the person saved and an API write lands on top of it instead of
   over it;
-- from the watcher (:mod:`gitmem.watch`), once the edits settle.
+- from the watcher (:mod:`gitmem.watch`), once the edits settle;
+- from the engine, for what a writer that had a file open put in it after a write
+  replaced it (:meth:`HandEdits.merge_displaced`, :mod:`gitmem.git.displaced`).
 
 One rule decides what a work-tree file that differs from HEAD is:
 
