@@ -56,6 +56,30 @@ def blocks(content: str) -> list[str]:
     return [block.rstrip() for block in _BLANK_LINES.split(content)] if content.strip() else []
 
 
+class _Blocks:
+    """:func:`blocks` of one memory's versions, oldest first: a version that only adds
+    text after the one before is split from the start of that one's last block on, so an
+    appended-to memory costs what its appends cost, not its whole length each time."""
+
+    def __init__(self) -> None:
+        self._text = ""  # the last version, stripped of blank lines around it
+        self._blocks: list[str] = []
+        self._last = 0  # where its last block starts in _text
+
+    def of(self, content: str) -> list[str]:
+        text = content.strip("\n")
+        start = self._last
+        if not (self._blocks and text.startswith(self._text) and self._text[start:start + 1] not in ("", " ", "\t")):
+            start, kept = 0, []  # a blank after the last block could join a separator: all of it
+        else:
+            kept = self._blocks[:-1]
+        found = kept + [block.rstrip() for block in _BLANK_LINES.split(text[start:])] if text.strip() else []
+        for separator in _BLANK_LINES.finditer(text, start):
+            start = separator.end()
+        self._text, self._blocks, self._last = text, found, start
+        return found
+
+
 def blame(mem: Records, record: str) -> list[Blamed]:
     """Each part of ``record`` as it is now, with the commit that introduced it."""
     parsed = layout.parse_record(record)
@@ -63,11 +87,11 @@ def blame(mem: Records, record: str) -> list[Blamed]:
     owners: dict[str, list[str]] = {}
     values: dict[str, list[Any]] = {}
     keys: dict[str, list[str]] = {}
+    splitter = _Blocks()
     for commit in versions:
-        parts = _parts(mem, parsed, commit)
+        parts = _parts(mem, parsed, commit, splitter)
         for kind, items in parts.items():
-            new_keys = [item if isinstance(item, str) else json.dumps(item, sort_keys=True)
-                        for item in items]
+            new_keys = items if kind == "block" else [json.dumps(item, sort_keys=True) for item in items]
             owners[kind] = _carry(keys.get(kind, []), owners.get(kind, []), new_keys, commit)
             keys[kind], values[kind] = new_keys, items
         for kind in list(keys):
@@ -78,13 +102,13 @@ def blame(mem: Records, record: str) -> list[Blamed]:
             for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind]))]
 
 
-def _parts(mem: Records, record: layout.Record, commit: str) -> dict[str, list[Any]]:
+def _parts(mem: Records, record: layout.Record, commit: str, splitter: _Blocks) -> dict[str, list[Any]]:
     """{kind: items} of ``record`` at ``commit``."""
-    shown = read_record(mem, record, mem.engine.snapshot_of(commit), commit)
+    shown = read_record(mem, record, mem.engine.snapshot_of(commit, scope=record.path), commit)
     if not shown.exists:
         return {}
     if "content" in shown.value:
-        return {"block": blocks(shown.value["content"])}
+        return {"block": splitter.of(shown.value["content"])}
     found = {"message": shown.value["messages"]}
     if "events" in shown.value:
         found = {"event": shown.value["events"], **found}

@@ -12,8 +12,10 @@ machine fast-forwards and pushes; it never merges two root commits.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from gitmem.git.base import EngineError
@@ -22,14 +24,18 @@ from gitmem.repository import ENV_DURABILITY, LAYOUT_NAMES, Gitmem, default_repo
 
 REMOTE = "origin"
 
+log = logging.getLogger("gitmem.clone")
+
 
 class CloneError(EngineError):
     """A clone that could not be made; nothing is left behind."""
 
 
-def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMOTE) -> Gitmem:
+def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMOTE,
+          progress: Callable[[int, int], None] | None = None) -> Gitmem:
     """Clone the gitmem repository at ``url`` into ``path`` (default: the default
-    repository); returns it open. Refuses a ``path`` that exists and is not an empty
+    repository) and build its record index (``progress(done, total)`` as the history
+    is read); returns it open. Refuses a ``path`` that exists and is not an empty
     folder, and a remote that holds something other than gitmem's records."""
     target = Path(path).expanduser() if path is not None else default_repo_path()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
@@ -53,7 +59,7 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
         finally:
             engine.close()
         make_private(target, gitdir=target / ".git")  # an existing folder, git's own files
-        return Gitmem.open(target, create=True)
+        mem = Gitmem.open(target, create=True)
     except BaseException:
         if made:
             shutil.rmtree(target, ignore_errors=True)
@@ -64,3 +70,11 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
                 else:
                     child.unlink()
         raise
+    try:  # the first history command finds the index ready
+        mem.record_index.progress = progress
+        mem.record_index.catch_up()
+    except EngineError as exc:  # a damaged object: the history commands say which
+        log.warning("the record index was not built: %s", exc)
+    finally:
+        mem.record_index.progress = None
+    return mem

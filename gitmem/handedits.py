@@ -55,9 +55,10 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from gitmem import layout
+from gitmem import layout, rewrites
 from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
+from gitmem.git.statcache import git_blob_id
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
 from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX
@@ -216,8 +217,33 @@ class HandEdits:
         more likely a save in progress than a person's choice (and a write meanwhile leaves
         it alone anyway).
         """
+        if self.engine.moved_elsewhere():
+            rewrites.look(self.engine)
         if is_watched(scope):
             self._commit([scope], EMPTY_SETTLE)
+
+    def merge_displaced(self, path: str, base_id: str, data: bytes) -> str | None:
+        """Commit ``data`` as the person's save of ``path`` made from version ``base_id``:
+        what reached a work-tree file after a write had checked it and replaced it
+        (:mod:`gitmem.git.displaced`), merged onto HEAD. Returns the commit id (None: nothing new)."""
+        problem = check(path, data) if is_watched(path) else (None, "not a file of the layout")
+        if problem is not None:
+            log.warning("%s was written to after gitmem replaced it, and that is not committed "
+                        "(%s); what it held is blob %s", path, Refusal(path, *problem),
+                        self.engine.store_blob(data))
+            return None
+        save = _Save(path, data, git_blob_id(data), base_id)
+        commit = self.engine.update(
+            lambda head: self._merged([save], head)[0], f"hand edit: {path}\n\nedited: {path} "
+            "(written to the file as gitmem replaced it: merged, keeping the changes made since)\n",
+            {"Gitmem-Op": OP}, author=self.engine.user_identity(), scope=path)
+        if commit is not None:
+            log.info("committed what reached %s as gitmem replaced it, merged onto HEAD", path)
+        return commit
+
+    def before_access_all(self) -> None:
+        """:meth:`before_access` for every record at once (one look at the work tree)."""
+        self._commit(None, EMPTY_SETTLE)
 
     def commit_pending(self, scopes: Iterable[str] | None = None) -> str | None:
         """Commit the edits under ``scopes`` (files or folders; None: every layout folder).
@@ -225,6 +251,8 @@ class HandEdits:
         One commit for all of them, by the user; refused files are left out. Returns the
         commit id, or None when nothing was committed.
         """
+        if self.engine.moved_elsewhere():
+            rewrites.look(self.engine)
         return self._commit(None if scopes is None else list(scopes), 0.0)
 
     def _commit(self, scopes: list[str] | None, hold_empty: float) -> str | None:
@@ -300,8 +328,8 @@ class HandEdits:
         for path in paths:
             head_id = head.blob_id(path)
             found = engine.read_worktree(path)
-            if found is None and os.path.lexists(engine.worktree_path(path)):
-                continue  # a symlink, folder or device: never committed, never deleted
+            if found is None and self._unseen(path):
+                continue  # a symlink, folder or device, or behind one: never committed, never deleted
             data, on_disk = found if found is not None else (None, None)
             if on_disk == head_id:
                 continue
@@ -388,7 +416,9 @@ class HandEdits:
         if not engine.worktree_is_main():
             return Scan([], [], failures, checked_out)
         head = engine.snapshot()
-        plan = self._plan(self._files(None, head), head)
+        files = self._files(None, head)
+        plan = self._plan(files, head)
+        failures += _hidden_folders(engine, files, head)
         failed = {f.path for f in failures}
         stale = [OutOfStep(path, "holds an older version gitmem wrote (repaired at the next access)")
                  for path in sorted(plan.repairs) if path not in failed]
@@ -420,13 +450,19 @@ class HandEdits:
             on_disk = self.engine.worktree_id(path)
             if on_disk == head.blob_id(path):
                 continue
-            if on_disk is None and os.path.lexists(self.engine.worktree_path(path)):
-                continue  # a symlink, folder or device: never committed, never deleted
+            if on_disk is None and self._unseen(path):
+                continue  # a symlink, folder or device, or behind one: never committed, never deleted
             refused = self._refused.get(path)
             if refused is not None and refused.blob_id == on_disk:
                 continue
             dirty.append(path)
         return dirty
+
+    def _unseen(self, path: str) -> bool:
+        """True when something other than a regular file is at ``path`` (never followed), or
+        a folder on the way hides it (:meth:`GitEngine.worktree_hidden_by`): what gitmem
+        cannot see is not deleted."""
+        return self.engine.worktree_hidden_by(path) is not None or os.path.lexists(self.engine.worktree_path(path))
 
     def _wait_to_settle(self, paths: list[str]) -> bool:
         """Sleep until the newest change to ``paths`` is :attr:`settle` old; True if it slept.
@@ -459,6 +495,26 @@ class HandEdits:
             except OSError:
                 continue
         return 0.0
+
+
+def _hidden_folders(engine: GitEngine, paths: list[str], head: Snapshot) -> list[OutOfStep]:
+    """The folders on the way to ``paths`` that gitmem cannot see into, with what main
+    holds under each (readable through gitmem, never committed as deleted)."""
+    hidden: dict[str, int] = {}
+    for path in paths:
+        folder = engine.worktree_hidden_by(path)
+        if folder is not None and folder not in hidden:
+            hidden[folder] = len(list(head.files(folder))) if head.tree_id(folder) else 0
+    found = []
+    for folder, count in sorted(hidden.items()):
+        target = engine.worktree_path(folder)
+        what = ("a symlink" if os.path.islink(target) else "not a folder" if not os.path.isdir(target)
+                else "a folder gitmem may not read")
+        found.append(OutOfStep(folder, f"{what}: gitmem does not look into it; the {count} file"
+                               f"{'s' if count != 1 else ''} main holds under it stay readable "
+                               "through gitmem and are not taken as deleted (put the folder back "
+                               "to bring it in step)"))
+    return found
 
 
 def _change(path: str, data: bytes | None, head: Snapshot) -> str:

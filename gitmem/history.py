@@ -31,7 +31,7 @@ from gitmem import layout
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError
 from gitmem.git.engine import GitEngine
-from gitmem.git.log import FileDiff
+from gitmem.git.log import FileChange, FileDiff
 from gitmem.record_index import RecordIndex
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
@@ -116,6 +116,21 @@ class Restored:
 
     def to_json(self) -> dict[str, Any]:
         return {"record": self.record, "from": self.source, "commit": self.commit}
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryListed:
+    """A memory record, its size in bytes and its last commit (None: not committed yet)."""
+
+    record: str
+    size: int
+    last: CommitInfo | None
+
+    def to_json(self) -> dict[str, Any]:
+        last = self.last
+        return {"record": self.record, "size": self.size,
+                "changed": format_date(last.time, last.offset) if last else None,
+                "commit": last.id if last else None}
 
 
 # -- times ------------------------------------------------------------------------
@@ -211,13 +226,27 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None) ->
         commits = mem.engine.history(None, limit=limit)
     else:
         commits = record_commits(mem, parsed, limit=limit)
+    pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
     entries = []
-    for commit in commits:
-        parent = commit.parents[0] if commit.parents else None
-        files = mem.engine.diff_commits(parsed.path if parsed else "", parent, commit.id)
+    for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs)):
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries
+
+
+def memories(mem: Records) -> list[MemoryListed]:
+    """Every memory record (``user`` first, then ``agent:<id>`` by id) with its size and
+    last change."""
+    snapshot = mem.engine.snapshot()
+    owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
+        mem.memory.agents(snapshot=snapshot))
+    found = []
+    for agent in owners:
+        record = layout.parse_record("user" if agent is None else f"agent:{agent}")
+        last = record_commits(mem, record, limit=1)
+        found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
+                                  last[0] if last else None))
+    return found
 
 
 def record_commits(mem: Records, record: layout.Record, *, limit: int | None = None) -> list[CommitInfo]:
@@ -230,7 +259,7 @@ def show(mem: Records, record: str, at: str) -> Shown:
     """``record`` as it was at WHEN ``at``."""
     parsed = layout.parse_record(record)
     commit = resolve_version(mem, parsed, at)
-    return read_record(mem, parsed, mem.engine.snapshot_of(commit), commit)
+    return read_record(mem, parsed, mem.engine.snapshot_of(commit, scope=parsed.path), commit)
 
 
 def diff(mem: Records, record: str, since: str | None = None,
@@ -256,7 +285,7 @@ def restore(mem: Records, record: str, at: str) -> Restored:
     ``delete`` is for."""
     parsed = layout.parse_record(record)
     commit = resolve_version(mem, parsed, at)
-    old = mem.engine.snapshot_of(commit)
+    old = mem.engine.snapshot_of(commit, scope=parsed.path)
     if not _files(old, parsed):
         versions = mem.record_index.versions(parsed.path)
         if not versions:
@@ -284,7 +313,7 @@ def restore(mem: Records, record: str, at: str) -> Restored:
     return Restored(parsed.name, commit, new)
 
 
-def summarise(record: layout.Record | None, files: list[FileDiff]) -> tuple[str, dict[str, dict[str, int]]]:
+def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[str, dict[str, dict[str, int]]]:
     """A one-line summary of ``files`` (a commit's changes to ``record``) and the counts
     behind it, grouped by what the files hold."""
     if record is None:

@@ -1,4 +1,4 @@
-"""Where each record lives in the repository (a public contract: see README "Layout").
+"""Where each record lives in the repository (a public contract: see docs/layout.md).
 
     memory/user.md
     memory/agents/<agentId>.md

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+SERVE_LOG = "serve.log"  # in .git/gitmem/: where `gitmem serve` and `gitmem mcp` log
 MAX_BYTES = 2 * 1024 * 1024
 BACKUPS = 2
 FLUSH_EVERY = 0.25  # seconds a log line may wait in memory (warnings and errors: none)

@@ -14,7 +14,7 @@ merge, from every other parent's too, as ``GitEngine.history`` counts it. The ge
 The index is a cache. It is brought up to date on use, whoever made the new commits
 (gitmem, a hand edit, a sync merge, plain ``git commit``, a fetch): only commits it does
 not hold yet are diffed, and their lines are appended (one write, then its check line)
-under ``record-index.lock``, waited for at most :data:`LOCK_WAIT`; without the lock the
+under ``record-index-lock``, waited for at most :data:`LOCK_WAIT`; without the lock the
 answer is computed and not saved. Lines after the last check line (a writer killed
 mid-write) are ignored. A missing file, a check that fails, or a last indexed commit
 that is no longer in main's history (an amend, a reset) makes it start over (written to
@@ -22,8 +22,9 @@ a temporary file, then renamed): deleting it changes no answer.
 
 A record's versions are found by searching the file for its path, so answering costs
 about a millisecond a megabyte of index (some 30,000 commits) plus the record's own lines.
-Versions are ordered newest first by commit time, then generation (a child before its
-parent made in the same second), then commit id.
+Versions are ordered newest first by main's topology, not by dates (a clock that was
+wrong leaves a commit dated in the future): by generation (a child always comes before
+its parents), then commit time, then commit id.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import dataclasses
 import os
 import re
 import zlib
+from collections.abc import Callable
 
 from gitmem import layout
 from gitmem.git.engine import GitEngine
@@ -39,7 +41,7 @@ from gitmem.git.lock import FileLock, LockTimeout, NotWritable
 from gitmem.git.log import ChangedCommit
 
 FILE = "record-index"  # in .git/gitmem/
-LOCK_FILE = "record-index.lock"
+LOCK_FILE = "record-index-lock"  # a flock file kept, not a git-style .lock (none is left behind)
 HEADER = b"gitmem record index 2\n"
 LOCK_WAIT = 2.0  # seconds
 FILE_MODE = 0o600
@@ -99,7 +101,8 @@ class RecordIndex:
     """The record index of one repository (see the module's docstring).
 
     ``diffed`` counts the commits this object has diffed and ``rebuilds`` the times it
-    started over, for tests and the bench.
+    started over, for tests and the bench. ``progress``, when set, is called as
+    ``progress(done, total)`` while a long stretch of history is read.
     """
 
     def __init__(self, engine: GitEngine):
@@ -107,6 +110,7 @@ class RecordIndex:
         self.path = engine.private_dir / FILE
         self.diffed = 0
         self.rebuilds = 0
+        self.progress: Callable[[int, int], None] | None = None
         self._data = HEADER  # the index the answers come from (the file's, or ahead of it)
         self._tip: str | None = None  # its last commit
         self._head: str | None = None  # main's tip when it was last brought up to date
@@ -125,9 +129,10 @@ class RecordIndex:
         return list(found)
 
     def commit_at(self, when: float) -> str | None:
-        """The newest commit of main made at or before ``when`` (seconds since the epoch)."""
+        """The newest commit of main (by topology) among those made at or before ``when``
+        (seconds since the epoch)."""
         self._update()
-        best = max(((int(time), int(generation), commit)
+        best = max(((int(generation), int(time), commit)
                     for commit, time, generation in _LINE_HEAD.findall(self._data)
                     if int(time) <= when), default=None)
         return best[2].decode() if best is not None else None
@@ -153,6 +158,11 @@ class RecordIndex:
         return _parse_line(self._data[at:self._data.index(b"\n", at)])
 
     # -- keeping it up to date ----------------------------------------------------
+
+    def catch_up(self) -> None:
+        """Bring the index up to date with main now (``gitmem clone`` and ``gitmem serve``
+        do, so that the first history command finds it ready)."""
+        self._update()
 
     def _update(self) -> None:
         head = self.engine.head()
@@ -197,17 +207,9 @@ class RecordIndex:
         tip = self._tip
         if tip is None or not self.engine.commit_exists(tip):
             return None
-        met_tip = False
-
-        def known(commit: str) -> bool:
-            nonlocal met_tip
-            if commit == tip:
-                met_tip = True
-                return True
-            return self._known(commit)  # only off the common path: a merge, a fork
-
-        changed = self.engine.changed_commits(head, known)
-        if not met_tip and not self.engine.descends_from(head, tip):
+        # every indexed commit is in the history of the last one: git lists the rest
+        changed = self.engine.changed_commits(head, self._known, after=tip, progress=self.progress)
+        if not self.engine.descends_from(head, tip):
             return None
         return self._index(changed)
 
@@ -263,7 +265,8 @@ class RecordIndex:
     def _rebuild(self, head: str) -> None:
         self.rebuilds += 1
         self._data, self._tip = HEADER, None
-        new = self._index(self.engine.changed_commits(head, lambda _commit: False))
+        new = self._index(self.engine.changed_commits(head, lambda _commit: False,
+                                                      progress=self.progress))
         self._data, self._tip = _with_check(HEADER + b"".join(e.line() for e in new)), head
         try:
             with self._lock():
@@ -285,7 +288,7 @@ class RecordIndex:
 
 
 def _order(entry: IndexedCommit) -> tuple[int, int, str]:
-    return (entry.time, entry.generation, entry.id)
+    return (entry.generation, entry.time, entry.id)
 
 
 def _parse_line(line: bytes) -> IndexedCommit:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +24,7 @@ from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 if TYPE_CHECKING:
     from gitmem.blame import Blamed
+    from gitmem.search import SearchHit
 
 ENV_REPO = "GITMEM_REPO"
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
@@ -60,6 +60,7 @@ def locate_repo(given: str | os.PathLike | None = None) -> tuple[Path, str]:
 
 def template_files(name: str) -> dict[str, bytes]:
     """The files of ``templates/<name>/`` as {relative path: bytes}."""
+    from importlib import resources  # only a new repository needs it: not on every start
     root = resources.files("gitmem.templates") / name
     found: dict[str, bytes] = {}
 
@@ -169,6 +170,7 @@ class Gitmem:
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
+        self._search_index = None  # gitmem.search.SearchIndex, made on the first search
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
@@ -216,6 +218,10 @@ class Gitmem:
                 mem.engine.set_config_default("core.sharedRepository", "0600")
             make_private(mem.engine.workdir, top=not foreign and not adopt,
                          gitdir=mem.engine.gitdir)
+            if mem.engine.writable:
+                # the chmods changed every file's ctime: with the index's stat data stale, each
+                # later look at the work tree (a search, gitmem status) would hash every file
+                mem.engine.refresh_index()
         if create and mem.engine.head() is None:
             mem.init_files()
         return mem
@@ -266,7 +272,26 @@ class Gitmem:
         from gitmem.blame import blame
         return blame(self, record)
 
+    @property
+    def search_index(self):
+        """The search index (:mod:`gitmem.search`), loaded on first use."""
+        if self._search_index is None:
+            from gitmem.search import SearchIndex
+            self._search_index = SearchIndex(self.engine)
+        return self._search_index
+
+    def search(self, query: str, history: bool = False, kind: str | None = None,
+               record: str | None = None, since: str | None = None, until: str | None = None,
+               limit: int = 20) -> list[SearchHit]:
+        """The memory blocks, session messages and thread events matching ``query``, best
+        first (with ``history``: also text main no longer holds). A query that cannot be
+        parsed raises :class:`gitmem.errors.BadQuery`."""
+        return self.search_index.search(query, history=history, kind=kind, record=record,
+                                        since=since, until=until, limit=limit)
+
     def close(self) -> None:
+        if self._search_index is not None:
+            self._search_index.close()
         self.engine.close()
 
     def __enter__(self) -> Gitmem:

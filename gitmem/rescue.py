@@ -3,10 +3,11 @@
 ``git commit --amend`` or ``git reset`` can move ``main`` to a commit whose history
 lacks writes gitmem acknowledged. Every move of ``main`` is in its reflog: a former
 tip that gitmem made (its reflog entry is gitmem's) and that main's history no longer
-holds is *dropped*. :func:`find_lost` keeps each one under
+holds is *dropped*. :func:`gitmem.rewrites.find_lost` keeps each one under
 ``refs/gitmem/rescue/<commit id>`` (only the newest of each dropped line: its history
 comes along), so neither ``git gc`` nor a reflog expiry can delete it, and
-``gitmem status`` lists it. :func:`rescue` merges it back with the sync merge rules
+``gitmem status`` lists it. (What a person's ``git commit`` dropped of gitmem's files
+by accident is put back by itself: :func:`gitmem.rewrites.put_back`.) :func:`rescue` merges it back with the sync merge rules
 (:func:`gitmem.merge.merge_changes`; base: the common ancestor) as one merge commit
 on ``main``, which puts it back in main's history, and releases the ref. Nothing is
 reset: what the rewrite added (an amend's own change) stays. :func:`let_go` is for a
@@ -21,47 +22,27 @@ commit the person dropped on purpose: its ref is released and it is listed no mo
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import os
 from collections.abc import Iterable
 from typing import Any
 
-from gitmem.git.base import EngineError, Identity
+from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
-from gitmem.git.files import write_private
-from gitmem.git.refs import ReflogEntry
 from gitmem.handedits import HandEdits
-from gitmem.history import format_date
 from gitmem.merge import Spot, merge_changes
 from gitmem.repository import Gitmem
+from gitmem.rewrites import LET_GO_FILE, Dropped, find_lost
 
 log = logging.getLogger("gitmem.rescue")
 
 OP = "rescue"  # the Gitmem-Op trailer of the merge commits
-LET_GO_FILE = "rescue-let-go"  # in .git/gitmem/: ids of dropped commits the person let go
-LOOKED_FILE = "rescue-looked"  # in .git/gitmem/: the newest move of main find_lost looked at
 MOVED_RETRIES = 5  # merges computed again when plain git moves main meanwhile
 
 
 class RescueError(Exception):
     """A commit named to rescue is not one that was dropped."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Dropped:
-    """A gitmem commit that main's history no longer holds, kept under ``ref``."""
-
-    commit: str
-    time: int  # commit time, seconds since the epoch
-    offset: int  # minutes east of UTC
-    summary: str
-    ref: str  # "" while it cannot be kept (a read-only repository)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"commit": self.commit, "time": format_date(self.time, self.offset),
-                "summary": self.summary, "ref": self.ref}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,46 +61,6 @@ class Rescued:
                 "kept": self.kept}
 
 
-def find_lost(engine: GitEngine) -> list[Dropped]:
-    """The dropped commits, newest first, each kept under ``refs/gitmem/rescue/``.
-
-    Searches the newest entries of main's reflog (engine.REFLOG_SCAN) and the refs kept
-    before; a kept ref whose commit main holds again (merged back, or restored by hand)
-    is released. Only a move of main that gitmem did not make can drop a commit (each of
-    gitmem's is a commit on top, a merge or a fast-forward): without one, and with no
-    ref kept, nothing is walked. Moves an earlier call looked at are not looked at again
-    (telling whether one kept main's history can cost a walk of all of it).
-    """
-    with engine.lock if engine.writable else contextlib.nullcontext():
-        kept = engine.refs.rescue_refs()
-        entries = engine.refs.reflog()
-        unseen = _not_looked_at(engine, entries)
-        rewrites = [entry for entry in unseen
-                    if entry.old and not _made_by_gitmem(engine, entry)
-                    and not _descends(engine, entry.new, entry.old)]
-        if not kept and not rewrites:
-            _looked_at(engine, unseen)
-            return []
-        # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made.
-        candidates = [*kept, *(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
-                      *(e.new for e in entries if e.new and _made_by_gitmem(engine, e))]
-        dropped = engine.refs.dropped_tips(candidates, _let_go(engine))
-        for commit in kept.keys() - set(dropped) if engine.writable else ():
-            engine.refs.release_rescued(commit)
-        found = []
-        for commit in dropped:
-            ref = kept.get(commit)
-            if ref is None:  # a read-only repository is only looked at
-                ref = engine.refs.keep_for_rescue(commit) if engine.writable else ""
-                log.warning("main no longer holds gitmem commit %s (a history rewrite by hand?): "
-                            "kept as %s; `gitmem rescue` merges it back", commit[:10], ref)
-            info = engine.commit_info(commit)
-            found.append(Dropped(commit, info.time, info.offset, info.summary, ref))
-        if all(d.ref for d in found):  # each kept: later calls find it from its ref
-            _looked_at(engine, unseen)
-    return sorted(found, key=lambda d: d.time, reverse=True)
-
-
 def let_go(engine: GitEngine, commits: Iterable[str]) -> list[Dropped]:
     """Stop keeping the dropped commits named by ``commits`` (ids or unique prefixes):
     their refs are released and they (and their history) are listed no more."""
@@ -132,58 +73,8 @@ def let_go(engine: GitEngine, commits: Iterable[str]) -> list[Dropped]:
     return named
 
 
-def _let_go(engine: GitEngine) -> list[str]:
-    try:
-        return (engine.private_dir / LET_GO_FILE).read_text(encoding="ascii").split()
-    except FileNotFoundError:
-        return []
-
-
-def _not_looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> list[ReflogEntry]:
-    """``entries`` (newest first) newer than the one :func:`_looked_at` noted; all of them
-    when none is (none noted yet, or the reflog was expired or rewritten)."""
-    try:
-        noted = (engine.private_dir / LOOKED_FILE).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return entries
-    for count, entry in enumerate(entries):
-        if _entry_key(entry) == noted:
-            return entries[:count]
-    return entries
-
-
-def _looked_at(engine: GitEngine, unseen: list[ReflogEntry]) -> None:
-    """Note the newest of ``unseen`` (the moves not looked at before) as looked at."""
-    if unseen and engine.writable:
-        with contextlib.suppress(OSError):  # the next call looks again
-            write_private(engine.private_dir / LOOKED_FILE, f"{_entry_key(unseen[0])}\n".encode("ascii"))
-
-
-def _entry_key(entry: ReflogEntry) -> str:
-    return f"{entry.old or '-'} {entry.new or '-'} {entry.time}"
-
-
 def _private(path: str, flags: int) -> int:
     return os.open(path, flags, 0o600)
-
-
-def _made_by_gitmem(engine: GitEngine, entry: ReflogEntry) -> bool:
-    """True for a reflog entry of gitmem's: a commit by its identity, or a move it made."""
-    return entry.message.startswith("gitmem: ") or Identity(entry.name, entry.email) == engine.identity
-
-
-def _committed_by_gitmem(engine: GitEngine, commit: str) -> bool:
-    try:
-        return engine.refs.committer_of(commit) == engine.identity
-    except EngineError:  # gone (pruned)
-        return False
-
-
-def _descends(engine: GitEngine, commit: str | None, ancestor: str) -> bool:
-    try:
-        return commit is not None and engine.is_ancestor(ancestor, commit)
-    except EngineError:  # one of them is gone: nothing to tell
-        return False
 
 
 def rescue(mem: Gitmem, commits: Iterable[str] | None = None) -> list[Rescued]:

@@ -5,6 +5,13 @@ private key blocks, AWS access key ids, GitHub tokens, ``sk-``-style API keys, a
 high-entropy values assigned to names like token, secret or password. A finding
 names the file, line and kind, and a fingerprint; never the secret itself.
 
+A line is added when the file had no such line before (in none of a merge's
+parents). Each version of a file is scanned once: what it added is remembered by
+blob ids in ``.git/gitmem/secret-scan.json`` (the kinds and line numbers found,
+never a line), so a sync that retries, or runs again after a refused push, scans
+nothing it scanned before. Only lines holding one of a few literal words (found
+on a lower-cased copy of the added text) go through the patterns.
+
 Findings can be allowed in ``.gitmem-allow-secrets`` at the top of the repository
 (commit it with git to share it between machines). One entry a line, ``#`` starts
 a comment:
@@ -14,29 +21,42 @@ a comment:
     # path:GLOB allows every finding in the files it matches
     path:memory/agents/security-*.md
 
-    findings = scan(engine, engine.new_commits(tip, [remote_tip]))
-    refused = [f for f in findings if not allowed(f, load_allow_list(engine))]
+    scanned = Scanner(engine).scan(engine.new_commits(tip, [remote_tip]))
+    refused = [f for f in scanned.findings if not allowed(f, load_allow_list(engine))]
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
+import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 
 from gitmem.git.engine import GitEngine
+from gitmem.git.files import write_private
+
+log = logging.getLogger("gitmem.secrets")
 
 ALLOW_FILE = ".gitmem-allow-secrets"
+SCAN_FILE = "secret-scan.json"  # inside .git/gitmem/: what each file version added
 MIN_ENTROPY = 3.5  # bits a character (less for short values, which cannot reach it)
 
 # A cheap first pass: a line matching none of these holds nothing we look for.
 _CANDIDATE = re.compile(
     rb"PRIVATE KEY|A[KS]IA|gh[pousr]_|github_pat_|sk-|"
     rb"(?i:token|secret|passw|pwd|api.?key|access.?key|credential)")
+# The same first pass over many lines at once, on a lower-cased copy: every match of
+# _CANDIDATE holds a match of one of these ("key" stands for "private key", "api.?key"
+# and "access.?key"). Each starts with a literal, which re finds quickly; a few such
+# passes are far quicker than one pass of the alternation.
+_PREFILTER = tuple(re.compile(pattern) for pattern in (
+    rb"key", rb"sk-", rb"token", rb"secret", rb"credential", rb"gh(?:[pousr]_|ithub_pat_)",
+    rb"a[ks]ia", rb"p(?:assw|wd)"))
 _KINDS = (  # (kind, pattern, whether a match must also look random)
     ("private key block", re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
      False),
@@ -50,6 +70,10 @@ _ASSIGNED = re.compile(
     rb"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?([A-Za-z0-9+/=_.~!@#$%^&*-]{16,})")
 
 _WORDS = re.compile(rb"[a-z]+(?:[_-][a-z0-9]+){2,}")
+# What the remembered findings were found with: another scanner forgets them.
+_SCANNER = hashlib.sha256(repr((
+    MIN_ENTROPY, [p.pattern for p in _PREFILTER], _CANDIDATE.pattern, _ASSIGNED.pattern,
+    _WORDS.pattern, [(kind, p.pattern, random) for kind, p, random in _KINDS])).encode()).hexdigest()[:16]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,15 +103,130 @@ def scan_line(line: bytes) -> list[str]:
     return kinds
 
 
+@dataclasses.dataclass
+class Scan:
+    """What one scan found, and how much it read."""
+
+    findings: list[Finding]
+    scanned_bytes: int = 0  # of added lines looked at this time
+    scanned_files: int = 0  # file versions looked at this time
+    known_files: int = 0  # file versions whose findings were remembered from an earlier scan
+
+
+class Scanner:
+    """Scans the lines that commits add, each file version once (see the module docstring).
+
+        Scanner(engine).scan(commits).findings
+    """
+
+    def __init__(self, engine: GitEngine):
+        self.engine = engine
+        self._file = engine.private_dir / SCAN_FILE
+
+    def scan(self, commits: Iterable[str]) -> Scan:
+        """Every finding in the lines that ``commits`` add, one per line and kind."""
+        known = self._remembered()
+        used: dict[str, list[list]] = {}
+        result = Scan([])
+        found: dict[tuple[str, str, str], Finding] = {}
+        for info in self.engine.commit_infos(list(commits)):
+            for path, new, olds in self._changed(info.id, info.parents):
+                key = ":".join([new, *sorted(o or "" for o in olds)])
+                hits = known.get(key)
+                if hits is None:
+                    hits = self._scan_version(new, olds, result)
+                else:
+                    result.known_files += 1
+                used[key] = hits
+                if hits:
+                    lines = self.engine.read_blob(new).split(b"\n")
+                    for number, kind in hits:
+                        mark = fingerprint(path, lines[number - 1])
+                        found.setdefault((path, mark, kind), Finding(path, number, kind, mark, info.id))
+        result.findings = list(found.values())
+        if result.scanned_files:
+            self._remember(used)
+        log.info("secret scan: %d bytes of %d file versions read, %d file versions known",
+                 result.scanned_bytes, result.scanned_files, result.known_files)
+        return result
+
+    def _changed(self, commit: str, parents: tuple[str, ...]):
+        """``(path, new blob id, [blob id in each parent])`` for each file ``commit`` changed
+        from every one of its parents."""
+        changes = [self.engine.changed_files(parent, commit) for parent in parents or (None,)]
+        for path, (_, new) in changes[0].items():
+            if new is not None and all(path in other for other in changes[1:]):
+                yield path, new, [change[path][0] for change in changes]
+
+    def _scan_version(self, new: str, olds: list[str | None], result: Scan) -> list[list]:
+        """``[[line number, kind], ...]`` in the lines blob ``new`` adds to blobs ``olds``."""
+        data = self.engine.read_blob(new)
+        result.scanned_files += 1
+        if b"\0" in data[:8000]:  # binary, as git tells it
+            return []
+        block, numbers = _added_lines(data, [self.engine.read_blob(o) for o in olds if o])
+        result.scanned_bytes += len(block)
+        return [[numbers[index], kind] for index, line in _candidate_lines(block)
+                for kind in scan_line(line)]
+
+    def _remembered(self) -> dict[str, list[list]]:
+        try:
+            saved = json.loads(self._file.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(saved, dict) or saved.get("scanner") != _SCANNER:
+            return {}
+        return saved.get("files") or {}
+
+    def _remember(self, used: dict[str, list[list]]) -> None:
+        """Keep what this scan used, and only that: the versions already pushed are never
+        scanned again, so the file stays as small as what is waiting to go out."""
+        try:
+            write_private(self._file, json.dumps({"scanner": _SCANNER, "files": used},
+                                                 separators=(",", ":")).encode())
+        except OSError as exc:  # a read-only repository scans again next time
+            log.info("secret scan: not remembered (%s)", exc)
+
+
+def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Sequence[int]]:
+    """The lines of ``data`` that none of ``olds`` has, as one text (lines joined by
+    newlines), and the line number in ``data`` of each of its lines."""
+    if not olds:
+        return data, range(1, data.count(b"\n") + 2)
+    if len(olds) == 1 and data.startswith(olds[0]):  # an append: the lines after the old text
+        cut = olds[0].rfind(b"\n") + 1  # an unfinished last line counts as changed
+        first = olds[0].count(b"\n", 0, cut) + 1
+        block = data[cut:]
+        return block, range(first, first + block.count(b"\n") + 1)
+    lines = data.split(b"\n")
+    had = set().union(*(old.split(b"\n") for old in olds))
+    numbers = [n for n, line in enumerate(lines, 1) if line not in had]
+    return b"\n".join(lines[n - 1] for n in numbers), numbers
+
+
+def _candidate_lines(block: bytes) -> list[tuple[int, bytes]]:
+    """``(index, line)`` of each line of ``block`` that the prefilter lets through."""
+    lowered = block.lower()
+    starts = set()
+    for pattern in _PREFILTER:
+        match = pattern.search(lowered)
+        while match:
+            starts.add(lowered.rfind(b"\n", 0, match.start()) + 1)
+            end = lowered.find(b"\n", match.end())
+            match = None if end < 0 else pattern.search(lowered, end)
+    found = []
+    index = counted = 0
+    for start in sorted(starts):
+        index += block.count(b"\n", counted, start)
+        counted = start
+        end = block.find(b"\n", start)
+        found.append((index, block[start:] if end < 0 else block[start:end]))
+    return found
+
+
 def scan(engine: GitEngine, commits: Iterable[str]) -> list[Finding]:
-    """Every finding in the lines that ``commits`` add, one per line and kind."""
-    found: dict[tuple[str, str, str], Finding] = {}
-    for commit in commits:
-        for path, number, line in engine.added_lines(commit):
-            for kind in scan_line(line):
-                mark = fingerprint(path, line)
-                found.setdefault((path, mark, kind), Finding(path, number, kind, mark, commit))
-    return list(found.values())
+    """Every finding in the lines that ``commits`` add, one per line and kind (see :class:`Scanner`)."""
+    return Scanner(engine).scan(commits).findings
 
 
 def fingerprint(path: str, line: bytes) -> str:
@@ -118,8 +257,13 @@ def allowed(finding: Finding, allow_list: Iterable[str]) -> bool:
 
 def refused(engine: GitEngine, commits: Iterable[str]) -> list[Finding]:
     """The findings in ``commits`` that the allow-list file does not allow."""
+    return not_allowed(engine, scan(engine, commits))
+
+
+def not_allowed(engine: GitEngine, findings: Iterable[Finding]) -> list[Finding]:
+    """The ``findings`` that the allow-list file does not allow."""
     allow_list = load_allow_list(engine)
-    return [f for f in scan(engine, commits) if not allowed(f, allow_list)]
+    return [f for f in findings if not allowed(f, allow_list)]
 
 
 def _random_enough(value: bytes) -> bool:

@@ -23,19 +23,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
-from gitmem import __version__, logfile, rescue, sync, watch
+from gitmem import __version__, logfile, rescue
 from gitmem.git import gitproc
 from gitmem.maintenance import Maintenance
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
 from gitmem.protocol.nui import LATE_WINDOW, storage_methods
+from gitmem.record_index import RecordIndex
 from gitmem.git.base import GITMEM_DIR, DamagedObject
 from gitmem.repository import Gitmem, default_repo_path
 
 log = logging.getLogger("gitmem.serve")
 
-LOG_NAME = "serve.log"
+LOG_NAME = logfile.SERVE_LOG
 LATE_WINDOW_ENV = "GITMEM_LATE_WINDOW"
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
 PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)
@@ -45,7 +46,8 @@ SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at ex
 # The watcher's first look (a status of every file) and the first sync hold the
 # interpreter for a time that grows with the repository: they start this long after the
 # first answer, once nui's burst of start-up calls is answered, or without any request.
-AFTER_FIRST_ANSWER = 0.5  # seconds
+AFTER_FIRST_ANSWER = 0.5  # seconds (the record index catches up then too)
+INDEX_GRACE = 2.0  # seconds the record index's catching up may take to end at exit
 WITHOUT_A_REQUEST = 2.0  # seconds
 
 
@@ -107,6 +109,7 @@ def run(repo: str | os.PathLike | None = None, *,
         log.exception("looking for commits taken off main failed")
     maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
     watcher = syncer = None
+    indexer = threading.Thread(target=_catch_up_index, args=(mem,), name="record-index", daemon=True)
     started = finished = False
     starting = threading.Lock()
 
@@ -119,8 +122,10 @@ def run(repo: str | os.PathLike | None = None, *,
             if started or finished or not mem.engine.writable:
                 return  # a repository we cannot write is only read: nothing to commit or sync
             started = True
+            from gitmem import sync, watch  # not before: a first answer waits for no watcher
             watcher = watch.start_watching(mem) if watch_edits else None
             syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
+            indexer.start()
 
     def finish() -> None:
         """Commit pending hand edits, stop the background threads, bring the index in step.
@@ -139,6 +144,8 @@ def run(repo: str | os.PathLike | None = None, *,
         if watcher is not None:
             watcher.stop()
         gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
+        if indexer.is_alive():  # its git just ended
+            indexer.join(INDEX_GRACE)
         maintenance.close(timeout=MAINTENANCE_GRACE)
         mem.close()
 
@@ -168,12 +175,20 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
     (and the log is flushed after it, before the answer: nui kills the process at once).
     """
     name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
-    methods = storage_methods(mem.sessions, mem.memory, handlers, version=__version__, name=name,
-                              on_shutdown=on_shutdown, max_response=max_response,
-                              late_window=late_window)
-    methods.update(thread_methods(mem.threads))
+    methods = _ThenOnFirstUse(thread_methods(mem.threads, version=__version__), lambda: storage_methods(
+        mem.sessions, mem.memory, handlers, version=__version__, name=name, on_shutdown=on_shutdown,
+        max_response=max_response, late_window=late_window))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT), after_first_answer=after_first_answer)
+
+
+def _catch_up_index(mem: Gitmem) -> None:
+    """Bring the record index up to date in a thread of its own (a history from a clone,
+    a fetch or an older gitmem), so that the first history command finds it ready."""
+    try:
+        RecordIndex(mem.engine).catch_up()
+    except Exception as exc:  # noqa: BLE001 - stopped, or a damaged history: the command says it
+        log.debug("the record index did not catch up: %s", exc)
 
 
 def _timer(seconds: float, call: Callable[[], None]) -> threading.Timer:
@@ -232,6 +247,21 @@ class _EveryMethod(dict):
         return super().get(name, self._fallback)
 
 
+class _ThenOnFirstUse(dict):
+    """A method table that adds ``more()`` (nui's table) when first asked for a name it does
+    not hold, so that kaboo's first ``threads.*`` answer does not wait for it."""
+
+    def __init__(self, own: dict, more: Callable[[], dict]):
+        super().__init__(own)
+        self._more: Callable[[], dict] | None = more
+
+    def get(self, name, default=None):
+        if self._more is not None and isinstance(name, str) and name not in self:
+            more, self._more = self._more, None
+            self.update(more())
+        return super().get(name, default)
+
+
 def _fix_for(problem: Exception, repo: Path) -> str:
     """What a person can do about ``problem``, in a few words."""
     if not repo.exists():
@@ -239,11 +269,23 @@ def _fix_for(problem: Exception, repo: Path) -> str:
     if isinstance(problem, DamagedObject):
         return (f"run `gitmem fsck --repo {repo}`, then restore the object from a clone, a "
                 "remote (`git fetch`) or a backup")
+    if isinstance(problem, OSError) and not repo.exists():
+        return _fix_for_a_folder_not_made(repo, problem)
     if isinstance(problem, PermissionError):
         return f"make {repo} readable and writable by this user (or start gitmem as its owner)"
     if isinstance(problem, OSError) and problem.errno == errno.ENOSPC:
         return "free some disk space, then restart gitmem"
     return f"run `gitmem fsck --repo {repo}` to see what is wrong, then restart gitmem"
+
+
+def _fix_for_a_folder_not_made(repo: Path, problem: OSError) -> str:
+    """What to do when ``repo`` does not exist and could not be created: said of the
+    nearest folder above it that exists (there is nothing to fsck yet)."""
+    there = next(folder for folder in repo.parents if folder.exists())
+    if not there.is_dir():
+        return f"{there} is a file, not a folder: choose a repository path outside it"
+    return (f"{repo} cannot be created in {there} ({problem.strerror or problem}): choose a path "
+            f"in a folder this user can write, or create {repo} and make it writable by this user")
 
 
 def _claim_stdout() -> BinaryIO:

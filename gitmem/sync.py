@@ -4,7 +4,8 @@ One sync: commit pending hand edits; fetch the remote's ``main``; fast-forward w
 only the remote moved; when both moved, merge by :mod:`gitmem.merge`'s rules into
 one merge commit; scan what is about to go out for secrets (:mod:`gitmem.secrets`);
 push, never forced. A push refused because someone pushed meanwhile starts over
-from the fetch, at most :data:`MAX_ATTEMPTS` times. The branch only ever moves by a
+from the fetch after a random pause that grows with each refusal (see
+:func:`retry_pause`), until the sync's deadline. The branch only ever moves by a
 commit on top, a fast-forward or a merge: local commits are never reset away.
 
 The outcome goes to ``.git/gitmem/sync-state.json`` for ``gitmem status``:
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import random
 import threading
 import time
 from datetime import datetime, timezone
@@ -40,11 +42,12 @@ from gitmem.repository import Gitmem
 log = logging.getLogger("gitmem.sync")
 
 STATE_FILE = "sync-state.json"  # inside .git/gitmem/
-MAX_ATTEMPTS = 5  # fetch-merge-push rounds before giving up on a remote that keeps moving
+FIRST_PAUSE = 0.05  # seconds: the longest pause after the first refused push ...
+LONGEST_PAUSE = 2.0  # ... doubling with each refusal up to this
 UNLOCKED_MERGE_ATTEMPTS = 3  # merges made without the writers' lock before one is made with it
 MAX_BACKOFF = 3600.0  # seconds between background attempts after repeated failures
 SYNC_TIMEOUT = 30.0
-"""Seconds one sync may spend on the network, all fetches and pushes together (git
+"""Seconds one sync may take, all its fetches, pushes and retries together (git
 config ``gitmem.syncTimeout``, or ``gitmem sync --timeout``, sets another bound)."""
 TIMEOUT_KEY = "gitmem.syncTimeout"
 
@@ -56,8 +59,9 @@ class SyncError(Exception):
 class SecretsRefused(SyncError):
     """The commits about to be pushed add likely secrets; nothing was pushed."""
 
-    def __init__(self, remote: str, findings: list[secrets.Finding]):
+    def __init__(self, remote: str, findings: list[secrets.Finding], scanned_bytes: int = 0):
         self.findings = findings
+        self.scanned_bytes = scanned_bytes  # read by this scan (0: all remembered from before)
         count = f"{len(findings)} likely secret{'s' if len(findings) != 1 else ''}"
         super().__init__(f"push to {remote} refused: new commits add {count} (take one back "
                          "with `gitmem forget PATH --secret FINGERPRINT`, or allow it with "
@@ -79,6 +83,7 @@ class SyncResult:
     merges: list[tuple[str, list[Spot]]] = dataclasses.field(default_factory=list)  # (commit, spots)
     kept: list[str] = dataclasses.field(default_factory=list)  # hand-edited files not updated
     attempts: int = 1
+    scanned_bytes: list[int] = dataclasses.field(default_factory=list)  # by each attempt's scan
 
     @property
     def spots(self) -> list[Spot]:
@@ -100,12 +105,11 @@ class SyncResult:
 
 
 def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
-         interactive: bool = True, max_attempts: int = MAX_ATTEMPTS,
-         timeout: float | None = None) -> SyncResult:
+         interactive: bool = True, timeout: float | None = None) -> SyncResult:
     """Fetch, merge and push ``main`` with ``remote`` (default: see :func:`choose_remote`).
 
-    ``interactive=False`` (background syncs) forbids credential prompts. The network
-    part gives up after ``timeout`` seconds (default: :func:`sync_timeout`). Raises
+    ``interactive=False`` (background syncs) forbids credential prompts. It gives up
+    after ``timeout`` seconds (default: :func:`sync_timeout`), retries included. Raises
     :class:`SyncError` (:class:`SecretsRefused` for a refused push) with a one-line
     reason; success or failure is recorded in the sync state either way.
     """
@@ -114,7 +118,7 @@ def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
     try:
         name = choose_remote(engine, remote)
         network = _Deadline(timeout if timeout is not None else sync_timeout(engine))
-        result = _sync(engine, name, allow_secrets, interactive, max_attempts, network)
+        result = _sync(engine, name, allow_secrets, interactive, network)
     except Exception as exc:
         reason = scrub_credentials(str(exc).strip().split("\n")[0] or type(exc).__name__)
         _save_state(engine, remote=name, last_error=reason, last_attempt=_now())
@@ -163,7 +167,7 @@ def sync_timeout(engine: GitEngine) -> float:
 
 
 class _Deadline:
-    """What is left of one sync's time on the network."""
+    """What is left of one sync's time."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -172,18 +176,23 @@ class _Deadline:
     def left(self) -> float:
         left = self._end - time.monotonic()
         if left <= 0:
-            raise SyncError(f"gave up after {self.seconds:g} s on the network (for a longer "
+            raise SyncError(f"gave up after {self.seconds:g} s (for a longer "
                             f"bound: gitmem sync --timeout, or git config {TIMEOUT_KEY})")
         return left
 
 
+def retry_pause(refusals: int) -> float:
+    """Seconds to wait after the ``refusals``-th refused push before fetching again: random
+    up to a bound that doubles with each refusal, so machines pushing at once spread out."""
+    return random.uniform(0, min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** (refusals - 1)))
+
+
 def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool,
-          max_attempts: int, network: _Deadline) -> SyncResult:
+          deadline: _Deadline) -> SyncResult:
     result = SyncResult(remote)
     rescue.find_lost(engine)  # commits a history rewrite took off main stay kept, whatever comes in
-    for attempt in range(1, max_attempts + 1):
-        result.attempts = attempt
-        remote_tip = engine.fetch(remote, interactive=interactive, timeout=network.left())
+    while True:
+        remote_tip = engine.fetch(remote, interactive=interactive, timeout=deadline.left())
         # Pending hand edits first: they travel (a file saved after this is left alone).
         HandEdits.of(engine).commit_pending()
         local = _integrate(engine, remote, remote_tip, result)
@@ -191,15 +200,23 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool
             return result
         outgoing = engine.new_commits(local, [remote_tip] if remote_tip else [])
         if not allow_secrets:
-            found = secrets.refused(engine, outgoing)
+            scanned = secrets.Scanner(engine).scan(outgoing)
+            result.scanned_bytes.append(scanned.scanned_bytes)
+            found = secrets.not_allowed(engine, scanned.findings)
             if found:
-                raise SecretsRefused(remote, found)
-        if engine.push(remote, local, interactive=interactive, timeout=network.left()):
+                raise SecretsRefused(remote, found, scanned.scanned_bytes)
+        if engine.push(remote, local, interactive=interactive, timeout=deadline.left()):
             result.outgoing = len(outgoing)
             return result
-        log.info("push to %s refused: it moved meanwhile (attempt %d)", remote, attempt)
-    raise SyncError(f"{remote} kept moving while we pushed; gave up after {max_attempts} "
-                    "attempts (run `gitmem sync` again)")
+        pause = retry_pause(result.attempts)
+        log.info("push to %s refused: it moved meanwhile (attempt %d); again in %.2f s",
+                 remote, result.attempts, pause)
+        if pause >= deadline.left():
+            raise SyncError(f"{remote} kept moving while we pushed; gave up after "
+                            f"{result.attempts} attempts in {deadline.seconds:g} s (run `gitmem "
+                            f"sync` again, or give it longer with --timeout)")
+        time.sleep(pause)
+        result.attempts += 1
 
 
 def _integrate(engine: GitEngine, remote: str, remote_tip: str | None,

@@ -14,7 +14,8 @@ import gitmem
 from conftest import SUBPROCESS_ENV, run_gitmem
 
 PACKAGE = Path(gitmem.__file__).resolve().parent
-HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench")
+HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench",
+         "mcp", "anyio", "pydantic", "gitmem.protocol.mcp")
 
 # `python -m gitmem ARGS`, writing the names in sys.modules at exit to the file named first
 # (-X importtime would miss what importlib.import_module loads).
@@ -83,3 +84,41 @@ def test_the_package_root_loads_the_repository_on_first_use():
         done.stderr
     with pytest.raises(AttributeError, match="no_such_name"):
         gitmem.no_such_name  # noqa: B018
+
+
+def test_gitmem_mcp_answers_initialize_before_loading_the_git_engine(repo, tmp_path):
+    pytest.importorskip("mcp")
+    out = tmp_path / "modules-mcp"
+    initialize = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+                  '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
+    done = subprocess.run([sys.executable, "-c", RUN_RECORDING_MODULES, str(out), "mcp", "--repo",
+                           str(repo)], input=initialize, capture_output=True, text=True, timeout=60,
+                          env={**SUBPROCESS_ENV, "PYTHONPATH": str(PACKAGE.parent)})
+    assert done.returncode == 0 and '"serverInfo":{"name":"gitmem"' in done.stdout, done.stderr
+    loaded = set(out.read_text(encoding="utf-8").split("\n"))
+    assert {"mcp", "gitmem.protocol.mcp"} <= loaded  # the SDK: the start's one big cost
+    assert not {"pygit2", "gitmem.git.engine", "gitmem.repository"} & loaded  # opened at first use
+
+
+def served_first(tmp_path: Path, repo: Path, env: dict[str, str] | None = None) -> set[str]:
+    """The modules ``gitmem serve`` had imported when it exited after answering one
+    ``threads.list`` (its input ends right after: nothing runs in the background)."""
+    out = tmp_path / f"modules-{len(list(tmp_path.iterdir()))}"
+    request = b'{"jsonrpc": "2.0", "id": 1, "method": "threads.list"}\n'
+    done = subprocess.run([sys.executable, "-c", RUN_RECORDING_MODULES, str(out), "serve", "--repo", str(repo)],
+                          input=request, capture_output=True, timeout=60,
+                          env={**SUBPROCESS_ENV, "PYTHONPATH": str(PACKAGE.parent), **(env or {})})
+    assert done.returncode == 0 and b'"result":{"threads":[]}' in done.stdout, done.stderr[-2000:]
+    return set(out.read_text(encoding="utf-8").split("\n"))
+
+
+def test_serve_answers_kaboo_without_yaml_or_the_watcher(repo, tmp_path):
+    loaded = served_first(tmp_path, repo)
+    assert {"pygit2", "gitmem.protocol.kaboo", "gitmem.git.engine"} <= loaded
+    assert not loaded & {"ruamel.yaml", "watchfiles", "gitmem.watch", "gitmem.sync", "asyncio", "gitmem.bench",
+                          "importlib.resources"}  # the templates of a new repository
+    # a handler list, as nui has it, is read (and checked) before the first answer
+    extension = tmp_path / "extension"
+    extension.mkdir()
+    (extension / "storage-handlers.yaml").write_text("storageHandlers:\n  - {id: me, kind: userMemory}\n")
+    assert "ruamel.yaml" in served_first(tmp_path, repo, {"NUI_EXTENSION_DIR": str(extension)})

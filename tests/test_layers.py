@@ -1,4 +1,4 @@
-"""The import rules of gitmem's layers (README "Architecture"), read from the source with ``ast``.
+"""The import rules of gitmem's layers (docs/architecture.md), read from the source with ``ast``.
 
 Every import counts: at the top of a module, inside a function, under ``if
 TYPE_CHECKING``, relative ones, and ``importlib.import_module("...")`` /
@@ -20,7 +20,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "gitmem"
 ROOT = "gitmem"  # the package root: `import gitmem`, or a name defined in gitmem/__init__.py
 EDGES = ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.cli", "gitmem.nui_extension",
-         "gitmem.nui_import", "gitmem.kaboo_adapter")
+         "gitmem.nui_import", "gitmem.kaboo_adapter", "gitmem.mcp_server", "gitmem.mcp_config")
 FACADE = ("gitmem.repository", ROOT)
 # what the modules of each folder may not import
 RULES = {
@@ -106,6 +106,13 @@ def test_only_the_git_package_imports_pygit2():
     assert outside == []
 
 
+def test_only_the_mcp_face_and_the_mcp_command_import_the_mcp_sdk():
+    found = modules()
+    assert "mcp" in found["protocol/mcp.py"]  # the rule reads the real modules
+    importers = sorted(path for path, names in found.items() if any(breaks(name, ("mcp",)) for name in names))
+    assert importers == ["mcp_server.py", "protocol/mcp.py"]
+
+
 def test_the_git_package_imports_no_other_gitmem_module():
     wrong = {path: sorted(name for name in names if breaks(name, (ROOT,)) and not breaks(name, ("gitmem.git",)))
              for path, names in modules().items() if path.startswith("git/")}
@@ -142,18 +149,20 @@ def test_no_module_imports_one_that_imports_it_back():
     graphlib.TopologicalSorter(graph).prepare()  # raises CycleError, naming the circle
 
 
-# README "Architecture": the layers, lowest first (a package stands for all its modules)
+# docs/architecture.md: the layers, lowest first (a package stands for all its modules)
 LAYERS = [
     ("gitmem.git",),
     ("gitmem.errors", "gitmem.ids", "gitmem.strictjson", "gitmem.layout", "gitmem.meta",
      "gitmem.jsontexts", "gitmem.merge"),
     ("gitmem.stores",),
     ("gitmem.protocol",),
-    ("gitmem.handedits", "gitmem.history", "gitmem.record_index", "gitmem.blame", "gitmem.secrets"),
+    ("gitmem.handedits", "gitmem.history", "gitmem.record_index", "gitmem.blame", "gitmem.secrets",
+     "gitmem.rewrites", "gitmem.search"),
     ("gitmem.repository", ROOT),
     ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.rescue", "gitmem.status",
      "gitmem.maintenance", "gitmem.forget", "gitmem.clone", "gitmem.nui_import",
-     "gitmem.nui_extension", "gitmem.kaboo_adapter", "gitmem.logfile", "gitmem.bench"),
+     "gitmem.nui_extension", "gitmem.kaboo_adapter", "gitmem.logfile", "gitmem.bench",
+     "gitmem.mcp_server", "gitmem.mcp_config"),
     ("gitmem.cli", "gitmem.__main__"),
 ]
 
@@ -162,7 +171,7 @@ def layer_of(module: str) -> int:
     for number, members in enumerate(LAYERS):
         if any(module == name or (name != ROOT and module.startswith(name + ".")) for name in members):
             return number
-    raise AssertionError(f"{module} is in no layer of README's table")
+    raise AssertionError(f"{module} is in no layer of the table in docs/architecture.md")
 
 
 def test_every_module_imports_only_its_own_layer_or_lower_ones():

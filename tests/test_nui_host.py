@@ -181,6 +181,45 @@ def test_back_to_back_appends_keep_every_block(spawn, git):
     stop(nui.host)
 
 
+def test_back_to_back_appends_onto_an_empty_memory_keep_every_block(spawn, git):
+    """nui's first appends: a new agent's memory, then the same memory after each delete."""
+    nui = Coordinator(started(spawn))
+    for trial in range(20):
+        if trial:
+            nui.call("storage.agentMemory.delete", AGENT)
+            assert git("ls-tree", "main", "memory/agents/codex.md") == ""
+        blocks: list[str] = []
+        for burst in ("onto nothing", "onto those"):
+            new = [f"trial {trial}: note {k} {burst}" for k in range(5)]
+            for k, block in enumerate(new):
+                nui.append(block, (trial, burst, k))
+            nui.settle()
+            blocks += new
+            content = nui.call("storage.agentMemory.read", AGENT)["content"]
+            assert sorted(content.rstrip("\n").split("\n\n")) == sorted(blocks)  # each block once
+            assert git.show("main:memory/agents/codex.md") == content
+    stop(nui.host)
+
+
+def test_a_replace_made_after_a_read_is_a_replace(spawn, git):
+    """Read, replace with other text, read again: onto an empty memory and onto text, within
+    the late window, right after appends."""
+    nui = Coordinator(started(spawn))
+    replace = {**AGENT, "writeMode": "replace"}
+    for trial in range(20):
+        if trial % 2:
+            nui.call("storage.agentMemory.delete", AGENT)
+        for k in range(trial % 3):
+            nui.append(f"trial {trial}: note {k}", (trial, k))
+        nui.settle()
+        for text in (f"trial {trial}: first", f"trial {trial}: second, instead"):
+            nui.call("storage.agentMemory.read", AGENT)
+            nui.call("storage.agentMemory.write", {**replace, "content": text})
+            assert nui.call("storage.agentMemory.read", AGENT)["content"] == text + "\n"
+            assert git.show("main:memory/agents/codex.md") == text + "\n"
+    stop(nui.host)
+
+
 def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git):
     host = started(spawn)
     write = {**AGENT, "writeMode": "replace"}

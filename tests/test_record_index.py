@@ -47,10 +47,10 @@ def generations(git: Git) -> dict[str, int]:
 
 def full_walk(mem: Gitmem, record: str, git: Git) -> list[str]:
     """The commits that changed ``record``, by the engine's walk of the whole history,
-    newest first in the index's order (time, then generation, then id)."""
+    newest first in the index's order (main's topology: generation, then time, then id)."""
     gens = generations(git)
     commits = mem.engine.history(layout.parse_record(record).path)
-    ordered = sorted(commits, key=lambda c: (c.time, gens[c.id], c.id), reverse=True)
+    ordered = sorted(commits, key=lambda c: (gens[c.id], c.time, c.id), reverse=True)
     return [c.id for c in ordered]
 
 

@@ -88,3 +88,39 @@ def test_allow_list_by_fingerprint_or_path_glob(mem):
     assert refused(mem.engine, [commit]) == []
     allow_file.write_text("path:memory/user.md\n0000000000000000\n")
     assert not allowed(finding, load_allow_list(mem.engine))
+
+
+def test_a_merge_adds_only_the_lines_neither_parent_has(mem, git):
+    base = mem.memory.write("shared notes\n", agent_id="ops")
+    git("checkout", "--quiet", "-b", "side")
+    mem.engine.worktree_path("memory/agents/ops.md").write_text(f"shared notes\nside: {GITHUB_TOKEN}\n")
+    git("commit", "--quiet", "-am", "a token on the side branch")
+    side = git("rev-parse", "HEAD").strip()
+    git("checkout", "--quiet", "main")
+    mem.engine.worktree_path("memory/user.md").write_text("on main\n")
+    git("add", "-A")
+    git("commit", "--quiet", "-m", "main moves on")
+    git("merge", "--quiet", "--no-ff", "--no-commit", "side")
+    user = mem.engine.worktree_path("memory/user.md")
+    user.write_text(user.read_text() + "db password: Zx9kQ2mP7wL4rT8v\n")  # new in the merge itself
+    git("add", "-A")
+    git("commit", "--quiet", "-m", "merge side, with a line of its own")
+    merge = git("rev-parse", "HEAD").strip()
+    assert {(f.path, f.line, f.kind, f.commit) for f in scan(mem.engine, [merge])} == {
+        ("memory/user.md", 2, "high-entropy value assigned to a secret-like name", merge)}
+    assert {(f.path, f.commit) for f in scan(mem.engine, [base, side, merge])} == {
+        ("memory/agents/ops.md", side), ("memory/user.md", merge)}
+
+
+def test_a_binary_file_and_an_unfinished_last_line(mem, git):
+    path = mem.engine.worktree_path("memory/agents/ops.md")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(f"no newline at the end: {GITHUB_TOKEN[:8]}".encode())
+    git("add", "-A")
+    git("commit", "--quiet", "-m", "an unfinished line")
+    path.write_bytes(path.read_bytes() + f"{GITHUB_TOKEN[8:]}\n".encode())  # the line goes on
+    (mem.engine.workdir / "image.bin").write_bytes(b"\0\x89PNG\n" + GITHUB_TOKEN.encode())
+    git("add", "-A")
+    git("commit", "--quiet", "-m", "the line goes on, and a binary file")
+    [finding] = scan(mem.engine, [git("rev-parse", "HEAD").strip()])
+    assert (finding.path, finding.line, finding.kind) == ("memory/agents/ops.md", 1, "GitHub token")

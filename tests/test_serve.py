@@ -329,6 +329,28 @@ def test_a_repository_that_cannot_be_opened_is_answered_as_an_error(spawn, tmp_p
     assert len(host.stderr().splitlines()) == 1
 
 
+@pytest.mark.parametrize("where", ["inside a file", "in a folder it may not write"])
+def test_a_repository_path_that_cannot_be_made_says_where_and_what_to_do(spawn, tmp_path, where):
+    if where == "inside a file":
+        blocking = tmp_path / "notes.txt"
+        blocking.write_text("")
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root may write any folder")
+        blocking = tmp_path / "read-only"
+        blocking.mkdir(mode=0o555)
+    repo = blocking / "memory" / "agent"
+    host = spawn(extra_args=("--repo", str(repo)))
+    message = host.error("threads.list")["message"]
+    assert message.startswith(f"gitmem cannot serve {repo}: ") and "fsck" not in message
+    if where == "inside a file":
+        assert message.endswith(f"; {blocking} is a file, not a folder: choose a repository path outside it")
+    else:
+        assert f"; {repo} cannot be created in {blocking} (Permission denied): choose a path in a folder" in message
+    host.close_stdin()
+    assert host.wait() == 1 and not repo.exists()
+
+
 # -- ids -------------------------------------------------------------------------------
 
 ODD_IDS = ["ext:corp/reviewer", "a/b/c", "..", "../../..", "../../../escape", "./x", "/abs/olute",

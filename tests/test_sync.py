@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem.git.base import EngineError, Identity
 from gitmem.repository import Gitmem
 from gitmem.sync import SecretsRefused, SyncError, read_state, sync
@@ -370,6 +370,102 @@ def test_a_push_rejected_by_a_concurrent_push_is_retried(machines, tmp_path):
     assert remote("show", "main:memory/agents/a.md") == "written on a\n"
     assert remote("show", "main:memory/agents/b.md") == "written on b while a was pushing\n"
     assert remote("rev-parse", "main").strip() == a.engine.head()
+
+
+def test_a_retried_push_scans_nothing_it_scanned_before(machines, tmp_path):
+    a, b = machines
+    b.memory.write("written on b while a was pushing", agent_id="b")
+    flag = tmp_path / "b-pushed"
+    hook = a.engine.gitdir / "hooks" / "pre-push"
+    hook.write_text(f"#!/bin/sh\n[ -e {flag} ] && exit 0\ntouch {flag}\n"
+                    f"exec {sys.executable} -m gitmem sync --repo {b.engine.workdir} >/dev/null\n")
+    hook.chmod(0o755)
+    a.sessions.write("nui", "long", [{"id": f"m{i}", "content": f"message {i}"} for i in range(500)])
+    a.memory.write("written on a", agent_id="a")
+    result = sync(a)
+    assert result.attempts == 2 and result.how == "merge"
+    first, retry = result.scanned_bytes
+    assert first > 500 * len('{"id":"m0","content":"message 0"}') and retry == 0
+    assert Git(tmp_path / "remote.git")("show", "main:memory/agents/a.md") == "written on a\n"
+
+
+def test_a_refused_push_scans_nothing_again_and_a_new_secret_is_still_refused(machines, tmp_path):
+    a, _ = machines
+    a.memory.write(f"deploy key:\n{OPENSSH_KEY}", agent_id="ops")
+    a.sessions.write("nui", "long", [{"id": f"m{i}", "content": f"message {i}"} for i in range(300)])
+    with pytest.raises(SecretsRefused) as first:
+        sync(a)
+    with pytest.raises(SecretsRefused) as again:
+        sync(a)
+    assert first.value.scanned_bytes > 0 and again.value.scanned_bytes == 0
+    assert [str(f) for f in again.value.findings] == [str(f) for f in first.value.findings]
+    assert [(f.path, f.line) for f in again.value.findings] == [("memory/agents/ops.md", 2)]
+    # what was remembered names no secret
+    remembered = (a.engine.private_dir / "secret-scan.json").read_bytes()
+    assert b"PRIVATE KEY" not in remembered and b"b3BlbnNzaC1rZXk" not in remembered
+    # a new unpushed commit appending another secret: only its own lines are scanned
+    token = "ghp_" + "Zq8fK2mX9pL4vN7rT1wY6bH3jD5sG0cE8aU2"
+    a.sessions.append("nui", "long", [{"id": "m300", "content": f"my token is {token}"}])
+    with pytest.raises(SecretsRefused) as third:
+        sync(a)
+    assert 0 < third.value.scanned_bytes < 200
+    assert {(f.path, f.line, f.kind) for f in third.value.findings} == {
+        ("memory/agents/ops.md", 2, "private key block"),
+        ("sessions/nui/long/messages/000000.jsonl", 301, "GitHub token")}
+    before = Git(tmp_path / "remote.git")("rev-parse", "main")
+    assert sync(a, allow_secrets=True).outgoing == 3
+    assert Git(tmp_path / "remote.git")("rev-parse", "main") != before
+
+
+def test_machines_syncing_all_at_once_all_land(tmp_path, remote):
+    """Six clones append and sync at the same moment, three rounds: every sync lands (none
+    gives up after a fixed number of refused pushes), nothing is lost, one head."""
+    seed = tmp_path / "seed"
+    with Gitmem.open(seed) as mem:
+        mem.engine.add_remote("origin", str(remote))
+        sync(mem)
+    names = [f"m{i}" for i in range(6)]
+    for name in names:
+        subprocess.run(["git", "clone", "--quiet", str(remote), str(tmp_path / name)], check=True,
+                       env=SUBPROCESS_ENV)
+    rounds = 3
+    # each machine is one process; a line on its stdin starts a round, all at once
+    script = ("import sys\n"
+              "from gitmem.repository import Gitmem\nfrom gitmem.sync import sync\n"
+              "name = sys.argv[1]\n"
+              "with Gitmem.open(sys.argv[2], create=False) as mem:\n"
+              "    for round_ in iter(lambda: sys.stdin.readline().strip(), ''):\n"
+              "        mem.memory.write(f'{name} round {round_}', agent_id=name, mode='append')\n"
+              "        mem.memory.write(f'{name} shared {round_}', agent_id='shared', mode='append')\n"
+              "        mem.memory.write(f'{name} user {round_}', mode='append')\n"
+              "        print(sync(mem).attempts, flush=True)\n")
+    machines = [python_script(script, name, str(tmp_path / name), stderr=subprocess.PIPE)
+                for name in names]
+    try:
+        for round_ in range(rounds):
+            for machine in machines:
+                machine.stdin.write(f"{round_}\n")
+                machine.stdin.flush()
+            for machine in machines:
+                assert machine.stdout.readline().strip().isdigit(), machine.stderr.read()
+    finally:
+        for machine in machines:
+            machine.stdin.close()
+            machine.wait(timeout=60)
+    assert [machine.returncode for machine in machines] == [0] * len(machines)
+    for name in names:  # everyone takes in the others' last pushes
+        with Gitmem.open(tmp_path / name, create=False) as mem:
+            sync(mem)
+    heads = {Git(tmp_path / name)("rev-parse", "main").strip() for name in names}
+    assert heads == {Git(remote)("rev-parse", "main").strip()}
+    with Gitmem.open(tmp_path / names[0], create=False) as mem:
+        shared, user = mem.memory.read(agent_id="shared"), mem.memory.read()
+        for name in names:
+            own = mem.memory.read(agent_id=name)
+            for round_ in range(rounds):
+                assert f"{name} round {round_}" in own
+                assert f"{name} shared {round_}" in shared and f"{name} user {round_}" in user
+        assert_clean(mem)
 
 
 def test_an_unreachable_remote_is_a_clear_error_and_local_writes_go_on(machines):

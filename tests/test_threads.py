@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import gitmem
 from conftest import SUBPROCESS_ENV, run_gitmem
 from gitmem.stores.jsonl import MAX_LINES
 from gitmem.stores.threads import UNSET, AsyncThreadStore
@@ -538,7 +540,8 @@ def test_acknowledged_writes_survive_sigkill(mem, repo_path, git):
 def test_kaboo_init_copies_the_adapter(tmp_path):
     target = tmp_path / "app" / "src"
     done = run_gitmem("kaboo", "init", str(target))
-    assert sorted(p.name for p in target.iterdir()) == ["gitmem-thread-store.d.mts", "gitmem-thread-store.mjs"]
+    assert sorted(p.name for p in target.iterdir()) == [
+        "gitmem-thread-store.cjs", "gitmem-thread-store.d.cts", "gitmem-thread-store.d.mts", "gitmem-thread-store.mjs"]
     assert (target / "gitmem-thread-store.mjs").read_bytes() == (ADAPTER / "gitmem-thread-store.mjs").read_bytes()
     assert "GitMemThreadStore" in done.stdout
     (target / "gitmem-thread-store.mjs").write_text("// my change\n")
@@ -549,10 +552,103 @@ def test_kaboo_init_copies_the_adapter(tmp_path):
     assert (target / "gitmem-thread-store.mjs").read_bytes() == (ADAPTER / "gitmem-thread-store.mjs").read_bytes()
 
 
+def test_kaboo_path_is_the_npm_package_of_this_gitmem():
+    folder = Path(run_gitmem("kaboo", "path").stdout.strip())
+    package = json.loads((folder / "package.json").read_text())
+    assert folder.resolve() == ADAPTER.resolve()
+    assert package["name"] == "gitmem-kaboo" and package["version"] == gitmem.__version__
+    assert not package.get("dependencies") and not package.get("peerDependencies")
+    adapter = (folder / "gitmem-thread-store.cjs").read_text()
+    assert f'const GITMEM_VERSION = "{gitmem.__version__}";' in adapter  # what the handshake expects
+    assert (folder / "package-lock.json").is_file()  # the dev tools, for npm ci
+
+
+# -- threads.* without a cap, and the version handshake --------------------------------
+
+
+def test_threads_info_and_answers_of_any_size_whatever_the_max_response(tmp_path):
+    """nui's 4 MiB cap is for nui's reader; kaboo reads threads.* whatever `serve` was told."""
+    big = {"type": "CUSTOM", "value": "é" * (5 << 20)}
+    server = subprocess.Popen([*gitmem_command(), "serve", "--repo", str(tmp_path / "repo")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=SUBPROCESS_ENV)
+    ids = itertools.count(1)
+
+    def call(method, **params):
+        line = json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params})
+        server.stdin.write(line.encode() + b"\n")
+        server.stdin.flush()
+        return server.stdout.readline()
+
+    try:
+        assert json.loads(call("threads.info"))["result"] == {"name": "gitmem", "version": gitmem.__version__}
+        assert json.loads(call("threads.appendEvents", threadId="t1", agentId="a", events=[big]))["result"]
+        answer = call("threads.readEvents", threadId="t1")
+        assert len(answer) > 10 << 20 and json.loads(answer)["result"]["events"] == [big]
+        assert json.loads(call("threads.list"))["result"]["threads"][0]["id"] == "t1"
+        # storage.* keeps the cap: a user memory of 5 MiB is refused on the way out
+        assert json.loads(call("storage.userMemory.write", handlerId="me", content="x" * (5 << 20)))["result"]
+        assert json.loads(call("storage.userMemory.read", handlerId="me"))["error"]["code"] == -32000
+        assert json.loads(call("storage.info"))["result"]["version"] == gitmem.__version__
+    finally:
+        server.stdin.close()
+        assert server.wait(timeout=60) == 0
+
+
 # -- the TypeScript adapter ------------------------------------------------------------
 
 
-def test_the_typescript_adapter_against_gitmem_serve():
+def gitmem_executable(folder: Path) -> Path:
+    """The gitmem console script of this Python (what `pip install` makes), or one like it."""
+    script = Path(sys.executable).parent / "gitmem"
+    if not script.is_file():
+        script = folder / "gitmem"
+        script.write_text(f"#!{sys.executable}\nimport sys\nfrom gitmem.cli import main\nsys.exit(main())\n")
+        script.chmod(0o755)
+    return script
+
+
+BEFORE_THE_HANDSHAKE = "e874ff3"  # main before threads.info: gitmem 0.1.0 without it
+
+
+@pytest.mark.parametrize("version", [gitmem.__version__, "0.0.5"])
+def test_the_adapter_with_a_gitmem_from_before_the_handshake(tmp_path, version):
+    """That gitmem's storage.info gives its version: the same x.y is worked with, another is refused."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    root = ADAPTER.parent.parent
+    if subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{BEFORE_THE_HANDSHAKE}^{{commit}}"]).returncode:
+        pytest.skip(f"no commit {BEFORE_THE_HANDSHAKE} here (a shallow clone?)")
+    old = tmp_path / "old"
+    old.mkdir()
+    archive = subprocess.run(["git", "-C", str(root), "archive", BEFORE_THE_HANDSHAKE, "gitmem"],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    init = old / "gitmem" / "__init__.py"
+    init.write_text(re.sub(r'__version__ = "[^"]*"', f'__version__ = "{version}"', init.read_text()))
+    wrapper = tmp_path / "gitmem"
+    wrapper.write_text(f'#!/bin/sh\nPYTHONPATH={shlex.quote(str(old))} exec {shlex.quote(sys.executable)} -P -m gitmem "$@"\n')
+    wrapper.chmod(0o755)
+    script = (f"import {{ GitMemThreadStore }} from {json.dumps(str(ADAPTER / 'gitmem-thread-store.mjs'))};\n"
+              f"const store = new GitMemThreadStore({{ repo: process.argv[1], gitmem: {json.dumps(str(wrapper))} }});\n"
+              "try { await store.appendEvents('t1', 'a', [{ type: 'RUN_STARTED' }]);\n"
+              "      console.log(JSON.stringify(await store.readEvents('t1'))); }\n"
+              "catch (error) { console.log(error.message); }\n"
+              "await store.close();\n")
+    done = subprocess.run([node, "--input-type=module", "-e", script, str(tmp_path / "repo")], capture_output=True,
+                          text=True, timeout=120, env=SUBPROCESS_ENV)
+    assert done.returncode == 0, done.stderr
+    if version == gitmem.__version__:
+        assert json.loads(done.stdout) == [{"type": "RUN_STARTED"}]
+    else:
+        assert done.stdout.strip() == (
+            f"gitmem-kaboo {gitmem.__version__} needs gitmem {gitmem.__version__.rsplit('.', 1)[0]}.x, but {wrapper} "
+            "is gitmem 0.0.5: update gitmem "
+            f"where it is installed (pip install --upgrade gitmem, or git pull in its checkout)")
+        assert not (tmp_path / "repo" / "threads").exists()
+
+
+def test_the_typescript_adapter_against_gitmem_serve(tmp_path):
     """templates/kaboo's ``node --test`` suite, with this gitmem as the server it starts."""
     node = shutil.which("node")
     if node is None:
@@ -560,6 +656,7 @@ def test_the_typescript_adapter_against_gitmem_serve():
     assert (ADAPTER / "node_modules" / "typescript").is_dir(), "run `npm ci` in templates/kaboo first"
     tests = sorted(str(path.relative_to(ADAPTER)) for path in (ADAPTER / "test").glob("*.test.mjs"))
     done = subprocess.run([node, "--test", *tests], cwd=ADAPTER, capture_output=True, text=True,
-                          timeout=300, env={**SUBPROCESS_ENV, "GITMEM_CMD": shlex.join(gitmem_command())})
+                          timeout=1200, env={**SUBPROCESS_ENV, "GITMEM_CMD": shlex.join(gitmem_command()),
+                                            "GITMEM": str(gitmem_executable(tmp_path))})
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "# fail 0" in done.stdout and "# pass 0" not in done.stdout

@@ -5,6 +5,8 @@
 - :class:`GitCliWrite`, :class:`GitCliAppend`: the file written, then ``git commit -a``
   in a subprocess (what most git-memory tools do); :func:`plain_git_sync`: two
   machines synced with ``git push`` and ``git pull``;
+- :func:`spawned`: a command's time from spawn to exit, its output read through a pipe:
+  ``cat`` of a session's chunk files, ``grep -E`` of the secret scan's words;
 - :class:`SqliteStore`: SQLite in WAL mode with ``synchronous=FULL``, one transaction
   per write, each record type in its own table (memory, one row per message, one row
   per event): the database a memory store would otherwise be built on;
@@ -39,6 +41,9 @@ import pygit2
 from gitmem.bench.workloads import GIT_ENV, MEMORY_PATH, git, memory_content
 
 SQLITE = "SQLite"  # in WAL mode with synchronous=FULL, one transaction per write
+# The secret scan's first pass (gitmem.secrets._CANDIDATE) as grep -i -E takes it.
+GREP_SECRETS = ("PRIVATE KEY|A[KS]IA|gh[pousr]_|github_pat_|sk-|token|secret|passw|pwd|api.?key|"
+                "access.?key|credential")
 
 
 def pygit2_versions() -> dict[str, str]:
@@ -149,6 +154,19 @@ def plain_git_sync(root: Path) -> tuple[float, int]:
 
 
 # -- stores built on something else -----------------------------------------------------
+
+
+def spawned(command: Sequence[str], env: dict[str, str] | None = None) -> float:
+    """Seconds from spawning ``command`` to its exit, its output read whole through a pipe
+    (exit status 0 or 1, grep's "nothing found", else RuntimeError)."""
+    started = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env or GIT_ENV, timeout=600)
+    elapsed = time.perf_counter() - started
+    if done.returncode not in (0, 1) or not done.stdout:
+        raise RuntimeError(f"{command[0]}: exit {done.returncode}, "
+                           f"{done.stderr.decode(errors='replace').strip()[-300:]}")
+    return elapsed
 
 
 class SqliteStore:

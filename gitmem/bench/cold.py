@@ -111,14 +111,14 @@ def exited(command: Sequence[str], env: dict[str, str], expect: bytes = b"") -> 
     return spawn
 
 
-def answered(repo: Path, env: dict[str, str]) -> Callable[[], float]:
-    """Seconds from spawning ``gitmem serve`` to its answer to ``storage.info``; then, untimed,
+def answered(repo: Path, env: dict[str, str], method: str = "storage.info") -> Callable[[], float]:
+    """Seconds from spawning ``gitmem serve`` to its answer to ``method``; then, untimed,
     its input is closed and it is waited for."""
     def spawn() -> float:
         started = time.perf_counter()
         server = ServeProcess(repo, env)
         try:
-            server.call("storage.info")
+            server.call(method)
             return time.perf_counter() - started
         finally:
             server.close()

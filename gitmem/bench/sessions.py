@@ -5,7 +5,9 @@
   and ``SessionStore.append``, and on SQLite: appending to 5,000 messages costs
   <= 1.5x appending to 10;
 - :func:`session_nui`: the same write against nui's built-in storage (the whole
-  ``data.json`` rewritten), with 10 to 1,000 sessions.
+  ``data.json`` rewritten), with 10 to 1,000 sessions;
+- :func:`session_read_big`: ``gitmem session read`` of a 100,000-message session
+  (about 40 MB) into a pipe, against ``cat`` of its chunk files: at most 3x (issue 25).
 
     gitmem bench --only session
 """
@@ -15,9 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gitmem.bench.baselines import SQLITE, NuiDataJson, SqliteStore
-from gitmem.bench.core import Bench
-from gitmem.bench.workloads import (AGENT_TYPE, build_repository, make_nui_data, nui_message,
+from gitmem.bench.baselines import SQLITE, NuiDataJson, SqliteStore, spawned
+from gitmem.bench.cold import bytecode_env
+from gitmem.bench.core import Bench, Row
+from gitmem.bench.workloads import (AGENT_TYPE, GITMEM, build_repository, make_nui_data, nui_message,
                                     session_messages)
 from gitmem.repository import Gitmem
 
@@ -126,4 +129,30 @@ def session_nui(bench: Bench) -> None:
             bench.compare(store, nui_row, what="store / nui")
 
 
-SCENARIOS = [session_write, session_nui]
+def session_read_big(bench: Bench) -> None:
+    """``gitmem session read`` of one session of 100,000 messages (10,000 with --quick), its
+    output read through a pipe, against ``cat`` of the session's chunk files in the work
+    tree; one process each, taking turns (Python's bytecode cached, as after an install)."""
+    count = bench.pick(10_000, 100_000)
+    repo = bench.workdir / "session-read"
+    with Gitmem.open(repo) as mem:
+        mem.sessions.write(AGENT_TYPE, "long", session_messages(count), "resume", "/home/me")
+        chunks = sorted(mem.engine.worktree_path(f"{mem.sessions.folder(AGENT_TYPE, 'long')}/messages")
+                        .glob("*.jsonl"))
+    env = bytecode_env(bench)
+    size = sum(chunk.stat().st_size for chunk in chunks)
+    setting = f"{count:,} messages, {size / 1e6:.0f} MB in {len(chunks)} chunks"
+    commands = {"gitmem session read > pipe": [*GITMEM, "session", "read", "--repo", str(repo),
+                                              AGENT_TYPE, "long"],
+                "cat CHUNKS > pipe": ["cat", *map(str, chunks)]}
+    rows = {what: Row("session read", setting, what) for what in commands}
+    for command in commands.values():
+        spawned(command, env)  # bytecode written, files in the page cache
+    for run in range(bench.pick(3, 11)):
+        for what, command in (list(commands.items())[::-1] if run % 2 else commands.items()):
+            rows[what].samples.append(spawned(command, env) * 1000)
+    bench.rows.extend(rows.values())
+    bench.compare(*rows.values(), 3.0, what="session read / cat")
+
+
+SCENARIOS = [session_write, session_nui, session_read_big]

@@ -12,24 +12,31 @@ the same repositories: ``git push``, ``git pull --no-rebase`` + ``git push``,
 
 Each is timed once (a sync of that size cannot be repeated on the same repositories).
 ``merge_large_markdown`` times the merge of one large diverged markdown file alone.
+``secret_scan`` times sync's scan of 80 MB of new records against ``grep -E`` of the
+same words over the same files, and again with everything remembered.
+``sync_many_machines``: 12 clones append and sync at the same moment through one bare
+remote, 10 rounds: every sync lands within its deadline, nothing is lost, one head.
 
     gitmem bench --only sync
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import random
 import shutil
+import statistics
 import time
 from pathlib import Path
 from typing import Any
 
-from gitmem.bench.baselines import plain_git_sync
+from gitmem.bench.baselines import GREP_SECRETS, plain_git_sync, spawned
 from gitmem.bench.core import Bench, Row
-from gitmem.bench.workloads import git
+from gitmem.bench.workloads import AGENT_TYPE, git, nui_message, session_messages
 from gitmem.merge import merge_text
 from gitmem.repository import Gitmem
-from gitmem.sync import sync
+from gitmem.secrets import SCAN_FILE, Scanner
+from gitmem.sync import SYNC_TIMEOUT, SyncError, sync
 
 
 def diverged_machines(root: Path, commits: int, shared: bool) -> Path:
@@ -111,4 +118,112 @@ def merge_large_markdown(bench: Bench) -> None:
     rows[what].target = 1000.0  # ms: well under a second
 
 
-SCENARIOS = [sync_diverged, merge_large_markdown]
+def secret_scan(bench: Bench) -> None:
+    """Sync's secret scan of the commits not pushed yet: two sessions of 100,000 messages
+    written whole and one appended to 300 times (about 80 MB; a tenth with --quick), against
+    ``grep -c -i -E`` of the scan's words over the same files in the work tree; then the
+    scan again, with every file version remembered from the first."""
+    count = bench.pick(10_000, 100_000)
+    repo = bench.workdir / "secret-scan"
+    with Gitmem.open(repo) as mem:
+        pushed = mem.engine.head()
+        messages = session_messages(count)
+        for name in ("first", "second"):
+            mem.sessions.write(AGENT_TYPE, name, [{**m, "id": f"{name}-{m['id']}"} for m in messages])
+        for i in range(300):
+            mem.sessions.append(AGENT_TYPE, "appended", [nui_message(1, i)])
+        commits = mem.engine.new_commits(mem.engine.head(), [pushed])
+        remembered = mem.engine.private_dir / SCAN_FILE
+        files = [str(path) for path in (repo / "sessions").rglob("*.jsonl")]
+        grep = ["grep", "-c", "-i", "-E", GREP_SECRETS, *files]
+        scanned = 0
+
+        def first_scan() -> float:
+            nonlocal scanned
+            remembered.unlink(missing_ok=True)
+            started = time.perf_counter()
+            scanned = Scanner(mem.engine).scan(commits).scanned_bytes
+            return time.perf_counter() - started
+
+        def again() -> float:
+            started = time.perf_counter()
+            Scanner(mem.engine).scan(commits)
+            return time.perf_counter() - started
+
+        timed = {"Scanner.scan of the new commits": first_scan,
+                 "grep -c -i -E, the same words": lambda: spawned(grep),
+                 "Scanner.scan again (all remembered)": again}
+        samples: dict[str, list[float]] = {what: [] for what in timed}
+        for _ in range(bench.pick(1, 3)):
+            for what, measure in timed.items():
+                samples[what].append(measure() * 1000)
+    setting = f"{len(commits)} commits adding {scanned / 1e6:.0f} MB"
+    rows = [bench.add(Row("secret scan", setting, what, samples=times)) for what, times in samples.items()]
+    bench.compare(rows[0], rows[1], 2.0, what="scan / grep -E")
+
+
+def sync_many_machines(bench: Bench) -> None:
+    """12 clones of one bare remote (4 with --quick), each appending to its own memory, a
+    shared memory and the user memory and then syncing, all at the same moment, for 10
+    rounds (2): how many syncs failed, the slowest, what was lost, how many heads."""
+    machines, rounds = bench.pick((4, 2), (12, 10))
+    root = bench.workdir / "many-machines"
+    root.mkdir()
+    git(root, "init", "--quiet", "--bare", "--initial-branch=main", "remote.git")
+    with Gitmem.open(root / "seed") as seed:
+        seed.engine.add_remote("origin", str(root / "remote.git"))
+        sync(seed)
+    names = [f"machine-{i:02d}" for i in range(machines)]
+    for name in names:
+        git(root, "clone", "--quiet", "remote.git", name)
+    context = multiprocessing.get_context("spawn")  # no pygit2 state crosses a fork
+    start_together = context.Barrier(machines)
+    outcomes = context.Queue()
+    workers = [context.Process(target=_machine_rounds, args=(root / name, name, rounds, start_together,
+                                                             outcomes)) for name in names]
+    for worker in workers:
+        worker.start()
+    results = [outcomes.get(timeout=rounds * (SYNC_TIMEOUT + 60)) for _ in range(machines * rounds)]
+    for worker in workers:
+        worker.join(timeout=60)
+    for name in names:  # everyone takes in the last pushes of the others
+        with Gitmem.open(root / name, create=False) as mem:
+            sync(mem)
+    heads = {git(root / name, "rev-parse", "main").stdout for name in names}
+    with Gitmem.open(root / names[0], create=False) as mem:
+        held = {"own": {name: mem.memory.read(agent_id=name) for name in names},
+                "shared": mem.memory.read(agent_id="shared"), "user": mem.memory.read()}
+    lost = sum(f"{name} {what} {r}" not in (held["own"][name] if what == "own" else held[what])
+               for name in names for r in range(rounds) for what in ("own", "shared", "user"))
+    setting = f"{machines} machines x {rounds} rounds, one bare remote"
+    failed = [error for _, error, _ in results if error]
+    bench.add(Row("sync at once", setting, f"syncs that failed (of {len(results)})",
+                  value=len(failed), unit="syncs", target=0))
+    bench.add(Row("sync at once", setting, "slowest sync", value=max(s for _, _, s in results),
+                  unit="s", target=SYNC_TIMEOUT))
+    bench.add(Row("sync at once", setting, "attempts of a sync (median)",
+                  value=statistics.median(a for a, _, _ in results), unit="attempts"))
+    bench.add(Row("sync at once", setting, f"appends lost (of {len(names) * rounds * 3})", value=lost,
+                  unit="appends", target=0))
+    bench.add(Row("sync at once", setting, "heads after a last sync each", value=len(heads),
+                  unit="heads", target=1))
+
+
+def _machine_rounds(repo: Path, name: str, rounds: int, start_together, outcomes) -> None:
+    """One machine of :func:`sync_many_machines`: ``rounds`` times, wait for the others,
+    append to three memories, sync; put ``(attempts, error or "", seconds)`` on ``outcomes``."""
+    with Gitmem.open(repo, create=False) as mem:
+        for r in range(rounds):
+            start_together.wait(timeout=SYNC_TIMEOUT + 60)
+            mem.memory.write(f"{name} own {r}", agent_id=name, mode="append")
+            mem.memory.write(f"{name} shared {r}", agent_id="shared", mode="append")
+            mem.memory.write(f"{name} user {r}", mode="append")
+            started = time.perf_counter()
+            try:
+                outcome = (sync(mem, interactive=False).attempts, "")
+            except SyncError as exc:
+                outcome = (0, str(exc))
+            outcomes.put((*outcome, time.perf_counter() - started))
+
+
+SCENARIOS = [sync_diverged, merge_large_markdown, secret_scan, sync_many_machines]

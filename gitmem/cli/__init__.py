@@ -123,6 +123,8 @@ COMMANDS = (
     ("diff", "what changed in a record between two times", "history.add_diff"),
     ("restore", "write a record back as it was at a time, as a new commit",
      "history.add_restore"),
+    ("search", "find the memory blocks, session messages and thread events that say "
+     "something, now or (--history) ever", "history.add_search"),
     ("import", "bring data in from another store", "edges.add_import"),
     ("export", "write data out in another store's format", "edges.add_export"),
     ("gc", "pack the repository now (all objects into one pack, bounded memory)",
@@ -132,6 +134,8 @@ COMMANDS = (
     ("serve", "speak nui's storage protocol (and threads.*) on stdin/stdout", "edges.add_serve"),
     ("nui", "use gitmem as nui's storage extension", "edges.add_nui"),
     ("kaboo", "use gitmem as kaboo's thread store", "edges.add_kaboo"),
+    ("mcp", "serve memory to MCP clients (Claude Code, Cursor, Codex) on stdin/stdout",
+     "edges.add_mcp"),
     ("sync", "fetch, merge and push with a git remote, losing nothing", "repository.add_sync"),
     ("remote", "configure git remotes to sync with", "repository.add_remote"),
     ("watch", "commit hand edits of the repository as they are saved (until Ctrl-C)",
@@ -237,6 +241,7 @@ EXAMPLES = {
     "show": "gitmem show user --at yesterday",
     "diff": "gitmem diff agent:reviewer --since '3 days ago'",
     "restore": "gitmem restore user --at HEAD~2",
+    "search": "gitmem search 'deploy* -staging' --history --kind memory",
     "import nui": "gitmem import nui --dry-run",
     "export nui": "gitmem export nui ~/nui-backup",
     "gc": "gitmem gc",
@@ -247,6 +252,9 @@ EXAMPLES = {
     "nui handlers add": "gitmem nui handlers add notes agentMemory --agent-types pi --dir ./gitmem",
     "nui handlers remove": "gitmem nui handlers remove notes --dir ./gitmem",
     "kaboo init": "gitmem kaboo init src/",
+    "kaboo path": 'gitmem kaboo path    # npm install "$(gitmem kaboo path)"',
+    "mcp": "gitmem mcp --repo ~/gitmem",
+    "mcp config": "gitmem mcp config --client cursor --write",
     "sync": "gitmem sync origin",
     "remote add": "gitmem remote add origin git@example.org:me/memory.git",
     "remote list": "gitmem remote list",
@@ -293,8 +301,14 @@ def open_repo(args, *, create: bool = False):
     """The :class:`~gitmem.repository.Gitmem` named by ``--repo`` (or the default one); it
     must exist unless ``create``."""
     from gitmem.repository import Gitmem, locate_repo, private_umask
+    from gitmem.rewrites import look
     private_umask()
-    return Gitmem.open(locate_repo(args.repo)[0], create=create)
+    mem = Gitmem.open(locate_repo(args.repo)[0], create=create)
+    try:  # what a person's git commit or reset dropped: put back, or kept and said once
+        look(mem.engine)
+    except Exception as exc:  # a damaged repository: the command itself says what it finds
+        logging.getLogger("gitmem.cli").info("main's moves not looked at: %s", exc)
+    return mem
 
 
 def print_json(value) -> None:

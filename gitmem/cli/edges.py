@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from gitmem.cli import command, open_repo, seconds, takes_repo
+from gitmem.cli import CliError, command, open_repo, seconds, takes_repo
 from gitmem.cli.names import printable
 
 
@@ -93,6 +93,9 @@ def add_nui(nui) -> None:
     install_cmd.add_argument("--force", action="store_true",
                              help="also write storage-handlers.yaml again (dropping handlers "
                                   "added since)")
+    install_cmd.add_argument("--mcp", action="store_true",
+                             help="also declare `gitmem mcp` in nui's catalog of MCP servers, so "
+                                  "nui's agents get the memory tools (ref: ext:gitmem/gitmem)")
 
     handlers = nui_commands.add_parser("handlers", help="list or edit storage-handlers.yaml")
     handler_commands = handlers.add_subparsers(metavar="ACTION", required=True)
@@ -115,9 +118,34 @@ def add_kaboo(kaboo) -> None:
     init = kaboo_commands.add_parser(
         "init", help="copy the TypeScript GitMemThreadStore into a project folder",
         description="copy the TypeScript GitMemThreadStore into a project folder")
-    init.add_argument("dir", metavar="DIR", help="where to put gitmem-thread-store.mjs and .d.mts")
+    init.add_argument("dir", metavar="DIR", help="where to put the adapter's four files (.cjs, .mjs, .d.cts, .d.mts)")
     init.add_argument("--force", action="store_true", help="replace files that differ")
     init.set_defaults(run=cmd_kaboo_init)
+    where = kaboo_commands.add_parser(
+        "path", help="print the folder of the npm package gitmem-kaboo, for npm install",
+        description="print the folder of the npm package gitmem-kaboo, for npm install")
+    where.set_defaults(run=cmd_kaboo_path)
+
+
+def add_mcp(mcp) -> None:
+    from gitmem.logfile import SERVE_LOG
+    from gitmem.mcp_config import CLIENTS
+    takes_repo(mcp, cmd_mcp)
+    mcp.add_argument("--log-file", metavar="FILE",
+                     help=f"where to log (default: .git/gitmem/{SERVE_LOG} in the repository, "
+                          "as gitmem serve)")
+    mcp.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    actions = mcp.add_subparsers(metavar="ACTION")  # none: serve
+    config = command(actions, "config", "print the entry declaring `gitmem mcp` in an MCP "
+                     "client's configuration (--write: merge it into the client's file)",
+                     cmd_mcp_config)
+    config.add_argument("--client", choices=CLIENTS, default="claude-code",
+                        help="the client (default: claude-code)")
+    config.add_argument("--write", action="store_true",
+                        help="merge the entry into the client's configuration file, keeping "
+                             "its other servers (and create the repository if missing)")
+    config.add_argument("--file", metavar="FILE",
+                        help="the configuration file to merge into (default: the client's own)")
 
 
 def add_watch(watch) -> None:
@@ -210,7 +238,7 @@ def cmd_nui_install(args) -> None:
     repo = locate_repo(args.repo)[0]
     new = inspect_repository(repo) is None
     kept = (Path(args.dir) / DEFAULT_FILE).exists() and not args.force
-    folder = install(Path(args.dir), repo, agent_types, force=args.force)
+    folder = install(Path(args.dir), repo, agent_types, force=args.force, mcp=args.mcp)
     if new:  # said, not done behind the person's back: a typo shows here
         print(f"made a new gitmem repository at {repo.expanduser().resolve()}")
     if kept:
@@ -251,8 +279,34 @@ def cmd_kaboo_init(args) -> None:
     from gitmem.kaboo_adapter import ADAPTER_FILES, init_adapter
     paths = init_adapter(Path(args.dir), force=args.force)
     print(f"wrote {', '.join(str(p) for p in paths)}")
-    print(f'use it: import {{ GitMemThreadStore }} from "./{ADAPTER_FILES[0]}";\n'
+    print(f'use it: import {{ GitMemThreadStore }} from "./{ADAPTER_FILES[1]}";\n'
           '        createKabooRunner(new GitMemThreadStore({ repo: "/path/to/repo" }))')
+
+
+def cmd_kaboo_path(args) -> None:
+    from gitmem.kaboo_adapter import package_folder
+    print(package_folder())
+
+
+def cmd_mcp(args) -> int:
+    try:
+        from gitmem.mcp_server import run
+    except ImportError as exc:
+        raise CliError(f"gitmem mcp needs the MCP SDK ({exc}): pip install 'gitmem[mcp]'") from None
+    return run(args.repo, log_file=args.log_file, log_level=args.log_level)
+
+
+def cmd_mcp_config(args) -> None:
+    from gitmem import mcp_config
+    from gitmem.repository import default_repo_path
+    repo = Path(args.repo).expanduser() if args.repo else default_repo_path()
+    if not args.write:
+        sys.stdout.write(mcp_config.entry_text(args.client, repo))
+        return
+    with open_repo(args, create=True):
+        pass
+    path = mcp_config.write(args.client, repo, path=Path(args.file) if args.file else None)
+    print(f"declared gitmem ({repo.resolve()}) in {path}; restart {args.client} to use it")
 
 
 def cmd_watch(args) -> int:

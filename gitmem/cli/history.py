@@ -1,5 +1,5 @@
-"""``gitmem log``, ``blame``, ``show``, ``diff`` and ``restore``: a record's history
-(:mod:`gitmem.history`, :mod:`gitmem.blame`). ``log`` pages and colours on a terminal,
+"""``gitmem log``, ``blame``, ``show``, ``diff``, ``restore`` and ``search``: a record's history
+(:mod:`gitmem.history`, :mod:`gitmem.blame`, :mod:`gitmem.search`). ``log`` pages and colours on a terminal,
 as ``git log`` does."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import json
 import sys
 
-from gitmem.cli import NO_PAGER_HELP, CliError, open_repo, positive_int, print_json, takes_repo
+from gitmem.cli import NO_PAGER_HELP, CliError, UsageError, open_repo, positive_int, print_json, takes_repo
 from gitmem.cli import pager
 from gitmem.cli.names import say_missing
 
@@ -62,9 +62,62 @@ def _record_at_a_time(sub) -> None:
     sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
 
+def _open(args):
+    """The repository, drawing a bar on a terminal while its record index reads a long
+    history (a clone's, an import's)."""
+    from gitmem.cli.edges import progress_bar
+    mem = open_repo(args)
+    mem.record_index.progress = progress_bar("reading the history")
+    return mem
+
+
+def add_search(sub) -> None:
+    takes_repo(sub, cmd_search)
+    sub.add_argument("query", nargs="+", metavar="QUERY",
+                     help='words (all must match; case and accents do not matter), "a phrase", '
+                          "prefix*, OR between alternatives, -word to leave out (after --); "
+                          "several arguments are one query")
+    sub.add_argument("--history", action="store_true",
+                     help="also text no longer there, with the commits that added and removed it")
+    sub.add_argument("--kind", choices=("memory", "session", "thread"),
+                     help="only records of this kind")
+    sub.add_argument("--record", metavar="RECORD", help=f"only this record: {RECORDS}")
+    sub.add_argument("--since", metavar="WHEN",
+                     help="only text added or removed at or after WHEN (a revision or a date, "
+                          "as for gitmem log)")
+    sub.add_argument("--until", metavar="WHEN", help="only text added or removed at or before WHEN")
+    sub.add_argument("--limit", type=positive_int, default=20, metavar="N",
+                     help="at most N hits (default: 20)")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+
+def cmd_search(args) -> None:
+    from gitmem.cli.edges import progress_bar
+    from gitmem.errors import BadQuery
+    from gitmem.search import to_fts
+    query = " ".join(args.query)
+    try:
+        to_fts(query)  # before anything is opened or indexed
+    except BadQuery as exc:
+        raise UsageError(f"cannot search for {query!r}: {exc}") from None
+    with open_repo(args) as mem:
+        mem.search_index.catch_up(progress_bar("indexing for search"))
+        hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
+                          since=args.since, until=args.until, limit=args.limit)
+    if args.json:
+        print_json([hit.as_json() for hit in hits])
+        return
+    for hit in hits:
+        when = f"added {hit.added[:10]} {hit.added_date}"
+        if hit.removed:
+            when += f", removed {hit.removed[:10]} {hit.removed_date}"
+        print(f"{hit.record}  {hit.unit}  {hit.score:.2f}  {when}")
+        print(f"    {' '.join(hit.snippet.split())}")
+
+
 def cmd_log(args) -> None:
     from gitmem.history import format_date, log
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
         if args.record and not entries:
             say_missing(f"record {args.record}", args.record, record_names(mem),
@@ -92,7 +145,7 @@ def record_names(mem) -> list[str]:
 def cmd_blame(args) -> None:
     from gitmem.blame import blame
     from gitmem.history import format_date
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         found = blame(mem, args.record)
     if args.json:
         print_json([b.to_json() for b in found])
@@ -111,7 +164,7 @@ def cmd_blame(args) -> None:
 
 def cmd_show(args) -> None:
     from gitmem.history import show
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         shown = show(mem, args.record, args.at)
     if args.json:
         print_json(shown.to_json())
@@ -129,7 +182,7 @@ def cmd_show(args) -> None:
 
 def cmd_diff(args) -> None:
     from gitmem.history import diff
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         changes = diff(mem, args.record, args.since, args.until)
     if args.json:
         print_json(changes.to_json())
@@ -139,7 +192,7 @@ def cmd_diff(args) -> None:
 
 def cmd_restore(args) -> None:
     from gitmem.history import restore
-    with open_repo(args) as mem:
+    with _open(args) as mem:
         done = restore(mem, args.record, args.at)
     source = done.source[:10] if done.source else "before the first commit"
     if args.json:

@@ -70,7 +70,7 @@ def _agent(args) -> str | None:
 def cmd_memory_read(args) -> None:
     agent = _agent(args)
     with open_repo(args) as mem:
-        content = mem.memory.read(agent)  # not from a snapshot of its own: hand edits come first
+        content = mem.memory.read(agent)  # a read of HEAD: a hand edit of it is committed first
         if agent is not None and not content:
             snapshot = mem.engine.snapshot()
             if not snapshot.exists(mem.memory.path(agent)):
@@ -96,30 +96,28 @@ def cmd_memory_delete(args) -> None:
 
 def cmd_memory_list(args) -> None:
     """One line a memory: ``user`` or ``agent:<id>``, its size in bytes, its last change."""
+    from gitmem.history import memories
     with open_repo(args) as mem:
-        snapshot = mem.engine.snapshot()
-        owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
-            mem.memory.agents(snapshot=snapshot))
-        for agent in owners:
-            size = len(snapshot.read(mem.memory.path(agent)) or b"")
-            last = mem.log("user" if agent is None else f"agent:{agent}", limit=1)
-            when = datetime.fromtimestamp(last[0].time).astimezone().strftime(
-                "%Y-%m-%d %H:%M") if last else "-"
-            print(f"{'user' if agent is None else f'agent:{printable(agent)}'}\t{size}\t{when}")
+        for listed in memories(mem):
+            when = datetime.fromtimestamp(listed.last.time).astimezone().strftime(
+                "%Y-%m-%d %H:%M") if listed.last else "-"
+            print(f"{printable(listed.record)}\t{listed.size}\t{when}")
 
 
 def cmd_session_read(args) -> None:
     with open_repo(args) as mem:
-        messages, agent_session_id = mem.sessions.read(args.agent_type, args.session_id)
-        snapshot = mem.engine.snapshot()  # after the read, which commits a hand edit first
-        if snapshot.tree_id(mem.sessions.folder(args.agent_type, args.session_id)) is None:
+        folder = mem.sessions.folder(args.agent_type, args.session_id)
+        snapshot = mem.engine.snapshot(scope=folder)
+        messages, agent_session_id = mem.sessions.read_json(args.agent_type, args.session_id,
+                                                            snapshot=snapshot)
+        if snapshot.tree_id(folder) is None:
             say_missing(f"session {args.agent_type}/{args.session_id}",
                         f"{args.agent_type}/{args.session_id}",
-                        [f"{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)],
+                        [f"{t}/{s}" for t, s in mem.sessions.list()],
                         "gitmem session list")
-    json.dump({"messages": messages, "agentSessionId": agent_session_id}, sys.stdout,
-              ensure_ascii=False)
-    sys.stdout.write("\n")
+    # The stored lines as they are, in one write: no parse, no re-encoding, no small writes.
+    sys.stdout.write(f'{{"messages": {messages}, "agentSessionId": '
+                     f'{json.dumps(agent_session_id, ensure_ascii=False)}}}\n')
 
 
 SESSION_KEYS = ("messages", "agentSessionId", "workingDir")

@@ -63,7 +63,7 @@ def add_sync(sync_) -> None:
     sync_.add_argument("--allow-secrets", action="store_true",
                        help="push even if the new commits seem to add secrets")
     sync_.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
-                       help=f"give up after this long on the network (default: git config "
+                       help=f"give up after this long, retries included (default: git config "
                             f"{TIMEOUT_KEY}, else {SYNC_TIMEOUT:g})")
 
 
@@ -126,10 +126,11 @@ def cmd_init(args) -> None:
 
 
 def cmd_clone(args) -> None:
+    from gitmem.cli.edges import progress_bar
     from gitmem.clone import REMOTE, clone
     from gitmem.repository import private_umask
     private_umask()
-    with clone(args.url, args.path or args.repo) as mem:
+    with clone(args.url, args.path or args.repo, progress=progress_bar("reading the history")) as mem:
         print(f"cloned {args.url} into {mem.engine.workdir} (remote {REMOTE}); "
               f"`gitmem sync` exchanges commits with it")
 

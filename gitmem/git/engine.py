@@ -26,10 +26,11 @@ the open engine, and is then ``engine.hand_edits`` / ``engine.packer``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -38,10 +39,11 @@ import pygit2
 from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, REF, BranchMoved, Changes,
                              CommitInfo, DamagedObject, DiskFull, EngineError, Identity, UnsafePath,
                              check_path, config_get, default_identity, user_identity, with_trailers)
+from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
-from gitmem.git.log import ChangedCommit, FileDiff, History, tree_changes
+from gitmem.git.log import ChangedCommit, FileChange, FileDiff, History, tree_changes
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.pack import Packer
 from gitmem.git.refs import Refs
@@ -66,6 +68,11 @@ class RecordGuard(Protocol):
     def before_access(self, scope: str) -> None:
         """Called with a record's path (file or folder) before it is read from HEAD, and
         under the writers' lock before it is written."""
+
+    def merge_displaced(self, path: str, base_id: str, data: bytes) -> None:
+        """Called (from a thread of the engine's) with what a work-tree file a write had
+        replaced holds now: bytes a writer put there after it was checked to hold
+        ``base_id`` (see :mod:`gitmem.git.displaced`)."""
 
 
 class BackgroundPacker(Protocol):
@@ -113,18 +120,21 @@ class GitEngine:
         self._lock = FileLock(self.private_dir / "lock", timeout=lock_timeout,
                               on_abandoned=lambda taken_at: self._recovery.after_dead_writer(taken_at))
         self._closed = False
+        self._known_tip: pygit2.Oid | None | bool = False  # main's tip as this engine left it (False: not known)
         self._stat_cache = StatCache(self.private_dir / STAT_CACHE_FILE)
         self.journal = Journal(self.private_dir)  # what gitmem last put in each work-tree file
         self._objects = ObjectCheck(repo, self.gitdir, self.private_dir)
         self._reader = Reader(repo, self._objects, self._stat_cache, self.workdir, cache_bytes)
+        self._displaced = DisplacedFiles(self._displaced_edit)
         self._worktree = WorkTree(self.workdir, self.gitdir, tmp_dir, journal=self.journal,
                                   stat_cache=self._stat_cache, content_id=self._reader.content_id,
-                                  durability=durability)
+                                  durability=durability, displaced=self._displaced)
         self._index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
                             reader=self._reader, worktree=self._worktree, durability=durability)
         self._log = History(repo, self._reader, self._objects)
         self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self._worktree,
-                                  index=self._index, path_versions=self._log.path_versions)
+                                  index=self._index, path_versions=self._log.path_versions,
+                                  private_dir=self.private_dir)
         self._remotes = Remotes(repo, self.workdir)
         self._packer = Packer(repo, self.gitdir, objects=self._objects, tip=self._reader.tip)
         self.refs = Refs(repo, self.gitdir, self._reader)
@@ -176,12 +186,21 @@ class GitEngine:
     def close(self) -> None:
         """Bring the index in step with HEAD, stop the background thread, save the stat cache."""
         if not self._closed:
+            self._displaced.close()  # may commit what reached a replaced file: before the rest
             self._closed = True
             self._index.refresher.stop()
             if self.writable:
                 self._index.save_in_step(self._reader.tip())
                 self._stat_cache.save()
+            self._recovery.close()
             self.journal.close()
+
+    def _displaced_edit(self, path: str, base_id: str, data: bytes) -> None:
+        if self._hand_edits is not None:
+            self._hand_edits.merge_displaced(path, base_id, data)
+        else:
+            log.warning("%s was written to after gitmem replaced it; what it held then is blob %s",
+                        path, self.store_blob(data))
 
     def __enter__(self) -> GitEngine:
         return self
@@ -195,6 +214,15 @@ class GitEngine:
         """The commit id at the tip of ``main``, or None before the first commit."""
         oid = self._reader.tip()
         return str(oid) if oid else None
+
+    def moved_elsewhere(self) -> bool:
+        """True when main's tip is not the one this engine last moved it to (or saw, see
+        :meth:`saw_tip`): another process moved it (plain git, or another gitmem)."""
+        return self._reader.tip() != self._known_tip
+
+    def saw_tip(self) -> None:
+        """Note main's tip now as seen: :meth:`moved_elsewhere` is False until it moves again."""
+        self._known_tip = self._reader.tip()
 
     def snapshot(self, rev: str | None = None, *, scope: str | None = None) -> Snapshot:
         """A view of HEAD, or of revision ``rev`` (anything ``git rev-parse`` takes).
@@ -245,10 +273,6 @@ class GitEngine:
         two commits (None: no commit, or no file there)."""
         return self._log.changed_files(old, new)
 
-    def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
-        """``(path, line number, line)`` for each line ``commit`` adds to a text file."""
-        return self._log.added_lines(commit)
-
     def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """The files at or under ``path`` ("" for all) that differ from revision ``old``
         to revision ``new`` (None: before the first commit), in path order."""
@@ -257,10 +281,11 @@ class GitEngine:
     # commit ids of main's history, as the record index holds them: no revision is
     # resolved (and no whole ancestry checked) on the way
 
-    def changed_commits(self, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+    def changed_commits(self, tip: str, known: Callable[[str], bool], *, after: str | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> list[ChangedCommit]:
         """The commits in the history of ``tip`` that ``known(id)`` does not know, parents
         first, with the files each changed (see :meth:`History.changed_commits`)."""
-        return self._log.changed_commits(tip, known)
+        return self._log.changed_commits(tip, known, after=after, progress=progress)
 
     def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
         """The id of the file or folder at each of ``paths`` in ``commit`` (None: nothing there)."""
@@ -276,9 +301,15 @@ class GitEngine:
     def commit_infos(self, commits: list[str]) -> list[CommitInfo]:
         return self._log.commit_infos(commits)
 
-    def snapshot_of(self, commit: str | None) -> Snapshot:
-        """The snapshot of commit ``commit`` (an empty one for None: before the first commit)."""
-        return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None)
+    def snapshot_of(self, commit: str | None, *, scope: str | None = None) -> Snapshot:
+        """The snapshot of commit ``commit`` (an empty one for None: before the first commit);
+        ``scope``: a path, the only one that will be read from it (only it is checked)."""
+        return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None, scope)
+
+    def changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
+        """For each ``(old commit, new commit)``, the files at or under ``path`` that differ,
+        with line counts and no patch (see :meth:`History.changes`)."""
+        return self._log.changes(path, pairs)
 
     def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """:meth:`diff` of two commit ids."""
@@ -326,64 +357,97 @@ class GitEngine:
         with self._lock:
             if scope is not None and self._hand_edits is not None:
                 self._hand_edits.before_access(scope)
-            for attempt in range(MAX_CAS_RETRIES):
-                base = self._reader.tip()
-                snapshot = Snapshot(self._reader, base)
-                changes = make_changes(snapshot)
-                if not changes:
-                    return None
-                for path in changes:
-                    check_path(path)
-                base_tree = snapshot.tree
-                try:
-                    tree_id = self._build_tree(base_tree, _nest(changes))
-                    if tree_id is None:
-                        tree_id = self._repo.TreeBuilder().write()
-                    if base_tree is not None and tree_id == base_tree.id:
+            tried: _Attempt | None = None  # the last attempt, made on a tip that main left
+            try:
+                for attempt in range(MAX_CAS_RETRIES):
+                    base = self._reader.tip()
+                    snapshot = Snapshot(self._reader, base)
+                    if tried is None:
+                        changes = make_changes(snapshot)
+                    else:
+                        changes = tried.onto(snapshot, make_changes)
+                        if changes is None:  # a person's commit on main took the whole write along
+                            log.info("a commit made with plain git holds this write already")
+                            tried = None
+                            return str(base)
+                    if not changes:
                         return None
-                    committer = self.identity.signature()
-                    signature = author.signature() if author is not None else committer
-                    commit_id = self._commit_on_branch(base, signature, committer, full_message, tree_id)
-                except (OSError, pygit2.GitError) as exc:
-                    full = self._disk_full(changes)
-                    if full is not None:
-                        raise full from None
-                    # Background packing (git prune-packed) may remove an emptied
-                    # objects/xx folder between libgit2's mkdir and its rename: write again.
-                    if not isinstance(exc, OSError) or attempt >= OBJECT_WRITE_RETRIES:
-                        raise
-                    log.info("writing objects again after: %s", exc)
-                    continue
-                if commit_id is not None:
-                    self._objects.wrote(commit_id, [base] if base else [], tree_id, base_tree)
-                    if self._worktree.is_main():
-                        tree = self._repo[tree_id]
-                        self._worktree.write(changes, expected=worktree_holds or snapshot, blob_ids={
-                            path: str(tree[path].id) for path, data in changes.items() if data is not None})
+                    for path in changes:
+                        check_path(path)
+                    base_tree = snapshot.tree
+                    try:
+                        tree_id = self._build_tree(base_tree, _nest(changes))
+                        if tree_id is None:
+                            tree_id = self._repo.TreeBuilder().write()
+                        if base_tree is not None and tree_id == base_tree.id:
+                            return None
+                        committer = self.identity.signature()
+                        signature = author.signature() if author is not None else committer
+                        commit_id = self._repo.create_commit(None, signature, committer, full_message,
+                                                             tree_id, [base] if base else [])
+                    except (OSError, pygit2.GitError) as exc:
+                        full = self._disk_full(changes)
+                        if full is not None:
+                            raise full from None
+                        # Background packing (git prune-packed) may remove an emptied
+                        # objects/xx folder between libgit2's mkdir and its rename: write again.
+                        if not isinstance(exc, OSError) or attempt >= OBJECT_WRITE_RETRIES:
+                            raise
+                        log.info("writing objects again after: %s", exc)
+                        continue
+                    tree = self._repo[tree_id]
+                    ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
+                    on_main = self._worktree.is_main()
+                    made = _Attempt(snapshot, changes, ids, _expected(snapshot, changes, tried, worktree_holds))
+                    if on_main:
+                        # Work tree and index first, main last: git reads HEAD before the index
+                        # and moves HEAD only from the HEAD it read, so a plain `git commit`
+                        # either fails on that check or carries this change.
+                        self._recovery.note_in_flight(commit_id)
+                        self._worktree.write(changes, expected=made.expected,
+                                             blob_ids={p: b for p, b in ids.items() if b})
+                        tried = made
                         self._index.stage(changes, tree, moved=(base, commit_id))
-                    if self._background_packer is not None:
-                        self._background_packer.maybe_start()
-                    return str(commit_id)
-            raise EngineError("the branch kept moving under us; gave up after "
-                              f"{MAX_CAS_RETRIES} attempts")
+                    if self._move_main(base, commit_id, full_message):
+                        tried = None
+                        if self._known_tip == base:
+                            self._known_tip = commit_id
+                        self._objects.wrote(commit_id, [base] if base else [], tree_id, base_tree)
+                        if self._background_packer is not None:
+                            self._background_packer.maybe_start()
+                        return str(commit_id)
+                    tried = made if on_main else None
+                raise EngineError("the branch kept moving under us; gave up after "
+                                  f"{MAX_CAS_RETRIES} attempts")
+            finally:
+                if tried is not None:  # the work tree and index hold a write main never got
+                    self._take_back(tried)
 
-    def _commit_on_branch(self, base: pygit2.Oid | None, author: pygit2.Signature,
-                          committer: pygit2.Signature, message: str, tree_id: pygit2.Oid) -> pygit2.Oid | None:
-        """Create the commit on ``base`` and move ``main`` to it if ``main`` still points to
-        ``base``; None when another writer moved it first. libgit2 checks that under the
-        ref's lock when it makes a commit on a branch, as cheaply as a bare commit."""
-        if base is None:  # an unborn branch: create it only if nobody did meanwhile
-            commit_id = self._repo.create_commit(None, author, committer, message, tree_id, [])
-            return commit_id if self._move_branch(None, commit_id, message) else None
+    def _move_main(self, base: pygit2.Oid | None, commit_id: pygit2.Oid, message: str) -> bool:
+        """Move ``main`` from ``base`` to ``commit_id``; False when another writer moved it
+        first (or plain git holds its lock a moment: then try again)."""
         try:
-            return self._repo.create_commit(REF, author, committer, message, tree_id, [base])
-        except pygit2.GitError:  # "current tip is not the first parent", or the ref's CAS
+            return self._move_branch(base, commit_id, message)
+        except pygit2.GitError as exc:
+            if f"{REF}.lock" in str(exc) or os.path.exists(self.gitdir / f"{REF}.lock"):
+                time.sleep(REF_LOCK_WAIT)  # plain git moving main: its turn
+                return False
             if self._reader.tip() != base:
-                return None
-            if os.path.exists(self.gitdir / f"{REF}.lock"):  # plain git moving main: its turn
-                time.sleep(REF_LOCK_WAIT)
-                return None
+                return False
             raise
+
+    def _take_back(self, tried: _Attempt) -> None:
+        """Bring the work-tree files and index entries an attempt wrote back to HEAD (it
+        never reached main: they must not look like a person's edit)."""
+        head = Snapshot(self._reader, self._reader.tip())
+        try:
+            written = tried.written()
+            self._worktree.write({path: head.read(path) if head.blob_id(path) else None
+                                  for path in written}, expected=written)
+            if head.tree is not None:
+                self._index.stage(tried.changes, head.tree, moved=(head.id, head.id))
+        except Exception:  # noqa: BLE001 - the next access repairs them (see gitmem.handedits)
+            log.exception("could not take back the work-tree files of a write that failed")
 
     def _move_branch(self, expected: pygit2.Oid | None, new: pygit2.Oid, message: str) -> bool:
         summary = message.split("\n", 1)[0]
@@ -523,6 +587,8 @@ class GitEngine:
             check_path(path)
         if not self._move_branch(old, new, message):
             raise BranchMoved("the branch moved while syncing; try again")
+        if self._known_tip == old:
+            self._known_tip = new
         if not self._worktree.is_main():
             return []
         writes = {path: self.read_blob(new_id) if new_id else None
@@ -555,6 +621,11 @@ class GitEngine:
     def worktree_id(self, path: str) -> str | None:
         """The blob id of the regular file at ``path`` in the work tree; None when there is none."""
         return self._worktree.file_id(path)
+
+    def worktree_hidden_by(self, path: str) -> str | None:
+        """The folder on the way to ``path`` gitmem cannot see into (a symlink, a file, an
+        unreadable folder), or None (see :meth:`WorkTree.hidden_by`)."""
+        return self._worktree.hidden_by(path)
 
     def read_worktree(self, path: str) -> tuple[bytes, str] | None:
         """``(bytes, blob id)`` of the regular file at ``path`` in the work tree, or None."""
@@ -659,6 +730,56 @@ class GitEngine:
     def damaged_loose_objects(self) -> list[tuple[str, str]]:
         """``[(object id, problem)]`` for each loose object whose file does not inflate completely."""
         return self._packer.damaged_loose_objects()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Attempt:
+    """A commit made for ``changes`` on ``snapshot`` whose files reached the work tree and
+    the index, but not main: another writer (plain git) moved main first."""
+
+    snapshot: Snapshot
+    changes: Changes
+    ids: dict[str, str | None]  # path: its blob id in the commit (None: deleted)
+    expected: dict[str, str | None]  # path: what the work-tree file held for the write to replace it
+
+    def written(self) -> dict[str, str | None]:
+        """``{path: blob id}`` of the work-tree files this attempt replaced (not those that
+        held its version already: a person's save committed as it is)."""
+        return {path: new_id for path, new_id in self.ids.items() if self.expected.get(path) != new_id}
+
+    def onto(self, tip: Snapshot, make_changes: Callable[[Snapshot], Changes | None]) -> Changes | None:
+        """The changes that make this write on main's new ``tip``. A person's commit may
+        hold some of its files already (``git commit -a`` took them from the work tree, a
+        plain commit from the index): those are not made again (an append would be
+        doubled), the files it left as they were get this attempt's version, and the others
+        are made again. None when ``tip`` holds the whole write."""
+        carried, other = False, []
+        changes: dict[str, bytes | None] = {}
+        for path, new_id in self.ids.items():
+            now = tip.blob_id(path)
+            if now == new_id:
+                carried = True
+            elif now == self.snapshot.blob_id(path):
+                changes[path] = self.changes[path]
+            else:
+                other.append(path)
+        if not carried:
+            return make_changes(tip)  # the usual retry: made again on the new tip
+        if other:
+            again = make_changes(tip) or {}
+            changes.update({path: again[path] for path in other if path in again})
+        return changes or None
+
+
+def _expected(snapshot: Snapshot, changes: Changes, before: _Attempt | None,
+              worktree_holds: Mapping[str, str | None] | None) -> dict[str, str | None]:
+    """What each work-tree file must hold for a write of ``changes`` made on ``snapshot`` to
+    replace it: what the attempt ``before`` wrote there, else ``worktree_holds``' version
+    (a change made from what the work tree holds), else the snapshot's."""
+    written = before.written() if before is not None else {}
+    holds = worktree_holds or {}
+    return {path: written[path] if path in written else holds[path] if path in holds
+            else snapshot.blob_id(path) for path in changes}
 
 
 def _nest(changes: Changes) -> dict:

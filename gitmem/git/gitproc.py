@@ -1,7 +1,7 @@
 """Running the ``git`` command: one environment policy, a deadline, no child left behind.
 
 Every git subprocess of gitmem (fetch, push, repack, prune, fsck) runs through
-:func:`run`: in a process group of its own (git's helpers, ``git-remote-http`` and
+:func:`run` (or :func:`stream`, for output read while git runs): in a process group of its own (git's helpers, ``git-remote-http`` and
 ``ssh``, go into it too), with English messages, without the ``GIT_DIR``-style
 variables a git hook may have set, and with a deadline after which the whole group is
 killed. :func:`stop_all` ends every group still running; ``gitmem serve`` calls it on
@@ -11,6 +11,9 @@ for git ends git's group before the signal takes its usual course.
     done = gitproc.run(["fetch", "origin"], cwd=workdir, timeout=30)
     done.returncode, done.stdout, done.stderr
     git_date("last friday")   # 1795813866.0: a date as git reads it, None if it reads none
+
+:func:`stream` runs one the same way and hands its output over as it comes (a long
+``git log`` read while git still writes it).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import os
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 # Variables that would point git at another repository (set when gitmem runs in a hook).
@@ -102,6 +106,57 @@ def git_date(text: str, *, timeout: float = 10.0) -> float | None:
     if seconds <= 0:
         return None
     return time.time() if seconds >= 2 ** 63 - 1 else float(seconds)  # git's "now" is its end of time
+
+
+def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, stdin=None,
+           chunk: int = 1 << 16) -> Iterator[bytes]:
+    """Run ``git ARGS`` in ``cwd`` as :func:`run` does and yield its standard output in
+    pieces of up to ``chunk`` bytes while it runs (``stdin``: a file it reads, else none). Raises GitTimeout when git is not done
+    within ``timeout`` seconds, subprocess.CalledProcessError (its stderr in ``stderr``)
+    when it fails. Leaving the loop early ends git."""
+    errors = tempfile.TemporaryFile()  # never a full pipe while stdout is read
+    try:
+        proc = subprocess.Popen(["git", *args], cwd=cwd, env=environment(),
+                                stdin=subprocess.DEVNULL if stdin is None else stdin,
+                                stdout=subprocess.PIPE, stderr=errors, start_new_session=True)
+    except FileNotFoundError:
+        errors.close()
+        raise GitMissing("the `git` command is not installed") from None
+    with _running_lock:
+        _running.add(proc)
+        stopping = _stopped
+    if stopping:
+        _kill_group(proc, signal.SIGKILL)
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        _kill_group(proc, signal.SIGKILL)
+
+    deadline = threading.Timer(timeout, expire)
+    deadline.daemon = True
+    deadline.start()
+    restore = _forward_signals(proc)
+    try:
+        while data := proc.stdout.read1(chunk):
+            yield data
+        proc.wait()
+        if expired.is_set():
+            raise GitTimeout(f"git {_verb(args)} gave no answer within {timeout:g} s")
+        if proc.returncode != 0:
+            errors.seek(0)
+            raise subprocess.CalledProcessError(proc.returncode, proc.args,
+                                                stderr=errors.read().decode(errors="replace"))
+    finally:
+        deadline.cancel()
+        restore()
+        with _running_lock:
+            _running.discard(proc)
+        if proc.poll() is None:  # left early, or interrupted
+            _kill_group(proc, signal.SIGKILL)
+            proc.wait()
+        proc.stdout.close()
+        errors.close()
 
 
 def stop_all(grace: float = STOP_GRACE, *, final: bool = False) -> None:

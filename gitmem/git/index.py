@@ -19,18 +19,24 @@ from pathlib import Path
 
 import pygit2
 
-from gitmem.git.base import REF, Changes, fsync_path, unlink
+from gitmem.git.base import REF, Changes, EngineError, fsync_path, unlink
 from gitmem.git.files import write_private
 from gitmem.git.lock import FileLock
+from gitmem.git.log import tree_changes
 from gitmem.git.snapshot import Reader, Snapshot
 from gitmem.git.worktree import WorkTree
 
 log = logging.getLogger("gitmem.engine")
 
 INDEX_IDLE = 0.3  # seconds without writes before the index is refreshed
+STAT_ON_WRITE = 1 << 20  # bytes: a write of a file up to this size stages it with its stat data
 INDEX_MAX_DELAY = 1.0  # refresh at the latest this long after the first pending write
 STALE_GIT_LOCK_AGE = 10.0  # a ref/index .lock older than this, while we hold our lock, is stale
+INDEX_LOCK_WAIT = 0.5  # seconds a write waits at most for a git command holding index.lock
+INDEX_LOCK_FRESH = 0.5  # seconds; a git command holding index.lock longer is waited for no more
+INDEX_LOCK_POLL = 0.002  # seconds between looks at index.lock
 IN_STEP_FILE = "index-in-step"  # in .git/gitmem/: a tip, and the index file found holding its tree
+IN_FLIGHT_FILE = "in-flight"  # in .git/gitmem/: the commit whose files are being written, before main moves
 
 
 class Index:
@@ -45,6 +51,7 @@ class Index:
         # (tip, the index file's stat data) while the index is known to hold tip's tree: found
         # so at opening, then carried through each of our own index writes
         self._in_step: tuple[pygit2.Oid, tuple[int, ...]] | None = None
+        self._written: tuple[int, ...] | None = None  # the index file's stat data after our last write
         self._lock = lock
         self._writable = writable
         self._reader = reader
@@ -54,30 +61,87 @@ class Index:
 
     def stage(self, changes: Changes, tree: pygit2.Tree, moved: tuple[pygit2.Oid | None, pygit2.Oid]) -> None:
         """Make the index hold ``tree``'s version of the changed paths now (no stat data:
-        the background refresher adds it), so that ``git status`` and ``git commit`` after
-        a crash never see an answered write as undone. One index write (measured in
-        ``gitmem bench``); a git command holding ``index.lock`` leaves it to the refresher.
-        ``moved``: main's tip before and after the commit of ``changes``."""
-        before = self._file_stat()
+        the background refresher adds it), so that ``git status`` and ``git commit`` never
+        see an answered write as undone. One index write (measured in ``gitmem bench``); a
+        file of up to STAT_ON_WRITE bytes just written is staged with its stat data, so the
+        refresher (which takes the writers' lock for an index write of its own) has
+        nothing left to do for it.
+
+        The engine calls it before moving main to ``tree``'s commit. A git command holding
+        ``index.lock`` is waited for a moment (INDEX_LOCK_WAIT), never while it has held it
+        for longer (a ``git commit`` with its editor open): then the refresher does it
+        later. When a git command rewrote the index since our last write (a ``git commit``
+        writes back the index it read before taking the lock), the paths of gitmem's writes
+        not refreshed yet are staged again too. ``moved``: main's tip before and after the
+        commit of ``changes``."""
+        waited = 0.0
+        while True:
+            before = self._file_stat()
+            lagging = list(changes)  # what the refresher is left to give stat data
+            try:
+                index = self._repo.index
+                index.read(force=False)  # reads the file again only if someone changed it
+                again = []
+                if self._written is not None and before != self._written:
+                    again = [path for path in self.refresher.pending() if path not in changes]
+                lagging = []
+                for path in [*changes, *again]:
+                    data = changes.get(path)
+                    try:
+                        entry = tree[path]
+                    except KeyError:
+                        entry = None
+                    if entry is None or entry.type_str != "blob":
+                        if path in index:
+                            index.remove(path)
+                    elif data is not None and len(data) <= STAT_ON_WRITE and self._with_stat(index, path, entry):
+                        pass
+                    else:
+                        if path not in index or index[path].id != entry.id:
+                            index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
+                        lagging.append(path)
+                index.write()
+                self._written = self._file_stat()
+                self._carry_in_step(moved[0], before, moved[1])
+                break
+            except (pygit2.GitError, OSError) as exc:
+                self._in_step = None
+                lagging = list(changes)
+                pause = self._lock_pause(waited)
+                if pause is None:
+                    log.warning("index not updated now (the refresher tries again): %s", exc)
+                    break
+                time.sleep(pause)
+                waited += pause
+        if lagging:
+            self.refresher.mark(lagging)
+
+    def _with_stat(self, index: pygit2.Index, path: str, entry: pygit2.Object) -> bool:
+        """Stage the work-tree file at ``path`` with its stat data when it holds ``entry``'s
+        blob (just written there): the refresher, which takes the writers' lock for an
+        index write of its own, then has nothing to do. False when it holds anything else."""
+        on_disk = self._worktree.workdir / path
         try:
-            index = self._repo.index
-            index.read(force=False)  # reads the file again only if someone changed it
-            for path in changes:
-                try:
-                    entry = tree[path]
-                except KeyError:
-                    entry = None
-                if entry is None or entry.type_str != "blob":
-                    if path in index:
-                        index.remove(path)
-                elif path not in index or index[path].id != entry.id:
-                    index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))
-            index.write()
-            self._carry_in_step(moved[0], before, moved[1])
-        except (pygit2.GitError, OSError) as exc:
-            self._in_step = None
-            log.warning("index not updated now (the refresher tries again): %s", exc)
-        self.refresher.mark(changes)
+            if os.path.islink(on_disk) or not on_disk.is_file():
+                return False
+            index.add(path)  # hashes the file and records its stat data
+        except (OSError, pygit2.GitError):
+            return False
+        if index[path].id == entry.id:
+            return True
+        index.add(pygit2.IndexEntry(path, entry.id, entry.filemode))  # a save just now: not staged
+        return False
+
+    def _lock_pause(self, waited: float) -> float | None:
+        """How long to wait before trying the index again, None for not at all: only while
+        a git command took ``index.lock`` just now, and for INDEX_LOCK_WAIT at most."""
+        try:
+            age = time.time() - os.stat(self._gitdir / "index.lock").st_mtime
+        except OSError:
+            return None
+        if age > INDEX_LOCK_FRESH or waited >= INDEX_LOCK_WAIT:
+            return None
+        return INDEX_LOCK_POLL
 
     def refresh(self, paths: list[str] | None = None) -> None:
         """Make the index agree with HEAD for ``paths`` (all of HEAD when None).
@@ -100,6 +164,7 @@ class Index:
             for path in paths:
                 self._refresh_entry(index, head, path)
             index.write()
+            self._written = self._file_stat()
             if whole and tip is not None:
                 self._in_step = (tip, self._file_stat())
             else:
@@ -224,6 +289,11 @@ class IndexRefresher:
                 self._first_mark = self._last_mark
                 self._cond.notify()
 
+    def pending(self) -> set[str]:
+        """The paths marked and not refreshed yet."""
+        with self._cond:
+            return set(self._pending)
+
     def stop(self) -> None:
         with self._cond:
             self._stopping = True
@@ -256,6 +326,7 @@ class IndexRefresher:
                 log.exception("index refresh failed")
                 with self._cond:
                     self._pending.update(paths)
+                    self._first_mark = self._last_mark = time.monotonic()  # not again at once
 
 
 class Recovery:
@@ -264,13 +335,57 @@ class Recovery:
     ids a path held on ``main``, newest first."""
 
     def __init__(self, repo: pygit2.Repository, gitdir: Path, *, reader: Reader,
-                 worktree: WorkTree, index: Index, path_versions: Callable[[str], list[str]]):
+                 worktree: WorkTree, index: Index, path_versions: Callable[[str], list[str]],
+                 private_dir: Path):
         self._repo = repo
         self._gitdir = gitdir
         self._reader = reader
         self._worktree = worktree
         self._index = index
         self._path_versions = path_versions
+        self._in_flight_file = private_dir / IN_FLIGHT_FILE
+        self._in_flight_fd: int | None = None
+
+    def note_in_flight(self, commit: pygit2.Oid) -> None:
+        """Say that the work tree and index are about to get ``commit``'s files, before main
+        moves there: a writer killed in between leaves files no commit on main holds, which
+        are then gitmem's to take back (:meth:`recover_worktree`), not a person's edit. One
+        write of a few bytes over the last (no fsync)."""
+        try:
+            if self._in_flight_fd is None:
+                self._in_flight_fd = os.open(self._in_flight_file, os.O_WRONLY | os.O_CREAT, 0o600)
+            os.pwrite(self._in_flight_fd, str(commit).encode("ascii").ljust(64) + b"\n", 0)
+        except OSError as exc:  # a full disk: recovery falls back on the file's history
+            log.debug("in-flight commit not noted: %s", exc)
+
+    def close(self) -> None:
+        if self._in_flight_fd is not None:
+            os.close(self._in_flight_fd)
+            self._in_flight_fd = None
+
+    def _take_back_in_flight(self, tip: pygit2.Oid) -> None:
+        """Bring back to HEAD the work-tree files of a commit a killed writer was writing
+        and never moved main to (see :meth:`note_in_flight`), where they still hold it."""
+        try:
+            noted = self._in_flight_file.read_text("ascii").strip()
+            if noted == str(tip):  # the common case: it landed, and is main's tip
+                return
+            commit = self._repo[self._reader.resolve(noted)]  # a damaged object is not read
+        except (OSError, ValueError, EngineError):
+            return
+        if self._repo.descendant_of(tip, commit.id):
+            return
+        parent = commit.parents[0].tree if commit.parents else None
+        head = self._reader.snapshot(tip)
+        for path, (_, new_id) in tree_changes(parent, commit.tree).items():
+            on_disk = self._worktree.file_id(path)
+            head_id = head.blob_id(path)
+            if head_id == new_id or on_disk != new_id or \
+                    new_id is None and os.path.lexists(self._worktree.workdir / path):
+                continue
+            log.warning("taking back %s: a killed write left it holding a commit main never got", path)
+            self._worktree.write({path: head.read(path) if head_id else None}, expected={path: on_disk})
+        self.note_in_flight(tip)  # looked at: not again at the next opening
 
     def after_dead_writer(self, taken_at: float) -> None:
         """Clean up after a gitmem writer that died holding the writers' lock it took at
@@ -313,7 +428,10 @@ class Recovery:
         Nothing is done while the work tree is not ``main``'s.
         """
         tip = self._reader.tip()
-        if tip is None or not self._worktree.is_main() or self._index.known_in_step(tip):
+        if tip is None or not self._worktree.is_main():
+            return
+        self._take_back_in_flight(tip)
+        if self._index.known_in_step(tip):
             return
         index = self._repo.index
         index.read(force=True)

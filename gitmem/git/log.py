@@ -1,21 +1,33 @@
 """History: commits that touched a path, what they changed, and diffs between revisions.
 
 Every commit and tree is checked for damage before libgit2 walks or diffs it
-(:mod:`gitmem.git.objects`).
+(:mod:`gitmem.git.objects`). A long stretch of history (catching up from a clone or
+an import) is read by ``git log --raw`` instead, which skips the folders a commit did
+not change by their ids and stops with an error at a damaged object.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import subprocess
+import tempfile
 from collections.abc import Callable, Iterator
 
 import pygit2
 
-from gitmem.git.base import CommitInfo, entry_id, join
+from gitmem.git import gitproc
+from gitmem.git.base import CommitInfo, entry_id, is_hex, join
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.snapshot import Reader
 
+log = logging.getLogger("gitmem.engine")
+
 RECOVERY_DEPTH = 1000  # commits searched for the versions a killed writer may have left
+GIT_FROM = 16  # pairs of commits: fewer cost less here than a git process
+_STATUS = {b"A": "added", b"D": "deleted"}
+PROGRESS_FROM = 2000  # commits: a shorter history is read before a bar is worth drawing
+LOG_TIMEOUT = 900.0  # seconds for git to read a whole history (git reads some 10,000 commits a second)
 _NEWEST_FIRST = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
 
 
@@ -27,6 +39,17 @@ class ChangedCommit:
     parents: tuple[str, ...]
     time: int  # committer time, seconds since the epoch
     paths: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class FileChange:
+    """How one file changed between two commits, without the patch (see :meth:`History.changes`)."""
+
+    path: str
+    status: str  # "added", "deleted" or "modified"
+    added: int  # lines (0 for a binary file)
+    removed: int
+    binary: bool
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +148,9 @@ class History:
     def changed_files(self, old: str | None, new: str | None) -> dict[str, tuple[str | None, str | None]]:
         """``{path: (blob id in old, blob id in new)}`` for every file that differs between
         two commits (None: no commit, or no file there)."""
-        return tree_changes(self._reader.tree_of(old), self._reader.tree_of(new))
+        # a commit id is read checked, its history is not walked (nor checked)
+        return tree_changes(*(self._reader.tree_of(pygit2.Oid(hex=c) if c and len(c) == 40 and is_hex(c) else c)
+                              for c in (old, new)))
 
     def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
         """``(path, line number, line)`` for each line ``commit`` adds to a text file.
@@ -148,9 +173,24 @@ class History:
     # -- for the record index (gitmem.record_index): commit ids of main's history, so
     # no revision is resolved (and no whole ancestry checked) on the way
 
-    def changed_commits(self, tip: str, known: Callable[[str], bool]) -> list[ChangedCommit]:
+    def changed_commits(self, tip: str, known: Callable[[str], bool], *, after: str | None = None,
+                        progress: Callable[[int, int], None] | None = None) -> list[ChangedCommit]:
         """The commits in the history of ``tip`` for which ``known(id)`` is false, parents
-        first, each with the files it changed; the walk stops at known commits."""
+        first, each with the files it changed; the walk stops at known commits.
+
+        ``after``: a known commit all of whose history is known too (the walk hands
+        the work to ``git log`` then, or when nothing is known); ``progress(done, total)``
+        is called as commits are read there.
+        """
+        if after is not None or not known(tip):
+            try:
+                return self._git_changed_commits(tip, after, progress)
+            except subprocess.CalledProcessError as exc:
+                if exc.returncode < 0:  # ended by a signal (gitmem is stopping): no walk
+                    raise
+                log.debug("git log of the history failed (%s); walking it", exc.stderr.strip())
+            except (gitproc.GitMissing, gitproc.GitTimeout, ValueError) as exc:
+                log.debug("git log of the history failed (%s); walking it", exc)
         found: dict[pygit2.Oid, pygit2.Commit] = {}
         order = []
         pending: list[tuple[pygit2.Oid, bool]] = [(pygit2.Oid(hex=tip), False)]
@@ -178,6 +218,55 @@ class History:
             paths = tuple(tree_changes(parent, tree))
             result.append(ChangedCommit(str(commit.id), tuple(str(p) for p in commit.parent_ids),
                                         commit.commit_time, paths))
+        return result
+
+    def _git_changed_commits(self, tip: str, after: str | None,
+                             progress: Callable[[int, int], None] | None) -> list[ChangedCommit]:
+        revs = [tip, *([f"^{after}"] if after else [])]
+        git = ["--git-dir", self._repo.path]
+        total = 0
+        if progress is not None and after is None:  # a whole history: worth a bar when long
+            counted = gitproc.run([*git, "rev-list", "--count", *revs], cwd=self._repo.path, timeout=LOG_TIMEOUT)
+            total = int(counted.stdout.strip() or 0) if counted.returncode == 0 else 0
+        if total < PROGRESS_FROM:
+            progress = None
+        result: list[ChangedCommit] = []
+        head: list[bytes] | None = None
+        paths: list[str] = []
+        raw_next: bool | None = None  # after a ":modes ids status" entry: keep its path?
+        rest = b""
+        command = [*git, "-c", "core.quotePath=false", "log", "--raw", "-r", "-z", "--root",
+                   "--no-renames", "--no-abbrev", "--no-show-signature", "--no-color",
+                   "--diff-merges=first-parent", "--topo-order", "--reverse",
+                   "--format=%H %P %ct", *revs, "--"]
+
+        def finish() -> None:
+            if head is not None:
+                result.append(ChangedCommit(head[0].decode(), tuple(p.decode() for p in head[1:-1] if p),
+                                            int(head[-1]), tuple(paths)))
+                if progress is not None and (len(result) % 512 == 0):
+                    progress(len(result), max(total, len(result)))
+
+        for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT):
+            *tokens, rest = (rest + data).split(b"\0")
+            for token in tokens:
+                if raw_next is not None:  # the path of a ":modes ids status" entry
+                    if raw_next:
+                        paths.append(token.decode("utf-8", "surrogateescape"))
+                    raw_next = None
+                    continue
+                token = token.lstrip(b"\n")
+                if token.startswith(b":"):
+                    fields = token.split(b" ")
+                    raw_next = fields[2] != fields[3]  # a change of mode alone is no change
+                elif token:
+                    finish()
+                    head, paths = token.split(b" "), []
+        if rest.strip() or raw_next is not None:
+            raise ValueError("git log's output ended in the middle of an entry")
+        finish()
+        if progress is not None:
+            progress(len(result), len(result))
         return result
 
     def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
@@ -237,7 +326,7 @@ class History:
         """
         sides = []
         for rev in (old, new):
-            tree = self._reader.tree_of(rev)
+            tree = self._reader.tree_of(rev, path)
             obj = tree if not path or tree is None else self._object_at(tree, path)
             sides.append(obj)
         old_tree, new_tree = [o if isinstance(o, pygit2.Tree) else None for o in sides]
@@ -251,6 +340,65 @@ class History:
             changed[path] = (blobs[0], blobs[1])
         return [self._file_diff(file, old_id, new_id)
                 for file, (old_id, new_id) in sorted(changed.items())]
+
+    def changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
+        """For each ``(old commit, new commit)`` of ``pairs`` (old None: before the first
+        commit), the files at or under ``path`` ("" for all) that differ, in path order,
+        with their line counts: :meth:`diff` without the patches. Many pairs are handed to
+        one ``git diff-tree --stdin``, which skips the folders that did not change."""
+        if len(pairs) >= GIT_FROM:
+            try:
+                return self._git_changes(path, pairs)
+            except subprocess.CalledProcessError as exc:
+                if exc.returncode < 0:
+                    raise
+                log.debug("git diff-tree failed (%s); diffing here", exc.stderr.strip())
+            except (gitproc.GitMissing, gitproc.GitTimeout, ValueError) as exc:
+                log.debug("git diff-tree failed (%s); diffing here", exc)
+        return [[FileChange(f.path, f.status, f.added, f.removed, f.binary)
+                 for f in self.diff(path, *(pygit2.Oid(hex=c) if c else None for c in pair))]
+                for pair in pairs]
+
+    def _git_changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
+        for pair in pairs:  # a revision's syntax never reaches git's stdin
+            if not all(c is None or (len(c) == 40 and all(x in "0123456789abcdef" for x in c)) for c in pair):
+                raise ValueError("not a commit id")
+        lines = "".join(f"{new} {old}\n" if old else f"{new}\n" for old, new in pairs)
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(lines.encode())
+            stdin.seek(0)
+            command = ["--git-dir", self._repo.path, "--literal-pathspecs", "diff-tree", "--stdin",
+                       "--always", "--root", "-r", "-z", "--raw", "--numstat", "--no-renames",
+                       "--no-ext-diff", "--no-textconv", "--", *([path] if path else [])]
+            found: list[list[FileChange]] = []
+            status: dict[str, str] = {}
+            files: list[FileChange] = []
+            raw: bytes | None = None  # a ":modes ids status" entry whose path comes next
+            rest = b""
+            for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT, stdin=stdin):
+                *tokens, rest = (rest + data).split(b"\0")
+                for token in tokens:
+                    if raw is not None:
+                        fields = raw.split(b" ")
+                        if fields[2] != fields[3]:  # a change of mode alone is no change
+                            status[token.decode("utf-8", "surrogateescape")] = _STATUS.get(fields[4][:1], "modified")
+                        raw = None
+                    elif token.startswith(b":"):
+                        raw = token
+                    elif b"\t" in token:
+                        added, removed, name = token.split(b"\t", 2)
+                        file = name.decode("utf-8", "surrogateescape")
+                        if file in status:
+                            binary = added == b"-"
+                            files.append(FileChange(file, status[file], 0 if binary else int(added),
+                                                    0 if binary else int(removed), binary))
+                    elif token:  # the next pair's commit id
+                        found.append(files)
+                        files, status = [], {}
+        found.append(files)
+        if rest or raw is not None or len(found) != len(pairs) + 1:
+            raise ValueError("git diff-tree's output does not match what was asked")
+        return [sorted(changed, key=lambda f: f.path) for changed in found[1:]]
 
     def _file_diff(self, path: str, old_id: str | None, new_id: str | None) -> FileDiff:
         for blob_id in filter(None, (old_id, new_id)):

@@ -142,6 +142,24 @@ class ObjectCheck:
         if keep:
             self._save_trusted(root_id)
 
+    def make_path_sound(self, root_id: pygit2.Oid, path: str) -> None:
+        """Check the folders on the way to ``path`` under root tree ``root_id``, and every
+        tree under ``path`` when it is a folder: what reading one record of an old
+        commit needs, whatever the rest of its tree holds."""
+        if root_id in self.sound:
+            return
+        tree_id, where = root_id, ""
+        for part in path.split("/"):
+            tree = self.load(tree_id, f"folder {where or '/'}")
+            try:
+                entry = tree[part]
+            except KeyError:
+                return
+            if entry.type_str != "tree":
+                return  # a file: its blob is checked when it is read
+            tree_id, where = entry.id, join(where, part)
+        self._sound_below(tree_id, None, where)
+
     def _sound_below(self, tree_id: pygit2.Oid, trusted_id: pygit2.Oid | None, where: str) -> None:
         if tree_id in self.sound:
             return

@@ -115,7 +115,7 @@ class Refs:
 
     def committer_of(self, commit: str) -> Identity:
         """Who committed ``commit`` (EngineError when there is no such commit)."""
-        signature = self._repo[self._reader.resolve(commit)].committer
+        signature = self._reader.commit(commit).committer
         return Identity(signature.name, signature.email)
 
     def rescue_refs(self) -> dict[str, str]:

@@ -74,13 +74,22 @@ class Reader:
         except (ValueError, KeyError, pygit2.GitError, pygit2.InvalidSpecError):
             return None
 
-    def tree_of(self, commit: str | pygit2.Oid | None) -> pygit2.Tree | None:
-        """The root tree of a commit, every tree under it checked."""
+    def commit(self, rev: str) -> pygit2.Commit:
+        """The commit ``rev`` names, checked; its history is not (see :meth:`resolve`)."""
+        oid = self._plain_id(rev) or self.resolve(rev)
+        return self._objects.load(oid, "a commit").peel(pygit2.Commit)
+
+    def tree_of(self, commit: str | pygit2.Oid | None, scope: str | None = None) -> pygit2.Tree | None:
+        """The root tree of a commit, every tree under it checked (with ``scope``, a path:
+        only the folders on the way to it and under it, for reading that path alone)."""
         if commit is None:
             return None
         oid = commit if isinstance(commit, pygit2.Oid) else self.resolve(commit)
         tree_id = self._objects.load(oid, "a commit").peel(pygit2.Commit).tree_id
-        self._objects.make_sound(tree_id, keep=oid == self.tip())
+        if scope:
+            self._objects.make_path_sound(tree_id, scope)
+        else:
+            self._objects.make_sound(tree_id, keep=oid == self.tip())
         return self._objects.load(tree_id, "folder /")
 
     def tree(self, tree_id: pygit2.Oid) -> pygit2.Tree:
@@ -128,12 +137,13 @@ class Reader:
 
 
 class Snapshot:
-    """A read-only view of the tree of one commit (or of the empty tree before the first one)."""
+    """A read-only view of the tree of one commit (or of the empty tree before the first one).
+    With ``scope`` (a path), only that path is checked for damage, and only it may be read."""
 
-    def __init__(self, reader: Reader, commit_id: pygit2.Oid | None):
+    def __init__(self, reader: Reader, commit_id: pygit2.Oid | None, scope: str | None = None):
         self._reader = reader
         self.commit_id = commit_id
-        self._tree = reader.tree_of(commit_id) if commit_id else None
+        self._tree = reader.tree_of(commit_id, scope) if commit_id else None
 
     @property
     def id(self) -> str | None:

@@ -6,7 +6,9 @@ in the work tree at any moment, and a write must never overwrite what they saved
 write replaces a file only while it still holds the version the commit started from:
 the new file is swapped in atomically (renameat2 RENAME_EXCHANGE) and the file it
 displaced is checked, and put back when a save got in first. What a write leaves alone
-is an uncommitted hand edit, for gitmem.handedits to commit. Stat data vouches for a
+is an uncommitted hand edit, for gitmem.handedits to commit. The file a write displaces
+is kept a moment (:mod:`gitmem.git.displaced`): bytes a writer that had it open still
+puts there are merged as a hand edit. Stat data vouches for a
 file's content once the file is older than the file system's timestamp granularity
 (git's "racy" rule). What each file was left holding goes into the journal
 (:mod:`gitmem.git.journal`).
@@ -26,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from gitmem.git.base import (BRANCH, DIR_MODE, FILE_MODE, REF, Changes, UnsafePath, check_path,
                              fsync_path, process_alive, reason, unlink)
+from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.journal import Journal
 from gitmem.git.snapshot import Snapshot
 from gitmem.git.statcache import StatCache, git_blob_id, racy, read_regular, stat_key
@@ -45,11 +48,13 @@ class WorkTree:
     ``tmp_dir`` holds files being written; ``journal`` records what each file was left
     holding; ``stat_cache`` vouches for files by their stat data; ``content_id(data)``
     hashes content read from a file (and may keep it, as the reader's cache does);
-    ``durability`` "fsync" puts each write on disk before it returns.
+    ``durability`` "fsync" puts each write on disk before it returns; ``displaced``
+    keeps the files a write replaced or deleted for a moment (None: removed at once).
     """
 
     def __init__(self, workdir: Path, gitdir: Path, tmp_dir: Path, *, journal: Journal,
-                 stat_cache: StatCache, content_id: Callable[[bytes], str], durability: str):
+                 stat_cache: StatCache, content_id: Callable[[bytes], str], durability: str,
+                 displaced: DisplacedFiles | None = None):
         self.workdir = workdir
         self._gitdir = gitdir
         self._tmp_dir = tmp_dir
@@ -57,6 +62,7 @@ class WorkTree:
         self._stat_cache = stat_cache
         self._content_id = content_id
         self._durability = durability
+        self._displaced = displaced
 
     def write(self, changes: Changes, expected: Snapshot | Mapping[str, str | None] | None = None,
               blob_ids: Mapping[str, str] | None = None) -> None:
@@ -129,6 +135,24 @@ class WorkTree:
         """The absolute work-tree path of repository path ``path``."""
         return self.workdir / check_path(path)
 
+    def hidden_by(self, path: str) -> str | None:
+        """The folder on the way to ``path`` that gitmem cannot see into: a symlink (never
+        followed), a file, or one it may not read; None when there is none (a folder that
+        is missing hides nothing: what was under it is gone)."""
+        parts = check_path(path).split("/")
+        current = str(self.workdir)
+        for depth, part in enumerate(parts[:-1]):
+            current = f"{current}/{part}"
+            try:
+                st = os.lstat(current)
+            except FileNotFoundError:
+                return None
+            except OSError:
+                return "/".join(parts[:depth + 1])
+            if not stat.S_ISDIR(st.st_mode) or not os.access(current, os.R_OK | os.X_OK):
+                return "/".join(parts[:depth + 1])
+        return None
+
     def _safe_target(self, path: str, *, create_parents: bool) -> Path | None:
         """The work-tree path for ``path``, refusing to pass through symlinks or files."""
         parts = check_path(path).split("/")
@@ -142,6 +166,10 @@ class WorkTree:
                     return None
                 os.mkdir(current, DIR_MODE)
                 continue
+            except PermissionError:  # a folder on the way that may not be read
+                if create_parents:
+                    raise
+                return None
             if not stat.S_ISDIR(st.st_mode):  # a symlink or a file where a folder belongs
                 if create_parents:
                     raise UnsafePath(f"{current} is not a folder; refusing to write {path!r}")
@@ -245,23 +273,27 @@ class WorkTree:
     def _file_id(self, path: str, file: Path, *, moved: bool = False) -> str | None:
         """The blob id of regular ``file``: the work-tree file of ``path``, or (``moved``)
         what a write just displaced from there, whose ctime the move changed."""
+        return self._checked_id(path, file, moved=moved)[0]
+
+    def _checked_id(self, path: str, file: Path, *, moved: bool = False) -> tuple[str | None, tuple[int, int]]:
+        """:meth:`_file_id`, and the (size, mtime_ns) that ``file`` had for that answer."""
         checked_at = time.time_ns()
         try:
             st = os.lstat(file)
         except OSError:
-            return None
+            return None, (-1, -1)
         if not stat.S_ISREG(st.st_mode):
-            return None
+            return None, (-1, -1)
         known = self._stat_cache.lookup(path, st, moved=moved)
         if known is not None:
-            return known
+            return known, (st.st_size, st.st_mtime_ns)
         found = read_regular(file)
         if found is None:
-            return None
+            return None, (-1, -1)
         blob_id = self._content_id(found[0])
         if not moved and not racy(st, checked_at):
             self._stat_cache.note(path, st, blob_id)
-        return blob_id
+        return blob_id, (len(found[0]), found[1].st_mtime_ns)
 
     def _note_written(self, path: str, target: Path, data: bytes, written: tuple[int, int, int],
                       blob_id: str | None) -> None:
@@ -297,22 +329,58 @@ class WorkTree:
                 self.journal.wrote(path, None)
             return
         tmp, written = self._write_tmp(data)
+        displaced = None  # (file, blob id, (size, mtime)): what the write took out of the work tree
         try:
             if base_id is None:
                 _rename_noreplace(tmp, target)
             elif not _renameat2(tmp, target, _RENAME_EXCHANGE):  # cannot swap here: check, replace
-                if self._file_id(path, target) != base_id:
+                displaced = self._replace_checked(path, tmp, target, base_id)
+            else:
+                on_disk, key = self._checked_id(path, tmp, moved=True)
+                if on_disk != base_id:
+                    _renameat2(tmp, target, _RENAME_EXCHANGE)  # a save got in first: put it back
+                    self._hold(path, tmp, blob_id or git_blob_id(data), written[1:])  # ours, briefly there
+                    tmp = None
                     raise FileExistsError(target)
-                os.replace(tmp, target)
-            elif self._file_id(path, tmp, moved=True) != base_id:
-                _renameat2(tmp, target, _RENAME_EXCHANGE)  # a save got in first: put it back
-                raise FileExistsError(target)
+                displaced = (tmp, base_id, key)
+                tmp = None
             self._note_written(path, target, data, written, blob_id)
             self.journal.wrote(path, blob_id)
         except (FileExistsError, FileNotFoundError):
             log.info("left %s alone: it holds an uncommitted hand edit", path)
         finally:
-            unlink(tmp)
+            if tmp is not None:
+                unlink(tmp)
+            if displaced is not None:
+                self._hold(path, *displaced)
+
+    def _replace_checked(self, path: str, tmp: Path, target: Path,
+                         base_id: str) -> tuple[Path, str, tuple[int, int]] | None:
+        """Where the file system cannot swap: replace ``target`` by ``tmp`` if it holds
+        ``base_id`` (FileExistsError if not), and return the displaced file kept under a
+        second name (None where the file system has no hard links)."""
+        kept = self._tmp_path()
+        try:
+            os.link(target, kept, follow_symlinks=False)
+        except OSError:
+            kept = None
+        try:
+            on_disk, key = self._checked_id(path, kept or target, moved=kept is not None)
+            if on_disk != base_id:
+                raise FileExistsError(target)
+            os.replace(tmp, target)
+        except BaseException:
+            if kept is not None:
+                unlink(kept)
+            raise
+        return (kept, base_id, key) if kept is not None else None
+
+    def _hold(self, path: str, file: Path, blob_id: str, key: tuple[int, int]) -> None:
+        """Keep ``file``, just taken out of the work tree holding ``blob_id``, for late bytes."""
+        if self._displaced is None:
+            unlink(file)
+        else:
+            self._displaced.hold(path, file, blob_id, key)
 
     def _delete_unless_edited(self, path: str, target: Path, base_id: str | None) -> bool:
         """Delete the file at ``path`` if it holds ``base_id``; True when no file is left of
@@ -329,8 +397,9 @@ class WorkTree:
             os.rename(target, hold)
         except FileNotFoundError:
             return True
-        if self._file_id(path, hold, moved=True) == base_id:
-            unlink(hold)
+        on_disk, key = self._checked_id(path, hold, moved=True)
+        if on_disk == base_id:
+            self._hold(path, hold, base_id, key)
             self._prune_empty_dirs(target.parent)
             return True
         try:

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
-from ruamel.yaml.scalarstring import DoubleQuotedScalarString
-from ruamel.yaml.util import load_yaml_guess_indent
+from typing import TYPE_CHECKING
 
 from gitmem.protocol.rpc import InvalidParams
+
+if TYPE_CHECKING:  # ruamel.yaml is imported where a file is read or written: a server
+    from ruamel.yaml import YAML  # without a handler list (kaboo's) never loads it
 
 KINDS = ("sessionHistory", "agentMemory", "userMemory")
 DEFAULT_FILE = "storage-handlers.yaml"
@@ -118,6 +117,8 @@ def add_handler(
     `HandlerConfigError`, leaving the file as it was, if the id is already listed or
     the result would not be a valid list.
     """
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
     path = Path(path)
     if path.exists():
         doc, style = _read(path)
@@ -163,6 +164,7 @@ def _entries(doc: Any, source: Path) -> list:
     if not isinstance(doc, Mapping) or "storageHandlers" not in doc:
         raise HandlerConfigError(f"{source}: expected a top-level storageHandlers list")
     if doc["storageHandlers"] is None:  # `storageHandlers:` with every entry commented out
+        from ruamel.yaml.comments import CommentedSeq
         doc["storageHandlers"] = CommentedSeq()
     if not isinstance(doc["storageHandlers"], list):
         raise HandlerConfigError(f"{source}: storageHandlers must be a list")
@@ -194,6 +196,7 @@ def _validate(doc: Any, source: Path) -> list[Handler]:
 
 
 def _yaml() -> YAML:
+    from ruamel.yaml import YAML
     yaml = YAML()  # round-trip: keeps comments, order and quotes
     yaml.preserve_quotes = True
     yaml.width = 4096  # never fold a long line
@@ -202,6 +205,8 @@ def _yaml() -> YAML:
 
 def _read(path: Path) -> tuple[Any, tuple[int | None, int | None]]:
     """The parsed file and its guessed YAML indentation (sequence indent, dash offset)."""
+    from ruamel.yaml.error import YAMLError
+    from ruamel.yaml.util import load_yaml_guess_indent
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:

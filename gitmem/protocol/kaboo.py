@@ -3,8 +3,10 @@
 Params and results use the contract's names (``threadId``, ``agentId``, ``ownerId``);
 writes answer ``{"ok": true}`` once their commit exists, reads splice the stored JSON
 into the answer without decoding it. A missing or wrong param is -32602 naming it.
+No answer is capped by ``max_response`` (only nui's reader needs the cap, and nui never
+calls ``threads.*``). ``threads.info`` gives the version, for the adapter's handshake.
 
-    rpc.serve(thread_methods(mem.threads), sys.stdin.buffer, sys.stdout.buffer)
+    rpc.serve(thread_methods(mem.threads, version=gitmem.__version__), sys.stdin.buffer, sys.stdout.buffer)
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.jsontexts import JsonTexts
 from gitmem.protocol.rpc import (InvalidParams, RawJSON, json_texts, not_an_object, object_texts,
-                                 param, parse_json)
+                                 param, parse_json, uncapped)
 
 if TYPE_CHECKING:  # the store is handed in by whoever builds the table
     from gitmem.stores import ThreadStore
@@ -22,9 +24,13 @@ if TYPE_CHECKING:  # the store is handed in by whoever builds the table
 OK = {"ok": True}
 
 
-def thread_methods(store: ThreadStore) -> dict[str, Callable[[dict], Any]]:
-    """The method table: ``threads.appendEvents``, ``readEvents``, ``readState``,
-    ``saveMessages``, ``readMessages``, ``list`` and ``clear``."""
+def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[dict], Any]]:
+    """The method table: ``threads.info`` (``{name, version}``: ``version`` is gitmem's),
+    ``appendEvents``, ``readEvents``, ``readState``, ``saveMessages``, ``readMessages``,
+    ``list`` and ``clear``."""
+
+    def info(params: dict) -> dict:
+        return {"name": "gitmem", "version": version}
 
     def append_events(params: dict) -> dict:
         thread_id, agent_id = param(params, "threadId"), param(params, "agentId")
@@ -32,9 +38,11 @@ def thread_methods(store: ThreadStore) -> dict[str, Callable[[dict], Any]]:
         store.append_events(thread_id, agent_id, events, param(params, "ownerId", default=None))
         return OK
 
+    @uncapped
     def read_events(params: dict) -> dict:
         return {"events": RawJSON(store.read_events_json(param(params, "threadId")))}
 
+    @uncapped
     def read_state(params: dict) -> dict:
         return {"state": RawJSON(store.read_state_json(param(params, "threadId")))}
 
@@ -44,9 +52,11 @@ def thread_methods(store: ThreadStore) -> dict[str, Callable[[dict], Any]]:
         store.save_messages(thread_id, JsonTexts(object_texts(params, "messages"), parse_json))
         return OK
 
+    @uncapped
     def read_messages(params: dict) -> dict:
         return {"messages": RawJSON(store.read_messages_json(param(params, "threadId")))}
 
+    @uncapped
     def list_threads(params: dict) -> dict:
         filter_ = param(params, "filter", dict, default={})
         if "ownerId" not in filter_:
@@ -63,6 +73,7 @@ def thread_methods(store: ThreadStore) -> dict[str, Callable[[dict], Any]]:
         return OK
 
     return {
+        "threads.info": info,
         "threads.appendEvents": append_events,
         "threads.readEvents": read_events,
         "threads.readState": read_state,

@@ -134,6 +134,13 @@ def json_texts(name: str) -> Callable[[Method], Method]:
     return mark
 
 
+def uncapped(method: Method) -> Method:
+    """Mark a method whose answers no line-limited reader reads (kaboo's ``threads.*``;
+    nui never calls them): `serve`'s `max_response` does not apply to them."""
+    method.uncapped = True
+    return method
+
+
 def object_texts(params: Mapping[str, Any], name: str, default: Any = _REQUIRED) -> Sequence[Any]:
     """`params[name]` of a `json_texts` method: the texts of an array of JSON objects,
     checked by their first byte (a text has no space around it: an object's starts with
@@ -191,7 +198,7 @@ def serve(
     outcome, duration, sizes, and `log_context(params)` if given (keep it free of
     content); tracebacks go to it at ERROR. A request line longer than `max_line`
     bytes is skipped unread and answered -32600; an answer longer than `max_response`
-    bytes is replaced by a -32000 error. For each signal in `stop_signals` (only
+    bytes is replaced by a -32000 error, unless its method is marked `uncapped`. For each signal in `stop_signals` (only
     possible from the main thread) a handler is installed for the duration of the
     call: the request in progress is finished and answered, then `serve` returns. The
     last answer (to `Shutdown`, or after a stop signal) is written only once its log
@@ -312,7 +319,7 @@ class _Loop:
             message = "result is not JSON: " + _one_line(error)
             call.reply = {"error": {"code": INTERNAL_ERROR, "message": message}}
             data = _encode({"jsonrpc": "2.0", "id": call.id, **call.reply}) + b"\n"
-        if len(data) > self.max_response:
+        if len(data) > self.max_response and not _is_uncapped(self.methods, call.method):
             call.reply = {
                 "error": {
                     "code": RESPONSE_TOO_LARGE,
@@ -528,6 +535,11 @@ def _decode_request(line: bytes, methods: Mapping[str, Method]) -> Any:
 def _texts_param(methods: Mapping[str, Method], name: Any) -> str | None:
     method = methods.get(name) if isinstance(name, str) else None
     return getattr(method, "json_texts", None)
+
+
+def _is_uncapped(methods: Mapping[str, Method], name: Any) -> bool:
+    method = methods.get(name) if isinstance(name, str) else None
+    return getattr(method, "uncapped", False)
 
 
 def _is_id(value: Any) -> bool:

@@ -7,8 +7,9 @@ makes no commit, and neither does deleting what is not there.
 nui appends by reading, joining ``existing + "\n\n" + block`` and sending a replace from
 a thread of its own, so two appends made back to back both extend the same version
 and arrive in either order. With ``stale_window`` a replace is checked against the
-versions of the last seconds (see :meth:`MemoryStore.write`): one that extends an
-earlier version is merged onto HEAD, one that *is* an earlier version is dropped.
+versions of the last seconds and against the versions this store served to reads (see
+:meth:`MemoryStore.write`): one made from an earlier version is merged onto HEAD, one
+that *is* an earlier version is dropped.
 
     memory = MemoryStore(engine)
     memory.write("likes tea", agent_id="reviewer", mode="append")
@@ -17,6 +18,7 @@ earlier version is merged onto HEAD, one that *is* an earlier version is dropped
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -63,71 +65,117 @@ class MemoryStore:
         # wrote: only those can be the earlier version a stale replace was made from
         self._seen: dict[str, deque[tuple[float, str]]] = {}
         self._written: dict[str, tuple[str, str]] = {}  # {path: (blob id, text)} last checked
+        self._served: dict[str, deque[Served]] = {}  # the reads answered, newest last
 
     @staticmethod
     def path(agent_id: str | None = None) -> str:
         return layout.USER_MEMORY if agent_id is None else layout.agent_memory_path(agent_id)
 
     def read(self, agent_id: str | None = None, *, snapshot: Snapshot | None = None) -> str:
-        """The memory's content, "" when there is none."""
+        """The memory's content, "" when there is none.
+
+        A read of HEAD (no ``snapshot`` given) is remembered: a replace may be made from it.
+        """
         path = self.path(agent_id)
-        snapshot = snapshot or self.engine.snapshot(scope=path)
-        data = snapshot.read_parsed(path, _decode)
-        return data or ""
+        if snapshot is not None:
+            return snapshot.read_parsed(path, _decode) or ""
+        snapshot = self.engine.snapshot(scope=path)
+        data = snapshot.read_parsed(path, _decode) or ""
+        served = self._served.get(path)
+        if served is None:
+            served = self._served[path] = deque(maxlen=STALE_VERSIONS)
+        served.append(Served(time.monotonic(), data, snapshot.commit_id))
+        return data
 
     def write(self, content: str, agent_id: str | None = None, mode: str = "replace",
               *, trailers: Mapping[str, str] | None = None,
               stale_window: float | None = None) -> str | None:
         """Replace the memory with ``content`` or append it; returns the commit id (None: no change).
 
-        With ``stale_window`` (seconds; None or 0: off), a replace that does not extend HEAD is compared
+        With ``stale_window`` (seconds; None or 0: off), a replace is made from one of the
+        reads this store answered in the last ``stale_window`` seconds (each taken by one
+        write at most), and when HEAD has moved on from that read's version V it is merged
+        three-way onto HEAD from V. Of several reads, V is the longest version the text is
+        or extends (V, a blank line, more; any text extends the empty version), the newest
+        read on a tie, else the newest read: so text that continues no served version
+        (read, then other text written) stays a replace, and the one replace merged that
+        was meant to replace is text starting afresh within the window after a read of
+        the empty version that no write took (its replaced text is kept: nothing is lost).
+
+        A replace made from no such read (or from HEAD's version) that does not extend HEAD is compared
         with the versions of the last ``stale_window`` seconds (and the one they
-        replaced): if it extends one, V (V, a blank line, more), it was made from V
-        before HEAD moved on, and is merged three-way onto HEAD from V (the commit's
-        ``Gitmem-Merged-Base`` trailer names V's commit); if it *is* one that HEAD
-        extends, it is a late duplicate and makes no commit.
+        replaced): if it extends one, V, it was made from V before HEAD moved on, and is
+        merged three-way onto HEAD from V; if it *is* one that HEAD extends, it is a late
+        duplicate and makes no commit. A merge's ``Gitmem-Merged-Base`` trailer names V's
+        commit.
         """
         if mode not in MODES:
             raise ValueError(f"writeMode must be 'replace' or 'append', not {mode!r}")
         path = self.path(agent_id)
         verb = "append to" if mode == "append" else "replace"
-        for attempt in range(STALE_ATTEMPTS + 1):
-            check = mode == "replace" and bool(stale_window) and attempt < STALE_ATTEMPTS
-            found: list[Stale] = []
+        read = None
+        if mode == "replace" and stale_window:
+            read = self._read_made_from(path, normalise(content), stale_window)
+        try:
+            for attempt in range(STALE_ATTEMPTS + 1):
+                check = mode == "replace" and bool(stale_window) and attempt < STALE_ATTEMPTS
+                found: list[Stale] = []
 
-            def changes(snapshot: Snapshot):
-                new = content
-                if mode == "append":
-                    new = join_blocks(self.read(agent_id, snapshot=snapshot), content)
-                elif check:
-                    stale = self._stale(path, snapshot, content, stale_window)
-                    if stale is not None:
-                        found.append(stale)
-                        return None
-                return {path: normalise(new).encode("utf-8", "surrogateescape")}
+                def changes(snapshot: Snapshot):
+                    new = content
+                    if mode == "append":
+                        new = join_blocks(self.read(agent_id, snapshot=snapshot), content)
+                    elif check:
+                        stale = self._stale(path, snapshot, content, stale_window, read)
+                        if stale is not None:
+                            found.append(stale)
+                            return None
+                    return {path: normalise(new).encode("utf-8", "surrogateescape")}
 
-            commit = self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
-                                        record_trailers(f"memory.{mode}", _record(agent_id), trailers),
-                                        scope=path)
-            if not found:
-                return commit
-            if found[0].merged is None:
-                log.info("late duplicate of %s not applied: it is the version of %s, which "
-                         "HEAD extends", _describe(agent_id), found[0].base)
-                return None
-            commit, moved = self._merge(path, agent_id, found[0], trailers)
-            if not moved:
-                return commit
-        raise AssertionError("unreachable: the last attempt checks nothing")
+                commit = self.engine.update(changes, f"memory: {verb} {_describe(agent_id)}",
+                                            record_trailers(f"memory.{mode}", _record(agent_id), trailers),
+                                            scope=path)
+                if not found:
+                    return commit
+                if found[0].merged is None:
+                    log.info("late duplicate of %s not applied: it is the version of %s, which "
+                             "HEAD extends", _describe(agent_id), found[0].base)
+                    return None
+                commit, moved = self._merge(path, agent_id, found[0], trailers)
+                if not moved:
+                    return commit
+            raise AssertionError("unreachable: the last attempt checks nothing")
+        finally:
+            if read is not None:
+                read.taken = True
 
-    def _stale(self, path: str, snapshot: Snapshot, content: str, window: float) -> Stale | None:
-        """What to do with a replace that may be stale (see :meth:`write`); None: replace.
+    def _read_made_from(self, path: str, new: str, window: float) -> Served | None:
+        """The read of the last ``window`` seconds that replace text ``new`` was made from
+        (see :meth:`write`), not taken by another write yet; None when there is none."""
+        served = self._served.get(path)
+        if not served:
+            return None
+        now = time.monotonic()
+        best = newest = None
+        for read in served:  # oldest first: a later read wins a tie
+            if read.taken or now - read.time > window:
+                continue
+            newest = read
+            if _made_from(new, normalise(read.text)) and (best is None or len(read.text) >= len(best.text)):
+                best = read
+        return best or newest
+
+    def _stale(self, path: str, snapshot: Snapshot, content: str, window: float,
+               read: Served | None = None) -> Stale | None:
+        """What to do with a replace that may be stale (see :meth:`write`), made from
+        ``read`` if it is known; None: replace.
 
         Cheap checks first: a replace that extends HEAD (nui's append in order) or
         shares no block with it needs no history, nor one whose earlier version this
         store has not seen at HEAD in the window; only then are commits walked, at most
         :data:`STALE_WALK` and none older than the window. (A memory's first blocks,
-        appended back to back onto nothing, share nothing: they are replaces.)
+        appended back to back onto nothing, share nothing: only the reads of the empty
+        version they were made from tell them from replaces.)
         """
         head_id = snapshot.blob_id(path)
         written = self._written.get(path)
@@ -144,6 +192,14 @@ class MemoryStore:
             seen.append((now, head_id))  # the version this write replaces
         seen.append((now, new_id))
         self._written[path] = (new_id, new)
+        if read is not None and new and read.text != head and _made_from(new, normalise(read.text)):
+            base = str(read.commit) if read.commit else None
+            if new == normalise(read.text) and head.startswith(new.rstrip("\n") + BLOCK):
+                return Stale(base, head_id, None)
+            merged, _ = merge_file(path, read.text.encode("utf-8", "surrogateescape"),
+                                   head.encode("utf-8", "surrogateescape"),
+                                   new.encode("utf-8", "surrogateescape"))
+            return Stale(base, head_id, merged)
         if not head or new == head or new.startswith(head.rstrip("\n") + BLOCK):
             return None
         wanted: dict[str, str] = {}  # version (blob id) -> its text
@@ -203,7 +259,7 @@ class MemoryStore:
         commit = self.engine.update(
             changes, f"memory: merge a stale replace into {_describe(agent_id)}",
             record_trailers("memory.replace", _record(agent_id),
-                            {**(trailers or {}), "Gitmem-Merged-Base": stale.base}),
+                            {**(trailers or {}), **({"Gitmem-Merged-Base": stale.base} if stale.base else {})}),
             scope=path)
         if not moved:
             log.info("stale replace of %s merged onto HEAD from the version of %s",
@@ -232,13 +288,32 @@ class MemoryStore:
         return found
 
 
+@dataclasses.dataclass(eq=False, slots=True)
+class Served:
+    """A read this store answered: when (monotonic), the text served, the commit read, and
+    whether a write was made from it already."""
+
+    time: float
+    text: str
+    commit: object  # pygit2.Oid (None: no commit yet), turned into text only when used
+    taken: bool = False
+
+
 class Stale(NamedTuple):
     """A replace made from an earlier version: the commit that holds that version, HEAD's
     version (blob id) when it was checked, and the merge (None: a late duplicate)."""
 
-    base: str
+    base: str | None  # None: read before the repository's first commit
     head: str | None
     merged: bytes | None
+
+
+def _made_from(new: str, version: str) -> bool:
+    """True when text ``new`` may have been made from ``version``: it is that version or
+    extends it (the version, a blank line, more: nui trims the version's whitespace before
+    it joins); any text extends the empty version."""
+    trimmed = version.strip()
+    return not trimmed or new == version or new.startswith(trimmed + BLOCK)
 
 
 def _decode(data: bytes) -> str:

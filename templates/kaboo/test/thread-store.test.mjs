@@ -1,5 +1,5 @@
 // GitMemThreadStore against a real `gitmem serve`, called the way kaboo's runner calls
-// its store. $GITMEM_CMD is how to run gitmem (default "gitmem"; e.g.
+// its store. $GITMEM_CMD is how to run gitmem (default $GITMEM, else "gitmem"; e.g.
 // "/path/venv/bin/python -P -m gitmem").
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
@@ -12,7 +12,7 @@ import { promisify } from "node:util";
 
 import { GitMemError, GitMemThreadStore } from "../gitmem-thread-store.mjs";
 
-const GITMEM = (process.env.GITMEM_CMD || "gitmem").split(/\s+/).filter(Boolean);
+const GITMEM = (process.env.GITMEM_CMD || process.env.GITMEM || "gitmem").split(/\s+/).filter(Boolean);
 const scratch = mkdtempSync(join(tmpdir(), "gitmem-kaboo-"));
 after(() => rmSync(scratch, { recursive: true, force: true }));
 

@@ -1,0 +1,135 @@
+"""``gitmem bench`` scenarios for ``gitmem mcp`` (issue 27).
+
+- A memory write (replace, 2 KB) as a ``memory_write`` tool call through ``gitmem mcp``
+  against the same write as ``storage.agentMemory.write`` through ``gitmem serve
+  --no-watch``, one request in flight each, on one repository (a record each): target
+  at most 1.3x. The requests are encoded before the clock starts (the client's work).
+- ``gitmem mcp`` from its spawn to the answer to ``initialize``, against ``python -c
+  "import pygit2"`` and against importing the MCP SDK alone (what the SDK costs a start).
+
+    gitmem bench --only mcp
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from gitmem.bench.cold import bytecode_env, exited, spawn_rows
+from gitmem.bench.core import Bench
+from gitmem.bench.serve import ServeWrite, memory_request
+from gitmem.bench.workloads import GIT_ENV, GITMEM, build_repository, memory_content
+
+WRITE_TARGET = 1.3  # a write through MCP against the same write through gitmem serve
+MCP_RECORD = "bench-mcp"  # the MCP server's record, beside serve's in one repository
+SDK_IMPORTS = "import mcp.server.lowlevel, mcp.server.stdio"  # what gitmem.protocol.mcp loads
+
+
+class McpProcess:
+    """A ``gitmem mcp`` subprocess and a client of its newline-delimited JSON-RPC that waits
+    for each answer (the framing every stdio MCP client uses)."""
+
+    def __init__(self, repo: Path, env: dict[str, str] = GIT_ENV):
+        self.process = subprocess.Popen([*GITMEM, "mcp", "--repo", str(repo)],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 0
+
+    def initialize(self) -> Any:
+        """The handshake: ``initialize`` answered, then ``notifications/initialized`` sent."""
+        result = self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                          "clientInfo": {"name": "gitmem-bench", "version": "1"}})
+        self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.process.stdin.flush()
+        return result
+
+    def call(self, method: str, params: dict[str, Any]) -> Any:
+        return self.send(self.encode(method, params))
+
+    def encode(self, method: str, params: dict[str, Any]) -> bytes:
+        self.next_id += 1
+        return json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                           "params": params}, separators=(",", ":")).encode() + b"\n"
+
+    def send(self, request: bytes) -> Any:
+        self.process.stdin.write(request)
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("gitmem mcp exited without answering")
+        answer = json.loads(line)
+        if "error" in answer or answer["result"].get("isError"):
+            raise RuntimeError(f"gitmem mcp: {answer}")
+        return answer["result"]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+
+
+class McpWrite(ServeWrite):
+    """A ``memory_write`` (replace) through ``gitmem mcp``, timed as :class:`ServeWrite` is."""
+
+    def __init__(self, repo: Path):  # the server initialised, the repository opened
+        self.server = McpProcess(repo)
+        self.server.initialize()
+        self.server.call("tools/call", {"name": "memory_read", "arguments": {"record": "user"}})
+        self.line = b""
+
+    def prepare(self, i: int) -> None:
+        self.line = self.server.encode("tools/call", {"name": "memory_write", "arguments": {
+            "record": f"agent:{MCP_RECORD}", "content": memory_content(i).decode(), "mode": "replace"}})
+
+
+def mcp_write(bench: Bench) -> None:
+    """A memory write through ``gitmem mcp`` against the same write through ``gitmem serve``."""
+    repo = build_repository(bench.workdir / "mcp-write", 10)
+    served = ServeWrite(repo, memory_request, options=["--no-watch"])
+    through_mcp = McpWrite(repo)
+    try:
+        serve_row, mcp_row = bench.measure("mcp write", "10 files", {
+            "serve --no-watch: storage.agentMemory.write round trip": served,
+            "gitmem mcp: memory_write tool call round trip": through_mcp,
+        }).values()
+    finally:
+        served.close()
+        through_mcp.close()
+    bench.compare(mcp_row, serve_row, WRITE_TARGET)
+
+
+def initialized(repo: Path, env: dict[str, str]):
+    """Seconds from spawning ``gitmem mcp`` to its answer to ``initialize``."""
+    def spawn() -> float:
+        began = time.perf_counter()
+        server = McpProcess(repo, env)
+        try:
+            server.initialize()
+            return time.perf_counter() - began
+        finally:
+            server.close()
+    return spawn
+
+
+def mcp_startup(bench: Bench) -> None:
+    """``gitmem mcp``'s first answer against importing pygit2, and the SDK's import alone."""
+    repo = build_repository(bench.workdir / "mcp-startup", 10)
+    env = bytecode_env(bench)
+    pygit2_row, sdk_row, start_row = spawn_rows(bench, "mcp start-up", "10 files", {
+        'python -c "import pygit2" (start and exit)': exited([sys.executable, "-c", "import pygit2"], env),
+        f'python -c "{SDK_IMPORTS}" (start and exit)': exited([sys.executable, "-c", SDK_IMPORTS], env),
+        "gitmem mcp: spawn to the initialize answer": initialized(repo, env),
+    }, runs=bench.pick(3, 11)).values()
+    bench.compare(start_row, pygit2_row)
+    bench.compare(sdk_row, pygit2_row, what="  the SDK's import / import pygit2")
+
+
+SCENARIOS = [mcp_write, mcp_startup]

@@ -1,0 +1,487 @@
+"""`gitmem search` (issue 26): every record and its history, from an index git derives.
+
+Words are planted the ways the world writes them (a real `gitmem serve` spoken to as
+nui and kaboo speak, an editor's save, plain `git commit`, a second clone synced
+through a bare remote) and looked for with the real command.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pty
+import random
+import re
+import select
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from gitmem.errors import BadQuery
+from gitmem.git.lock import FileLock
+from gitmem.repository import Gitmem
+from gitmem.search import FILE, LOCK_FILE, to_fts
+from nui_client import NuiHost, install_as_nui
+
+SESSIONS = "gitmem-sessions"
+AGENT_MEMORY = "gitmem-agent-memory"
+USER_MEMORY = "gitmem-user-memory"
+
+
+def search(repo: Path, query: str, *options: str) -> list[dict]:
+    """``gitmem search QUERY OPTIONS --json`` on ``repo``."""
+    done = subprocess.run([sys.executable, "-m", "gitmem", "--repo", str(repo), "search",
+                           "--json", *options, "--", query], capture_output=True, text=True,
+                          env=SUBPROCESS_ENV, timeout=120)
+    assert done.returncode == 0, done.stderr
+    # no progress bar on a pipe; only the notice of commits a person's reset took off main
+    assert [line for line in done.stderr.splitlines()
+            if not line.startswith("gitmem: main no longer holds gitmem commit")] == []
+    return json.loads(done.stdout)
+
+
+def found_in(repo: Path, query: str, *options: str) -> list[tuple[str, str]]:
+    return [(hit["record"], hit["unit"]) for hit in search(repo, query, *options)]
+
+
+def index_terms(repo: Path) -> set[str]:
+    """Every word the index holds (FTS5's own list of its terms)."""
+    db = sqlite3.connect(repo / ".git" / "gitmem" / FILE)
+    try:
+        db.execute("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, unit_search, 'row')")
+        return {term for (term,) in db.execute("SELECT term FROM temp.terms")}
+    finally:
+        db.close()
+
+
+def head(repo: Path) -> str:
+    return Git(repo)("rev-parse", "HEAD").strip()
+
+
+# -- words planted through the wire ----------------------------------------------------
+
+
+def test_words_written_through_serve_are_found_in_the_record_they_went_to(tmp_path):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    search(repo, "nothing")  # the index exists before the writes: they are caught up on
+    extension = install_as_nui(tmp_path, repo)
+    with NuiHost.spawn(extension) as host:
+        def write(method: str, params: dict) -> None:
+            assert host.call(method, params) == {"ok": True}
+
+        write("storage.userMemory.write", {"handlerId": USER_MEMORY, "writeMode": "append",
+                                           "content": "prefers Crème brûlée after lunch"})
+        write("storage.agentMemory.write", {"handlerId": AGENT_MEMORY, "agentId": "codex",
+                                            "writeMode": "append", "content": "# Codex\nuse tabs"})
+        write("storage.agentMemory.write", {"handlerId": AGENT_MEMORY, "agentId": "codex",
+                                            "writeMode": "append",
+                                            "content": "the deploy window is thursday"})
+        write("storage.session.write", {
+            "handlerId": SESSIONS, "agentType": "claude-code", "sessionId": "s/1",
+            "agentSessionId": "a1", "workingDir": "/w",
+            "messages": [{"role": "user", "content": "what about the zeppelin?"},
+                         {"role": "assistant", "content": [{"type": "text", "text": "it flies"}]}]})
+        write("threads.appendEvents", {
+            "threadId": "t1", "agentId": "planner",
+            "events": [{"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "ordering quokkas"}]})
+        host.close()
+    assert found_in(repo, "creme BRULEE") == [("user", "block")]  # case and accents ignored
+    assert found_in(repo, "thursday deploy") == [("agent:codex", "block")]
+    assert found_in(repo, "tabs") == [("agent:codex", "block")]
+    assert found_in(repo, "zeppelin") == [("session:claude-code/s/1", "message")]
+    assert found_in(repo, "flies") == [("session:claude-code/s/1", "message")]
+    assert found_in(repo, "quokkas") == [("thread:t1", "event")]
+    hit = search(repo, "quokkas")[0]
+    assert hit["snippet"] == "ordering **quokkas**"
+    assert hit["added"] == head(repo) and hit["removed"] is None and hit["score"] > 0
+    assert found_in(repo, "zeppelin", "--kind", "memory") == []
+    assert found_in(repo, "tabs OR zeppelin", "--kind", "session") == [("session:claude-code/s/1", "message")]
+    assert found_in(repo, "tabs OR zeppelin", "--record", "agent:codex") == [("agent:codex", "block")]
+    assert len(search(repo, "tabs OR zeppelin OR quokkas", "--limit", "2")) == 2
+
+
+def test_the_python_api_gives_the_same_hits_as_the_command(tmp_path):
+    repo = tmp_path / "repo"
+    with Gitmem.open(repo) as mem:
+        mem.memory.write("likes green tea", "reviewer", mode="append")
+        mem.memory.write("likes black coffee", None, mode="append")
+        hits = mem.search("likes", limit=5)
+        assert {hit.record for hit in hits} == {"agent:reviewer", "user"}
+        assert [h.as_json() for h in hits] == search(repo, "likes", "--limit", "5")
+        assert hits[0].as_json().keys() >= {"record", "snippet", "score", "added", "removed"}
+        with pytest.raises(BadQuery, match="unbalanced quote"):
+            mem.search('"green')
+
+
+# -- whoever wrote it -------------------------------------------------------------------
+
+
+def test_a_hand_edit_and_a_plain_git_commit_are_found(tmp_path):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    run_gitmem("memory", "write", "--user", repo=repo, input="likes tea")
+    run_gitmem("memory", "write", "--agent", "ops", repo=repo, input="pager duty")
+    assert search(repo, "tea")[0]["record"] == "user"
+    with open(repo / "memory" / "user.md", "a") as file:  # saved a moment ago, not committed
+        file.write("\nthe cat is called Pixel\n")
+    hits = search(repo, "pixel")
+    assert [(h["record"], h["snippet"]) for h in hits] == [("user", "the cat is called **Pixel**")]
+    git = Git(repo)
+    assert hits[0]["added"] == head(repo)
+    assert git("log", "-1", "--format=%(trailers:key=Gitmem-Op,valueonly)").strip() == "hand-edit"
+    (repo / "memory" / "agents" / "ops.md").write_text("pager duty\n\nrotation is weekly\n")
+    git("commit", "-qam", "ops: rotation")
+    assert found_in(repo, "rotation weekly") == [("agent:ops", "block")]
+    assert search(repo, "rotation")[0]["added"] == head(repo)
+
+
+def test_a_clones_first_open_leaves_the_index_stat_data_fresh(tmp_path):
+    """gitmem makes a clone's files private on its first open; the index is refreshed then,
+    so that a search's look at the work tree (one status) hashes no file again."""
+    source = tmp_path / "source"
+    run_gitmem("init", str(source))
+    run_gitmem("memory", "write", "--user", repo=source, input="likes tea")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(source), str(clone)], check=True, env=SUBPROCESS_ENV)
+    time.sleep(1.1)  # opened later than the clone's own second, as a person would
+    assert found_in(clone, "tea") == [("user", "block")]
+    assert (clone / "memory" / "user.md").stat().st_mode & 0o777 == 0o600
+    assert Git(clone)("diff-files", "--name-only") == ""  # no entry stat-dirty
+
+
+def test_a_change_synced_from_a_second_clone_and_a_clones_history(tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
+                   check=True, env=SUBPROCESS_ENV)
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_gitmem("init", str(a))
+    run_gitmem("memory", "write", "--user", repo=a, input="the office is in Lisbon")
+    run_gitmem("memory", "write", "--user", repo=a, input="the office is in Porto")  # Lisbon replaced
+    run_gitmem("remote", "add", "origin", str(remote), repo=a)
+    run_gitmem("sync", repo=a)
+    assert found_in(a, "porto") == [("user", "block")]
+
+    run_gitmem("clone", str(remote), str(b))  # the second machine: the whole history
+    assert found_in(b, "porto") == [("user", "block")]
+    assert found_in(b, "lisbon") == []
+    gone = search(b, "lisbon", "--history")
+    assert [(h["record"], h["removed"]) for h in gone] == [("user", head(a))]
+
+    run_gitmem("memory", "write", "--agent", "travel", "--append", repo=b, input="book the albatross")
+    run_gitmem("sync", repo=b)
+    run_gitmem("memory", "write", "--agent", "local", repo=a, input="meanwhile on a")  # diverged
+    run_gitmem("sync", repo=a)  # a merge of b's change
+    assert found_in(a, "albatross") == [("agent:travel", "block")]
+    assert found_in(a, "meanwhile") == [("agent:local", "block")]
+    assert Git(a)("rev-list", "--count", "--merges", "HEAD").strip() == "1"
+    # b takes a's merge (a fast-forward whose first-parent line is a's, not b's)
+    run_gitmem("sync", repo=b)
+    assert found_in(b, "meanwhile") == [("agent:local", "block")]
+    assert found_in(b, "albatross") == [("agent:travel", "block")]
+    assert [h["record"] for h in search(b, "albatross OR meanwhile OR porto", "--history")] \
+        == [h["record"] for h in search(b, "albatross OR meanwhile OR porto")]  # nothing went
+
+
+def test_a_merge_made_by_hand_where_this_machines_line_is_the_second_parent(tmp_path):
+    a = tmp_path / "a"
+    run_gitmem("init", str(a))
+    run_gitmem("memory", "write", "--user", repo=a, input="base fact")
+    git = Git(a)
+    git("branch", "other")
+    run_gitmem("memory", "write", "--agent", "mine", repo=a, input="ours says heron")
+    assert found_in(a, "heron") == [("agent:mine", "block")]  # indexed up to here
+    git("checkout", "-q", "other")
+    (a / "memory" / "agents").mkdir(exist_ok=True)
+    (a / "memory" / "agents" / "theirs.md").write_text("theirs says ibis\n")
+    git("add", "-A")
+    git("commit", "-qm", "theirs")
+    git("merge", "-q", "--no-edit", "main")
+    git("checkout", "-q", "main")
+    git("merge", "-q", "--ff-only", "other")
+    assert found_in(a, "heron") == [("agent:mine", "block")]
+    assert found_in(a, "ibis") == [("agent:theirs", "block")]
+    assert search(a, "heron", "--history")[0]["removed"] is None
+
+
+# -- history ----------------------------------------------------------------------------
+
+
+def test_a_word_replaced_away_is_found_only_in_history_with_the_commit_that_removed_it(tmp_path):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    run_gitmem("memory", "write", "--agent", "reviewer", repo=repo, input="ship on fridays")
+    added = head(repo)
+    assert found_in(repo, "fridays") == [("agent:reviewer", "block")]
+    run_gitmem("memory", "write", "--agent", "reviewer", repo=repo, input="ship on mondays")
+    removed = head(repo)
+    assert search(repo, "fridays") == []
+    hits = search(repo, "fridays", "--history")
+    git = Git(repo)
+    assert [(h["record"], h["added"], h["removed"]) for h in hits] == \
+        [("agent:reviewer", added, removed)]
+    assert hits[0]["added_date"] == git("log", "-1", "--format=%cI", added).strip()
+    assert hits[0]["removed_date"] == git("log", "-1", "--format=%cI", removed).strip()
+    assert search(repo, "mondays", "--history")[0]["removed"] is None
+    # --since/--until: when it came or went
+    assert search(repo, "fridays", "--history", "--since", removed) != []
+    assert search(repo, "fridays", "--history", "--until", "@0") == []
+    assert search(repo, "fridays", "--history", "--since", "1 hour ago") != []
+    # a session replaced with fewer messages: the dropped one is history
+    run_gitmem("session", "write", "claude-code", "s1", repo=repo,
+               input=json.dumps({"messages": [{"role": "user", "content": "keep walrus"},
+                                              {"role": "user", "content": "drop narwhal"}]}))
+    run_gitmem("session", "write", "claude-code", "s1", repo=repo,
+               input=json.dumps({"messages": [{"role": "user", "content": "keep walrus"}]}))
+    assert search(repo, "narwhal") == [] and len(search(repo, "narwhal", "--history")) == 1
+    assert len(search(repo, "walrus", "--history")) == 1  # kept: not removed and added again
+
+
+def test_an_amend_and_a_reset_start_the_index_over(tmp_path):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    run_gitmem("memory", "write", "--user", repo=repo, input="first")
+    run_gitmem("memory", "write", "--user", "--append", repo=repo, input="oops lemur")
+    assert found_in(repo, "lemur") == [("user", "block")]
+    git = Git(repo)
+    git("reset", "-q", "--hard", "HEAD~1")
+    assert search(repo, "lemur") == [] and search(repo, "lemur", "--history") == []
+    (repo / "memory" / "user.md").write_text("first\n\nfixed gecko\n")
+    git("commit", "-qam", "fix")
+    (repo / "memory" / "user.md").write_text("first\n\nfixed tapir\n")
+    git("commit", "-q", "--amend", "-am", "fix, amended")
+    assert search(repo, "gecko", "--history") == []
+    assert found_in(repo, "tapir") == [("user", "block")]
+
+
+# -- the query language -------------------------------------------------------------------
+
+
+def test_the_query_language(tmp_path):
+    repo = tmp_path / "repo"
+    with Gitmem.open(repo) as mem:
+        mem.memory.write("red apples and green pears", "a")
+        mem.memory.write("red cherries", "b")
+        mem.memory.write("the quick brown fox", "c")
+        mem.memory.write("Deployment notes: staging first", "d")
+    records = lambda q: sorted(h["record"] for h in search(repo, q))  # noqa: E731
+    assert records("red") == ["agent:a", "agent:b"]
+    assert records("red pears") == ["agent:a"]  # every word
+    assert records("pears red") == ["agent:a"]  # any order
+    assert records("red -pears") == ["agent:b"]
+    assert records("cherries OR fox") == ["agent:b", "agent:c"]
+    assert records('"quick brown"') == ["agent:c"] and records('"brown quick"') == []
+    assert records("deploy*") == ["agent:d"] and records("deploy") == []
+    assert records("notes: AND NOT -staging OR fox") == ["agent:c"]  # AND/NOT are words here
+    for weird in ("a^b", "NEAR(red pears)", "col:red", "red)", "(red", "{red}", "red + pears",
+                  "red... pears", "\"\" red", "red*pears", '"red"* fox', "AND", "NOT red"):
+        search(repo, weird)  # never an FTS5 error: answered (often with nothing)
+    assert records('"green pe"*') == ["agent:a"]
+
+
+@pytest.mark.parametrize("query, says", [
+    ('"open phrase', "unbalanced quote"),
+    ("OR", "OR needs a word on each side"),
+    ("tea OR", "OR needs a word on each side"),
+    ("OR tea", "OR needs a word on each side"),
+    ("tea OR OR coffee", "OR needs a word on each side"),
+    ("", "empty query"),
+    ("   ", "empty query"),
+    ("-", "a lone '-'"),
+    ("tea -", "a lone '-'"),
+    ("*", "a lone '*'"),
+    ("-tea", "leaves words out"),
+    ("&& ...", "empty query"),
+    ("tea --", "a lone '--'"),
+])
+def test_a_query_that_cannot_be_parsed_gets_one_line_and_exit_2(tmp_path, query, says):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    done = subprocess.run([sys.executable, "-m", "gitmem", "--repo", str(repo), "search", "--",
+                           query], capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and says in done.stderr and "Traceback" not in done.stderr
+    with pytest.raises(BadQuery) as raised:
+        to_fts(query)
+    assert done.stderr == f"gitmem: cannot search for {query!r}: {raised.value}\n"
+
+
+def test_no_query_reaches_fts5_unparsed(tmp_path):
+    """Random queries of FTS5's own syntax: each is answered or refused as BadQuery."""
+    rng = random.Random(26)
+    pieces = ['"', "*", "-", "(", ")", ":", "^", "+", "OR", "AND", "NOT", "NEAR", "tea", "é",
+              "col", ",", ".", "{", "}", "''", "x*y", "--"]
+    with Gitmem.open(tmp_path / "repo") as mem:
+        mem.memory.write("tea and NEAR things", "a")
+        refused = 0
+        for _ in range(400):
+            query = " ".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
+            try:
+                mem.search(query)
+            except BadQuery:
+                refused += 1
+        assert 0 < refused < 400
+
+
+# -- the index: a cache -------------------------------------------------------------------
+
+
+def test_deleting_the_index_gives_the_same_answers_and_it_is_never_committed(tmp_path):
+    repo = tmp_path / "repo"
+    with Gitmem.open(repo) as mem:
+        for i in range(30):
+            mem.memory.write(f"note {i}: topic{i % 7} alpha", f"agent{i % 4}", mode="append")
+            if i % 5 == 0:
+                mem.memory.write(f"replaced {i} beta", f"agent{i % 4}")
+        mem.sessions.write("claude-code", "s1", [{"role": "user", "content": f"beta {n}"} for n in range(5)])
+    queries = [("alpha",), ("beta", "--history"), ("topic3 OR topic4",), ("note -alpha", "--history"),
+               ("alpha", "--kind", "memory", "--limit", "3")]
+    before = [search(repo, *q) for q in queries]
+    index = repo / ".git" / "gitmem" / FILE
+    assert index.exists() and (index.stat().st_mode & 0o777) == 0o600
+    git = Git(repo)
+    assert git.status() == "" and "search" not in git("ls-files")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    assert [search(repo, *q) for q in queries] == before
+    index.write_bytes(b"not a database at all")  # damaged: made anew
+    assert [search(repo, *q) for q in queries] == before
+    data = bytearray(index.read_bytes())  # damaged inside: its second half
+    data[len(data) // 2:] = b"\xff" * (len(data) - len(data) // 2)
+    index.write_bytes(bytes(data))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{index}{suffix}").unlink(missing_ok=True)
+    assert [search(repo, *q) for q in queries] == before
+    index.unlink()  # an index of another format (an older gitmem's): made anew
+    old = sqlite3.connect(index)
+    old.executescript("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                      "INSERT INTO meta VALUES ('format', '1'), ('tip', 'HEAD');"
+                      "CREATE TABLE units(id INTEGER PRIMARY KEY, body BLOB);")
+    old.close()
+    assert [search(repo, *q) for q in queries] == before
+
+
+def test_a_write_never_waits_for_the_index(tmp_path):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    search(repo, "anything")
+    lock = FileLock(repo / ".git" / "gitmem" / LOCK_FILE, timeout=1)
+    db = sqlite3.connect(repo / ".git" / "gitmem" / FILE, isolation_level=None)
+    with lock:
+        db.execute("BEGIN EXCLUSIVE")  # held as if a long catch-up were writing
+        run_gitmem("memory", "write", "--user", "--append", repo=repo, input="written anyway")
+        extension = install_as_nui(tmp_path, repo)
+        with NuiHost.spawn(extension) as host:
+            assert host.call("storage.userMemory.write", {
+                "handlerId": USER_MEMORY, "writeMode": "append", "content": "and this"},
+                timeout=20) == {"ok": True}
+            host.close()
+        db.execute("ROLLBACK")
+    db.close()
+    assert found_in(repo, "written anyway") == [("user", "block")]
+
+
+def test_two_searches_at_once_on_a_fresh_index_agree(tmp_path):
+    repo = tmp_path / "repo"
+    with Gitmem.open(repo) as mem:
+        for i in range(200):
+            mem.memory.write(f"fact {i} mongoose", f"a{i % 9}", mode="append")
+    command = [sys.executable, "-m", "gitmem", "--repo", str(repo), "search", "--json",
+               "--limit", "100", "mongoose"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env=SUBPROCESS_ENV) for _ in range(3)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
+    answers = [json.loads(out) for out, _ in outputs]
+    assert len(answers[0]) == 100 and answers[1] == answers[0] == answers[2]
+
+
+def test_a_progress_bar_on_a_terminal_only(tmp_path):
+    repo = tmp_path / "repo"
+    with Gitmem.open(repo) as mem:
+        for i in range(20):
+            mem.memory.write(f"fact {i}", "a", mode="append")
+    search(repo, "fact")  # on a pipe: nothing on stderr (checked by search())
+    (repo / ".git" / "gitmem" / FILE).unlink()
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "gitmem", "--repo", str(repo), "search", "fact"],
+                            stdout=subprocess.DEVNULL, stderr=child, env=SUBPROCESS_ENV)
+    os.close(child)
+    seen = b""
+    while True:
+        ready = select.select([main], [], [], 60)[0]
+        if not ready:
+            break
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(main)
+    assert proc.wait(timeout=60) == 0
+    assert b"indexing for search [" in seen and b"]" in seen
+
+
+# -- secrets and images -------------------------------------------------------------------
+
+
+TOKEN = "ghp_" + "Zq8fK2mX9pL4vN7rT1wY6bH3jD5sG0cE8aU2"
+
+
+def test_forget_takes_the_secret_out_of_the_index_too(tmp_path):
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
+                   check=True, env=SUBPROCESS_ENV)
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    run_gitmem("memory", "write", "--user", repo=repo, input="likes tea")
+    run_gitmem("remote", "add", "origin", str(remote), repo=repo)
+    run_gitmem("sync", repo=repo)
+    run_gitmem("memory", "write", "--user", "--append", repo=repo, input=f"my token: {TOKEN}")
+    run_gitmem("memory", "write", "--user", "--append", repo=repo, input="and green tea")
+    assert found_in(repo, TOKEN[4:]) == [("user", "block")]
+    secret_word = TOKEN[4:].lower()
+    assert secret_word in index_terms(repo)
+    done = run_gitmem("sync", repo=repo, check=False)
+    mark = done.stderr.split("fingerprint ")[1][:16]
+    run_gitmem("forget", "memory/user.md", "--secret", mark, repo=repo)
+    index = repo / ".git" / "gitmem" / FILE
+    assert not index.exists()  # dropped at once, not at the next search
+    assert search(repo, TOKEN[4:], "--history") == []
+    assert found_in(repo, "green tea") == [("user", "block")]
+    assert secret_word not in index_terms(repo) and "green" in index_terms(repo)
+    assert all(secret_word.encode() not in p.read_bytes() for p in index.parent.glob(f"{FILE}*"))
+
+
+def test_the_index_never_holds_image_data(tmp_path):
+    repo = tmp_path / "repo"
+    image = base64.b64encode(random.Random(1).randbytes(3000)).decode()
+    run_gitmem("init", str(repo))
+    run_gitmem("session", "write", "claude-code", "s1", repo=repo, input=json.dumps({"messages": [
+        {"role": "user", "content": "look at this okapi",
+         "images": [{"id": "i1", "mediaType": "image/png", "data": image}]},
+        {"role": "user", "content": [{"type": "image_url",
+                                      "image_url": {"url": f"data:image/png;base64,{image}"}},
+                                     {"type": "text", "text": "and this ocelot"}]}]}))
+    git = Git(repo)
+    # pasted inline by hand, committed with plain git: no store took it out
+    (repo / "memory").mkdir(exist_ok=True)
+    (repo / "memory" / "user.md").write_text(f"a pasted gibbon ![x](data:image/png;base64,{image})\n"
+                                             f"\nraw blob follows\n{image}\n")
+    git("add", "-A")
+    git("commit", "-qm", "paste")
+    assert found_in(repo, "okapi") == [("session:claude-code/s1", "message")]
+    assert found_in(repo, "ocelot") == [("session:claude-code/s1", "message")]
+    assert found_in(repo, "gibbon") == [("user", "block")]
+    terms = index_terms(repo)
+    pieces = {piece.lower() for piece in re.split(r"[^A-Za-z0-9]+", image) if len(piece) >= 6}
+    assert "okapi" in terms and pieces and not pieces & terms
+    assert "base64" not in terms and not any(len(term) >= 40 for term in terms)

@@ -1,0 +1,34 @@
+"""A write's tail (issue 25): a write stages what it wrote with its stat data, so the
+index refresher, which takes the writers' lock for an index write of its own, has
+nothing left to do while writes stream in, and never holds the next write up.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gitmem.git.index import STAT_ON_WRITE
+
+
+def stat_of(git, path: str) -> tuple[str, str]:
+    """The ctime and mtime the index holds for ``path`` (``0:0``: none yet)."""
+    shown = git("ls-files", "--debug", "--", path)
+    return re.search(r"ctime: (\S+)", shown)[1], re.search(r"mtime: (\S+)", shown)[1]
+
+
+def test_a_write_stages_its_file_with_stat_data(mem, git):
+    for n in range(3):
+        mem.memory.write(f"fact {n}", agent_id="x", mode="append")
+        mem.sessions.append("cc", "s1", [{"id": f"m{n}", "role": "user", "content": "hi"}])
+        for path in ("memory/agents/x.md", "sessions/cc/s1/messages/000000.jsonl"):
+            assert "0:0" not in stat_of(git, path), path  # not left for the refresher
+        assert git.status(optional_locks=False) == ""
+
+
+def test_a_big_file_is_left_to_the_refresher(mem, git):
+    big = "x" * (STAT_ON_WRITE + 10)
+    mem.memory.write(big, agent_id="big")
+    assert stat_of(git, "memory/agents/big.md") == ("0:0", "0:0")  # hashed later, off the write
+    mem.engine.flush_index()
+    assert "0:0" not in stat_of(git, "memory/agents/big.md")
+    assert git.status(optional_locks=False) == ""
