@@ -32,7 +32,7 @@ from gitmem.protocol.kaboo import thread_methods
 from gitmem.protocol.nui import LATE_WINDOW, storage_methods
 from gitmem.record_index import RecordIndex
 from gitmem.git.base import GITMEM_DIR, DamagedObject
-from gitmem.repository import Gitmem, default_repo_path
+from gitmem.repository import Gitmem, NotAFolderOfItsOwn, default_repo_path
 
 log = logging.getLogger("gitmem.serve")
 
@@ -264,8 +264,8 @@ class _ThenOnFirstUse(dict):
 
 def _fix_for(problem: Exception, repo: Path) -> str:
     """What a person can do about ``problem``, in a few words."""
-    if not repo.exists():
-        return f"run `gitmem init {repo}` to make it, or point --repo at an existing one"
+    if isinstance(problem, NotAFolderOfItsOwn):  # its message says what to do
+        return "then restart gitmem"
     if isinstance(problem, DamagedObject):
         return (f"run `gitmem fsck --repo {repo}`, then restore the object from a clone, a "
                 "remote (`git fetch`) or a backup")

@@ -153,3 +153,16 @@ def test_serve_says_when_it_makes_the_repository_it_was_pointed_at(tmp_path, rep
 @pytest.mark.parametrize("value", ["-1", "-5000", "x"])
 def test_serve_refuses_a_negative_max_response(repo, value):
     assert_one_line_error(run_gitmem("serve", "--max-response", value, repo=repo, check=False), code=2)
+
+
+def test_serve_on_a_folder_holding_files_of_its_own_makes_nothing_there(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine\n")
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "storage.userMemory.read",
+                          "params": {"handlerId": "gitmem-user-memory"}}) + "\n"
+    done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--repo", str(notes)],
+                          input=request, capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=60)
+    message = json.loads(done.stdout.splitlines()[0])["error"]["message"]
+    assert "holds files of its own (todo.txt)" in message and "--adopt" in message
+    assert sorted(p.name for p in notes.iterdir()) == ["todo.txt"]

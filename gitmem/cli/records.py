@@ -70,11 +70,12 @@ def _agent(args) -> str | None:
 def cmd_memory_read(args) -> None:
     agent = _agent(args)
     with open_repo(args) as mem:
-        snapshot = mem.engine.snapshot()
-        content = mem.memory.read(agent, snapshot=snapshot)
-        if agent is not None and not content and not snapshot.exists(mem.memory.path(agent)):
-            say_missing(f"agent memory {agent!r}", agent, mem.memory.agents(snapshot=snapshot),
-                        "gitmem memory list")
+        content = mem.memory.read(agent)  # a read of HEAD: a hand edit of it is committed first
+        if agent is not None and not content:
+            snapshot = mem.engine.snapshot()
+            if not snapshot.exists(mem.memory.path(agent)):
+                say_missing(f"agent memory {agent!r}", agent, mem.memory.agents(snapshot=snapshot),
+                            "gitmem memory list")
     sys.stdout.write(content)
 
 
@@ -185,13 +186,13 @@ def cmd_thread_list(args) -> None:
 def cmd_thread_read(args) -> None:
     with open_repo(args) as mem:
         threads = mem.threads
-        snapshot = mem.engine.snapshot()
+        if args.what == "state":
+            text = threads.read_state_json(args.thread_id)
+        else:
+            text = b"".join((threads.read_events_json if args.what == "events"
+                             else threads.read_messages_json)(args.thread_id)).decode("utf-8")
+        snapshot = mem.engine.snapshot()  # after the read, which commits a hand edit first
         if snapshot.tree_id(threads.folder(args.thread_id)) is None:
             say_missing(f"thread {args.thread_id!r}", args.thread_id,
                         [t["id"] for t in threads.list_threads(snapshot=snapshot)], "gitmem thread list")
-        if args.what == "state":
-            sys.stdout.write(threads.read_state_json(args.thread_id) + "\n")
-            return
-        pieces = (threads.read_events_json if args.what == "events"
-                  else threads.read_messages_json)(args.thread_id)
-        sys.stdout.write(b"".join(pieces).decode("utf-8") + "\n")
+    sys.stdout.write(text + "\n")
