@@ -390,7 +390,14 @@ class GitEngine:
                                              blob_ids={p: b for p, b in ids.items() if b})
                         tried = made
                         self._index.stage(changes, tree, moved=(base, commit_id))
-                    if self._move_main(base, commit_id, full_message):
+                    try:
+                        moved = self._move_main(base, commit_id, full_message)
+                    except (OSError, pygit2.GitError):
+                        full = self._disk_full(changes)
+                        if full is not None:
+                            raise full from None
+                        raise
+                    if moved:
                         tried = None
                         if self._known_tip == base:
                             self._known_tip = commit_id
@@ -411,7 +418,7 @@ class GitEngine:
         try:
             return self._move_branch(base, commit_id, message)
         except pygit2.GitError as exc:
-            if f"{REF}.lock" in str(exc) or os.path.exists(self.gitdir / f"{REF}.lock"):
+            if os.path.exists(self.gitdir / f"{REF}.lock") or "exists" in str(exc) or "locked" in str(exc):
                 time.sleep(REF_LOCK_WAIT)  # plain git moving main: its turn
                 return False
             if self._reader.tip() != base:
