@@ -419,6 +419,9 @@ class Recovery:
                 continue
             if on_disk is None and path not in index and not os.path.lexists(self._worktree.workdir / path) \
                     or on_disk is not None and on_disk in self._path_versions(path):
+                if self._reader.tip() != tip:  # plain git moved main meanwhile: HEAD read is stale
+                    log.info("main moved during recovery: the next access looks again")
+                    return
                 log.warning("recovering %s from HEAD after an interrupted write", path)
                 self._worktree.write({path: head.read(path) if head_id else None}, expected={path: on_disk})
             else:
