@@ -332,8 +332,10 @@ class GitEngine:
         record being written (see :meth:`snapshot`). The work tree is brought to the new
         commit for the changed paths, each file only while it holds its version in the
         snapshot, or ``worktree_holds[path]`` (a blob id, None: no file) for a change made
-        from what the work tree holds (a hand edit); and the index with it, before this
-        returns, so that a plain ``git commit`` never undoes the write.
+        from what the work tree holds (a hand edit); and the index with it, both before
+        main moves, so that a plain ``git commit`` never undoes the write: one racing it
+        fails on git's own HEAD check or carries it. Returns the commit's id (that of a
+        person's commit when it carries the whole write).
         """
         full_message = with_trailers(message, trailers)
         with self._lock:

@@ -1,8 +1,8 @@
 """The git index kept in step with HEAD, and crash recovery.
 
-After each commit the changed paths' entries are written into the index at once
-(:meth:`Index.stage`, no stat data), so a plain ``git commit`` after a crash never
-undoes a write; a background thread (:class:`IndexRefresher`) adds their stat data
+Before main moves to a commit, the changed paths' entries are written into the index
+(:meth:`Index.stage`, no stat data), so a plain ``git commit``, racing the write or
+after a crash, never undoes it; a background thread (:class:`IndexRefresher`) adds their stat data
 once writes settle, so ``git status`` stays clean. :class:`Recovery` finishes what a
 killed writer left: its git locks, temp files and work-tree updates.
 """
