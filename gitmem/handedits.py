@@ -273,6 +273,8 @@ class HandEdits:
                 dirty = ready(head)
             plan = self._plan(dirty, head)
             self._log_refusals(plan.refused)
+            if plan.repairs and engine.head() != head.id:
+                return None  # plain git moved main while this was planned: look again next time
             self._repair(plan.repairs)
             if not plan.saves:
                 return None

@@ -350,8 +350,10 @@ class GitEngine:
         record being written (see :meth:`snapshot`). The work tree is brought to the new
         commit for the changed paths, each file only while it holds its version in the
         snapshot, or ``worktree_holds[path]`` (a blob id, None: no file) for a change made
-        from what the work tree holds (a hand edit); and the index with it, before this
-        returns, so that a plain ``git commit`` never undoes the write.
+        from what the work tree holds (a hand edit); and the index with it, both before
+        main moves, so that a plain ``git commit`` never undoes the write: one racing it
+        fails on git's own HEAD check or carries it. Returns the commit's id (that of a
+        person's commit when it carries the whole write).
         """
         full_message = with_trailers(message, trailers)
         with self._lock:
@@ -408,7 +410,14 @@ class GitEngine:
                                              blob_ids={p: b for p, b in ids.items() if b})
                         tried = made
                         self._index.stage(changes, tree, moved=(base, commit_id))
-                    if self._move_main(base, commit_id, full_message):
+                    try:
+                        moved = self._move_main(base, commit_id, full_message)
+                    except (OSError, pygit2.GitError):
+                        full = self._disk_full(changes)
+                        if full is not None:
+                            raise full from None
+                        raise
+                    if moved:
                         tried = None
                         if self._known_tip == base:
                             self._known_tip = commit_id
@@ -429,7 +438,7 @@ class GitEngine:
         try:
             return self._move_branch(base, commit_id, message)
         except pygit2.GitError as exc:
-            if f"{REF}.lock" in str(exc) or os.path.exists(self.gitdir / f"{REF}.lock"):
+            if os.path.exists(self.gitdir / f"{REF}.lock") or "exists" in str(exc) or "locked" in str(exc):
                 time.sleep(REF_LOCK_WAIT)  # plain git moving main: its turn
                 return False
             if self._reader.tip() != base:

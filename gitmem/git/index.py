@@ -1,8 +1,8 @@
 """The git index kept in step with HEAD, and crash recovery.
 
-After each commit the changed paths' entries are written into the index at once
-(:meth:`Index.stage`, no stat data), so a plain ``git commit`` after a crash never
-undoes a write; a background thread (:class:`IndexRefresher`) adds their stat data
+Before main moves to a commit, the changed paths' entries are written into the index
+(:meth:`Index.stage`, no stat data), so a plain ``git commit``, racing the write or
+after a crash, never undoes it; a background thread (:class:`IndexRefresher`) adds their stat data
 once writes settle, so ``git status`` stays clean. :class:`Recovery` finishes what a
 killed writer left: its git locks, temp files and work-tree updates.
 """
@@ -448,6 +448,9 @@ class Recovery:
                 continue
             if on_disk is None and path not in index and not os.path.lexists(self._worktree.workdir / path) \
                     or on_disk is not None and on_disk in self._path_versions(path):
+                if self._reader.tip() != tip:  # plain git moved main meanwhile: HEAD read is stale
+                    log.info("main moved during recovery: the next access looks again")
+                    return
                 log.warning("recovering %s from HEAD after an interrupted write", path)
                 self._worktree.write({path: head.read(path) if head_id else None}, expected={path: on_disk})
             else:

@@ -193,8 +193,11 @@ class WorkTree:
             if self._durability == "fsync":
                 os.fsync(fd)
             st = os.fstat(fd)
-        finally:
+        except BaseException:  # a full disk: what was written of it must not fill it further
             os.close(fd)
+            unlink(tmp)
+            raise
+        os.close(fd)
         return tmp, stat_key(st)
 
     def _replace_file(self, target: Path, data: bytes) -> tuple[int, int, int]:
