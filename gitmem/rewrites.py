@@ -188,9 +188,13 @@ def put_back(engine: GitEngine, entry: ReflogEntry) -> str | None:
     except EngineError:  # a commit is gone (pruned) or damaged: nothing to tell
         return None
     # {path: (its version in the person's commit, the version gitmem had)}: merged back
-    # onto main as "their" change from the person's commit
+    # onto main as "their" change from the person's commit. A file whose work-tree copy is
+    # the person's version is theirs (a `git rm`, a revert saved and committed): an index
+    # that lacked gitmem's change leaves the file gitmem wrote in the work tree.
+    on_disk = engine.worktree_is_main()
     dropped = {path: (in_person, before) for path, (before, in_person) in changed.items()
-               if any(state.get(path) == in_person for state in states)}
+               if any(state.get(path) == in_person for state in states)
+               and not (on_disk and engine.worktree_id(path) == in_person)}
     if not dropped:
         return None
     paths = sorted(dropped)

@@ -10,6 +10,7 @@ killed writer left: its git locks, temp files and work-tree updates.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import threading
@@ -373,8 +374,8 @@ class Recovery:
             commit = self._repo[self._reader.resolve(noted)]  # a damaged object is not read
         except (OSError, ValueError, EngineError):
             return
-        if self._repo.descendant_of(tip, commit.id):
-            return
+        if self._repo.descendant_of(tip, commit.id) or self._main_was_at(commit.id):
+            return  # it landed; a person's amend or reset since is gitmem.rewrites' to handle
         parent = commit.parents[0].tree if commit.parents else None
         head = self._reader.snapshot(tip)
         for path, (_, new_id) in tree_changes(parent, commit.tree).items():
@@ -386,6 +387,14 @@ class Recovery:
             log.warning("taking back %s: a killed write left it holding a commit main never got", path)
             self._worktree.write({path: head.read(path) if head_id else None}, expected={path: on_disk})
         self.note_in_flight(tip)  # looked at: not again at the next opening
+
+    def _main_was_at(self, commit: pygit2.Oid, depth: int = 1000) -> bool:
+        """True when one of main's newest ``depth`` reflog entries moved it to ``commit``."""
+        try:
+            entries = self._repo.references[REF].log()
+            return any(entry.oid_new == commit for entry in itertools.islice(entries, depth))
+        except (KeyError, pygit2.GitError):
+            return False
 
     def after_dead_writer(self, taken_at: float) -> None:
         """Clean up after a gitmem writer that died holding the writers' lock it took at
