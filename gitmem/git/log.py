@@ -235,7 +235,8 @@ class History:
         rest = b""
         command = [*git, "-c", "core.quotePath=false", "log", "--raw", "-r", "-z", "--root",
                    "--no-renames", "--no-abbrev", "--no-show-signature", "--no-color",
-                   "--diff-merges=first-parent", "--topo-order", "--reverse",
+                   "--diff-merges=first-parent", "--topo-order",  # children first: --reverse
+                   # would keep every commit git read in memory (100 MB more at 20,000 commits)
                    "--format=%H %P %ct", *revs, "--"]
 
         def finish() -> None:
@@ -265,6 +266,7 @@ class History:
         finish()
         if progress is not None:
             progress(len(result), len(result))
+        result.reverse()  # parents first
         return result
 
     def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
