@@ -23,6 +23,7 @@ from gitmem.git.base import CommitInfo
 from gitmem.history import Records, format_date, read_record
 
 _BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")
+READ_AHEAD_FROM = 16  # versions of a memory: more are read by one git process
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,7 +89,10 @@ def blame(mem: Records, record: str) -> list[Blamed]:
     values: dict[str, list[Any]] = {}
     keys: dict[str, list[str]] = {}
     splitter = _Blocks()
-    for commit in versions:
+    read_ahead = 0 if parsed.kind in ("user", "agent") and len(versions) >= READ_AHEAD_FROM else len(versions)
+    for at, commit in enumerate(versions):
+        if at >= read_ahead:  # a memory's many versions: git reads them at once
+            read_ahead = at + (mem.engine.prefetch(parsed.path, versions[at:]) or len(versions))
         parts = _parts(mem, parsed, commit, splitter)
         for kind, items in parts.items():
             new_keys = items if kind == "block" else [json.dumps(item, sort_keys=True) for item in items]

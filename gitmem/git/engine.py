@@ -311,6 +311,12 @@ class GitEngine:
         with line counts and no patch (see :meth:`History.changes`)."""
         return self._log.changes(path, pairs)
 
+    def prefetch(self, path: str, commits: list[str], budget: int = 64 << 20) -> int:
+        """Read file ``path`` of many ``commits`` at once into the blob cache (about
+        ``budget`` bytes, by one git process), so that reading their snapshots after
+        inflates nothing; returns how many versions were read (0: git failed)."""
+        return self._log.read_versions(path, commits, budget, self._reader.keep)
+
     def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """:meth:`diff` of two commit ids."""
         return self._log.diff(path, *(pygit2.Oid(hex=c) if c else None for c in (old, new)))

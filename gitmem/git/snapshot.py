@@ -118,6 +118,10 @@ class Reader:
         self._remember(key, value, len(data))
         return value
 
+    def keep(self, blob_id: str, data: bytes) -> None:
+        """Cache ``data`` as the bytes of blob ``blob_id`` (read by git, which checked them)."""
+        self._remember((pygit2.Oid(hex=blob_id), None), data, len(data))
+
     def content_id(self, data: bytes) -> str:
         """The blob id of work-tree content ``data``, kept in the cache under that id: when
         it is HEAD's version, reading HEAD then inflates nothing."""
