@@ -152,24 +152,6 @@ class History:
         return tree_changes(*(self._reader.tree_of(pygit2.Oid(hex=c) if c and len(c) == 40 and is_hex(c) else c)
                               for c in (old, new)))
 
-    def added_lines(self, commit: str) -> Iterator[tuple[str, int, bytes]]:
-        """``(path, line number, line)`` for each line ``commit`` adds to a text file.
-
-        For a merge, only lines that none of its parents has in that file, so what a
-        merge brings in from either side does not count again.
-        """
-        target = self._repo[self._reader.resolve(commit)]
-        tree = self._reader.tree_of(target.id)
-        parents = [self._reader.tree_of(p) for p in target.parent_ids]
-        for parent in parents or [None]:  # the patches read these blobs
-            for ids in tree_changes(parent, tree).values():
-                for blob_id in filter(None, ids):
-                    self._objects.check(pygit2.Oid(hex=blob_id))
-        others = [{(path, line) for path, _, line in _lines_added(p, tree)} for p in parents[1:]]
-        for path, number, line in _lines_added(parents[0] if parents else None, tree):
-            if all((path, line) in other for other in others):
-                yield path, number, line
-
     # -- for the record index (gitmem.record_index): commit ids of main's history, so
     # no revision is resolved (and no whole ancestry checked) on the way
 
@@ -476,13 +458,3 @@ def tree_changes(old: pygit2.Tree | None, new: pygit2.Tree | None) -> dict[str, 
         if old_id != new_id:
             changed[delta.new_file.path or delta.old_file.path] = (old_id, new_id)
     return changed
-
-
-def _lines_added(old: pygit2.Tree | None, new: pygit2.Tree) -> Iterator[tuple[str, int, bytes]]:
-    diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
-    for patch in diff:
-        if not patch.delta.is_binary:
-            for hunk in patch.hunks:
-                for line in hunk.lines:
-                    if line.origin == "+":
-                        yield patch.delta.new_file.path, line.new_lineno, line.raw_content
