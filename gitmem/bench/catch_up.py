@@ -20,14 +20,14 @@ import time
 from pathlib import Path
 
 from gitmem.bench.core import Bench, Row
-from gitmem.bench.workloads import GIT_ENV, GITMEM, ServeProcess, copy_repository
+from gitmem.bench.workloads import GIT_ENV, GITMEM, ServeProcess, command, fast_import
 
 RECORD = "agent:target"
 RECORD_PATH = "memory/agents/target.md"
 SESSION_TYPE = "cc"
 START = 1_700_000_000  # the first commit's time; one commit a minute after it
 OWN_EVERY = 10  # every tenth commit appends to RECORD
-FLOOR_RECORD = f"session:{SESSION_TYPE}/s1"  # a few versions, whatever the repository's size
+FLOOR_RECORD = f"session:{SESSION_TYPE}/s0"  # a few versions, whatever the size (commits 0, sessions, 2 * sessions...)
 
 
 def build_imported(path: Path, commits: int, sessions: int, *, own_every: int = OWN_EVERY) -> Path:
@@ -67,16 +67,8 @@ def build_imported(path: Path, commits: int, sessions: int, *, own_every: int = 
             inline("README.md", b"# memory\n")
         for name, content in files:
             inline(name, content)
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet"], input=b"".join(stream),
-                   check=True, env=GIT_ENV)
-    subprocess.run(["git", "-C", str(path), "checkout", "-q", "-f", "main"], check=True, env=GIT_ENV)
+    fast_import(path, stream)
     return path
-
-
-def _command(*args: str):
-    def run(i: int) -> None:
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env=GIT_ENV)
-    return run
 
 
 class ColdHistory:
@@ -89,7 +81,7 @@ class ColdHistory:
         (self.path / ".git/gitmem/record-index").unlink(missing_ok=True)
 
     def __call__(self, i: int) -> None:
-        _command(*GITMEM, "log", RECORD, "-n", "1", "--repo", str(self.path))(i)
+        command(*GITMEM, "log", RECORD, "-n", "1", "--repo", str(self.path))(i)
 
 
 def _first_history(bench: Bench, setting: str, path: Path) -> None:
@@ -97,7 +89,7 @@ def _first_history(bench: Bench, setting: str, path: Path) -> None:
     samples = bench.pick(5, 10)
     rows = bench.measure("catch-up", setting, {
         "first gitmem log RECORD -n 1 (no index yet)": ColdHistory(path),
-        "git log --raw main > /dev/null": _command("git", "-C", str(path), "log", "--raw", "main"),
+        "git log --raw main > /dev/null": command("git", "-C", str(path), "log", "--raw", "main"),
     }, samples=samples)
     bench.compare(rows["first gitmem log RECORD -n 1 (no index yet)"],
                   rows["git log --raw main > /dev/null"], 3.0)
@@ -121,10 +113,10 @@ def catch_up_imported(bench: Bench) -> None:
     _first_history(bench, setting, path)
     own = commits // OWN_EVERY
     rows = bench.measure("catch-up", f"{setting}, record of {own:,} own commits", {
-        "gitmem log RECORD": _command(*GITMEM, "log", RECORD, "--repo", str(path)),
-        "git log --numstat -- PATH": _command("git", "-C", str(path), "log", "--numstat", "--", RECORD_PATH),
-        "gitmem blame RECORD": _command(*GITMEM, "blame", RECORD, "--repo", str(path)),
-        "git blame PATH": _command("git", "-C", str(path), "blame", "--", RECORD_PATH),
+        "gitmem log RECORD": command(*GITMEM, "log", RECORD, "--repo", str(path)),
+        "git log --numstat -- PATH": command("git", "-C", str(path), "log", "--numstat", "--", RECORD_PATH),
+        "gitmem blame RECORD": command(*GITMEM, "blame", RECORD, "--repo", str(path)),
+        "git blame PATH": command("git", "-C", str(path), "blame", "--", RECORD_PATH),
     }, samples=bench.pick(5, 10))
     bench.compare(rows["gitmem log RECORD"], rows["git log --numstat -- PATH"], 2.0)
     bench.compare(rows["gitmem blame RECORD"], rows["git blame PATH"], 2.0)
@@ -153,9 +145,9 @@ def catch_up_clone(bench: Bench) -> None:
     bench.add(Row("catch-up", setting, "gitmem clone (the index built)",
                   value=(time.perf_counter() - started) * 1000))
     rows = bench.measure("catch-up", setting, {
-        "first gitmem log RECORD -n 1 after the clone": _command(*GITMEM, "log", RECORD, "-n", "1",
+        "first gitmem log RECORD -n 1 after the clone": command(*GITMEM, "log", RECORD, "-n", "1",
                                                                  "--repo", str(clone)),
-        "git log --raw main > /dev/null": _command("git", "-C", str(clone), "log", "--raw", "main"),
+        "git log --raw main > /dev/null": command("git", "-C", str(clone), "log", "--raw", "main"),
     }, samples=bench.pick(5, 10))
     bench.compare(rows["first gitmem log RECORD -n 1 after the clone"],
                   rows["git log --raw main > /dev/null"], 3.0)
@@ -170,9 +162,9 @@ def catch_up_floor(bench: Bench) -> None:
     commands = {}
     for commits in sizes:
         path = build_imported(bench.workdir / f"catch-up-floor-{commits}", commits, min(4_000, commits // 5))
-        command = [*GITMEM, "log", FLOOR_RECORD, "-n", "1", "--repo", str(path)]
-        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=GIT_ENV)  # the index built, untimed
-        commands[f"gitmem log -n 1 SESSION, {commits:,} commits"] = _command(*command)
+        argv = [*GITMEM, "log", FLOOR_RECORD, "-n", "1", "--repo", str(path)]
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=GIT_ENV)  # the index built, untimed
+        commands[f"gitmem log -n 1 SESSION, {commits:,} commits"] = command(*argv)
     rows = bench.measure("catch-up", f"{sizes[1]:,} and {sizes[0]:,} commits", commands,
                          samples=bench.pick(5, 20))
     small, large = (rows[f"gitmem log -n 1 SESSION, {size:,} commits"] for size in sizes)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from gitmem.bench.core import Bench, Row
-from gitmem.bench.workloads import GIT_ENV, StoreWrite, copy_repository
+from gitmem.bench.workloads import GIT_ENV, StoreWrite, command, copy_repository, fast_import
 from gitmem.repository import Gitmem
 
 RECORD = "agent:target"
@@ -54,16 +54,8 @@ def build_history(path: Path, commits: int) -> Path:
         if i == 0:
             inline("README.md", b"# memory\n")
         inline(name, f"- fact {i}\n".encode() * (1 + i % 5))
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet"], input=b"".join(stream),
-                   check=True, env=GIT_ENV)
-    subprocess.run(["git", "-C", str(path), "checkout", "-q", "-f", "main"], check=True, env=GIT_ENV)
+    fast_import(path, stream)
     return path
-
-
-def _command(*args: str):
-    def run(i: int) -> None:
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, env=GIT_ENV)
-    return run
 
 
 class FreshOpen:
@@ -105,10 +97,10 @@ def record_index_history(bench: Bench) -> None:
         show_fresh = FreshOpen(path, lambda mem: mem.show(RECORD, AT))
         try:
             rows = bench.measure("record index", setting, {
-                "gitmem log RECORD": _command(*gitmem, "log", RECORD, "--repo", str(path)),
-                "gitmem show RECORD --at DATE": _command(*gitmem, "show", RECORD, "--at", AT,
+                "gitmem log RECORD": command(*gitmem, "log", RECORD, "--repo", str(path)),
+                "gitmem show RECORD --at DATE": command(*gitmem, "show", RECORD, "--at", AT,
                                                          "--repo", str(path)),
-                "git log --numstat -- PATH": _command("git", "-C", str(path), "log", "--numstat",
+                "git log --numstat -- PATH": command("git", "-C", str(path), "log", "--numstat",
                                                       "--", RECORD_PATH),
                 "in process: mem.changes(RECORD) after opening": log_fresh,
                 "in process: mem.show(RECORD, DATE) after opening": show_fresh,

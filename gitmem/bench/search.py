@@ -30,7 +30,7 @@ from pathlib import Path
 
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.serve import ServeWrite, memory_request
-from gitmem.bench.workloads import GIT_ENV, GITMEM, copy_repository, git
+from gitmem.bench.workloads import GIT_ENV, GITMEM, command, copy_repository, fast_import, git
 from gitmem.search import FILE
 
 WORD = "quetzalcoatl"
@@ -116,20 +116,11 @@ def build_corpus(path: Path, commits: int) -> Path:
             changed["README.md"] = b"# memory\n"
         for name, data in changed.items():
             stream.append(b"M 100644 inline %s\ndata %d\n%s\n" % (name.encode(), len(data), data))
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet"], input=b"".join(stream),
-                   check=True, env=GIT_ENV)
-    git(path, "checkout", "-q", "-f", "main")
+    fast_import(path, stream)
     git(path, "repack", "-a", "-d", "-q")
     time.sleep(1)  # then the index's stat data is no longer racy: no file is hashed again
     git(path, "update-index", "-q", "--refresh")
     return path
-
-
-def _command(*args: str, cwd: Path | None = None):
-    def run(i: int) -> None:
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       env=GIT_ENV, cwd=cwd)
-    return run
 
 
 def _timed(run, samples: int) -> list[float]:
@@ -171,16 +162,16 @@ def search_history(bench: Bench) -> None:
     bench.add(Row("search", setting, "first search in this repository (index built)", value=built))
 
     rows = bench.measure("search", setting, {
-        "gitmem search WORD (index warm)": _command(*GITMEM, "--repo", repo, "search", WORD),
-        "git grep -F -i WORD main": _command("git", "-C", repo, "grep", "-F", "-i", WORD, "main"),
+        "gitmem search WORD (index warm)": command(*GITMEM, "--repo", repo, "search", WORD),
+        "git grep -F -i WORD main": command("git", "-C", repo, "grep", "-F", "-i", WORD, "main"),
     }, samples=bench.pick(5, 20))
     bench.compare(rows["gitmem search WORD (index warm)"], rows["git grep -F -i WORD main"], 0.5)
 
     history = Row("search", setting, "gitmem search GONE_WORD --history (index warm)",
-                  samples=_timed(_command(*GITMEM, "--repo", repo, "search", "--history", GONE_WORD),
+                  samples=_timed(command(*GITMEM, "--repo", repo, "search", "--history", GONE_WORD),
                                  bench.pick(3, 5)))
     pickaxe = Row("search", setting, "git log -S GONE_WORD main",
-                  samples=_timed(_command("git", "-C", repo, "log", "-S", GONE_WORD, "main"),
+                  samples=_timed(command("git", "-C", repo, "log", "-S", GONE_WORD, "main"),
                                  bench.pick(1, 3)))
     bench.add(history)
     bench.add(pickaxe)
@@ -192,7 +183,7 @@ def search_history(bench: Bench) -> None:
         clone = clones / f"c{n}"
         shutil.rmtree(clone, ignore_errors=True)
         git(bench.workdir, "clone", "-q", repo, str(clone))
-        first += _timed(_command(*GITMEM, "--repo", str(clone), "search", WORD), 1)
+        first += _timed(command(*GITMEM, "--repo", str(clone), "search", WORD), 1)
         patches += _timed(lambda i: subprocess.run(["git", "-C", repo, "log", "-p", "main"],
                                                    check=True, stdout=subprocess.DEVNULL,
                                                    env=GIT_ENV), 1)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gitmem.bench.cold import bytecode_env, spawn_rows
 from gitmem.bench.core import Bench, Row
-from gitmem.bench.workloads import GIT_ENV, GITMEM, ServeProcess
+from gitmem.bench.workloads import GIT_ENV, GITMEM, ServeProcess, fast_import
 
 GROWTH_TARGET = 1.2  # the large repository's start against the small one's
 COMMITS_PER_RECORD = 25  # a thread and a session for this many commits
@@ -53,9 +53,7 @@ def build_year(path: Path, commits: int) -> Path:
             inline(f"sessions/main/s{n}/messages/000001.jsonl", b'{"role":"user","content":"m%d"}\n' % i)
         else:
             inline(f"memory/agents/agent{i % AGENTS}.md", b"- fact %d\n" % i)
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet", "--force"],
-                   input=b"".join(stream), check=True, env=GIT_ENV)
-    subprocess.run(["git", "-C", str(path), "reset", "-q", "--hard", "main"], check=True, env=GIT_ENV)
+    fast_import(path, stream)
     return path
 
 

@@ -118,6 +118,21 @@ def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
     return done
 
 
+def fast_import(path: Path, stream: list[bytes]) -> None:
+    """Feed ``git fast-import`` the commands in ``stream`` (on ``main``) and check ``main`` out."""
+    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet", "--force"],
+                   input=b"".join(stream), check=True, env=GIT_ENV)
+    git(path, "checkout", "-q", "-f", "main")
+
+
+def command(*args: str, cwd: Path | None = None) -> Callable[[int], None]:
+    """A bench operation that runs ``args`` as a process to its end, output thrown away."""
+    def run(i: int) -> None:
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=GIT_ENV, cwd=cwd)
+    return run
+
+
 def build_repository(path: Path, files: int) -> Path:
     """A gitmem repository holding ``files`` files (the bench's memory among them), checked out."""
     contents = {f"notes/{i // 100:03d}/{i:05d}.md": f"note {i}\n".encode() * 8
