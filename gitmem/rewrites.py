@@ -89,10 +89,11 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
         if not kept and not rewrites:
             _looked_at(engine, unseen)
             return []
-        # The tip each rewrite replaced, if gitmem made it, those kept, then every tip gitmem
-        # made (newest first, so that commits of one second list in that order).
-        candidates = [*(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)), *kept,
-                      *(e.new for e in entries if e.new and _made_by_gitmem(engine, e))]
+        # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made, newest
+        # first, then those kept (their refs list by id): commits of one second list in
+        # the order main was at them.
+        candidates = [*(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
+                      *(e.new for e in entries if e.new and _made_by_gitmem(engine, e)), *kept]
         dropped = engine.refs.dropped_tips(candidates, _let_go(engine))
         for commit in kept.keys() - set(dropped) if engine.writable else ():
             engine.refs.release_rescued(commit)
