@@ -98,10 +98,14 @@ def cmd_memory_list(args) -> None:
 
 def cmd_session_read(args) -> None:
     with open_repo(args) as mem:
-        messages, agent_session_id = mem.sessions.read_json(args.agent_type, args.session_id)
-    # The stored lines as they are, in one write: no parse, no re-encoding, no small writes.
-    sys.stdout.write(f'{{"messages": {messages}, "agentSessionId": '
-                     f'{json.dumps(agent_session_id, ensure_ascii=False)}}}\n')
+        pieces, agent_session_id = mem.sessions.read_json_pieces(args.agent_type, args.session_id)
+    # The stored lines as they are, a chunk a write: no parse, no re-encoding, no copy.
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    out.write(b'{"messages": ')
+    out.writelines(pieces)
+    out.write(b', "agentSessionId": %s}\n' % json.dumps(agent_session_id, ensure_ascii=False).encode())
+    out.flush()
 
 
 def _session_body() -> dict:
