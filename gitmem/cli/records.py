@@ -106,18 +106,20 @@ def cmd_memory_list(args) -> None:
 
 def cmd_session_read(args) -> None:
     with open_repo(args) as mem:
-        folder = mem.sessions.folder(args.agent_type, args.session_id)
-        snapshot = mem.engine.snapshot(scope=folder)
-        messages, agent_session_id = mem.sessions.read_json(args.agent_type, args.session_id,
-                                                            snapshot=snapshot)
-        if snapshot.tree_id(folder) is None:
+        pieces, agent_session_id = mem.sessions.read_json_pieces(args.agent_type, args.session_id)
+        folder = mem.sessions.folder(args.agent_type, args.session_id)  # read first: hand edits in
+        if mem.engine.snapshot(scope=folder).tree_id(folder) is None:
             say_missing(f"session {args.agent_type}/{args.session_id}",
                         f"{args.agent_type}/{args.session_id}",
                         [f"{t}/{s}" for t, s in mem.sessions.list()],
                         "gitmem session list")
-    # The stored lines as they are, in one write: no parse, no re-encoding, no small writes.
-    sys.stdout.write(f'{{"messages": {messages}, "agentSessionId": '
-                     f'{json.dumps(agent_session_id, ensure_ascii=False)}}}\n')
+    # The stored lines as they are, a chunk a write: no parse, no re-encoding, no copy.
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    out.write(b'{"messages": ')
+    out.writelines(pieces)
+    out.write(b', "agentSessionId": %s}\n' % json.dumps(agent_session_id, ensure_ascii=False).encode())
+    out.flush()
 
 
 SESSION_KEYS = ("messages", "agentSessionId", "workingDir")

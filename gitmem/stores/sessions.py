@@ -73,10 +73,16 @@ class SessionStore:
     def read_json(self, agent_type: str, session_id: str, *,
                   snapshot: Snapshot | None = None) -> tuple[str, str]:
         """Like :meth:`read`, with the messages as the text of a JSON array (no re-encoding)."""
+        pieces, agent_session_id = self.read_json_pieces(agent_type, session_id, snapshot=snapshot)
+        return b"".join(pieces).decode("utf-8"), agent_session_id
+
+    def read_json_pieces(self, agent_type: str, session_id: str, *,
+                         snapshot: Snapshot | None = None) -> tuple[list[bytes], str]:
+        """Like :meth:`read_json`, the array's UTF-8 text left in pieces (``b"".join``
+        them, or write them out one after the other: a big session is not copied again)."""
         snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
         meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
-        text = b"".join(self._log(agent_type, session_id).read_json(snapshot)).decode("utf-8")
-        return text, meta.get("agentSessionId", "")
+        return self._log(agent_type, session_id).read_json(snapshot), meta.get("agentSessionId", "")
 
     def read_json_within(self, agent_type: str, session_id: str, max_bytes: int, *,
                          snapshot: Snapshot | None = None) -> tuple[bytes, str]:
