@@ -12,6 +12,7 @@ change. Real processes: the real ``gitmem serve`` over pipes, the real ``git``.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 
@@ -166,3 +167,39 @@ def test_a_commit_made_from_an_index_gitmem_had_not_updated_is_put_back(repo_pat
     assert git("log", "-1", "--format=%(trailers:key=Gitmem-Op,valueonly)", "main").strip() == "put-back"
     assert cli("memory", "read", "--agent", "reviewer").stderr == ""  # put back once
     git.fsck()
+
+
+def test_writes_wait_while_plain_git_holds_mains_lock(tmp_path, repo_path, cli, git):
+    """Plain git takes ``main.lock`` for a moment on every move of main (here another
+    process taking and dropping it as fast as it can, as git's lockfile code does): each
+    gitmem write waits its turn, none fails, also when the lock is gone by the time gitmem
+    looks at why libgit2 could not take it."""
+    cli("init")
+    cli("memory", "write", "--agent", "reviewer", input="start")
+    stop = threading.Event()
+    lock = repo_path / ".git" / "refs" / "heads" / "main.lock"
+
+    def lock_main_forever() -> None:
+        while not stop.is_set():
+            try:
+                os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            except FileExistsError:  # libgit2's own, for gitmem's move
+                continue
+            os.unlink(lock)
+
+    locker = threading.Thread(target=lock_main_forever)
+    host = NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo_path), "--no-watch"],
+                   cwd=tmp_path, env=SUBPROCESS_ENV)
+    with host:
+        locker.start()
+        try:
+            answers = [host.request("storage.agentMemory.write", {
+                "handlerId": "gitmem-agent-memory", "agentId": "reviewer", "writeMode": "append",
+                "content": f"block {i}"}) for i in range(300)]
+        finally:
+            stop.set()
+            locker.join(timeout=60)
+        assert host.call("storage.shutdown") == {"ok": True}
+    assert [a for a in answers if a.get("result") != {"ok": True}] == []
+    stored = git.show(f"main:{AGENT_FILE}")
+    assert all(f"block {i}\n" in stored for i in range(300))

@@ -55,7 +55,8 @@ from gitmem.git.worktree import WorkTree
 log = logging.getLogger("gitmem.engine")
 
 MAX_CAS_RETRIES = 20
-REF_LOCK_WAIT = 0.05  # seconds to wait, per attempt, while a git command holds main's lock
+REF_LOCK_WAIT = 0.005  # seconds between tries while a git command holds main's lock
+REF_LOCK_DEADLINE = 5.0  # seconds a write waits at most for main's lock
 OBJECT_WRITE_RETRIES = 3  # object writes that may fail while a packer removes empty folders
 TREE_CACHE_LIMIT = 64 << 20  # bytes: the largest tree libgit2 keeps parsed (see GitEngine)
 STAT_CACHE_FILE = "stat-cache"  # in .git/gitmem/
@@ -440,16 +441,26 @@ class GitEngine:
 
     def _move_main(self, base: pygit2.Oid | None, commit_id: pygit2.Oid, message: str) -> bool:
         """Move ``main`` from ``base`` to ``commit_id``; False when another writer moved it
-        first (or plain git holds its lock a moment: then try again)."""
-        try:
-            return self._move_branch(base, commit_id, message)
-        except pygit2.GitError as exc:
-            if os.path.exists(self.gitdir / f"{REF}.lock") or "exists" in str(exc) or "locked" in str(exc):
-                time.sleep(REF_LOCK_WAIT)  # plain git moving main: its turn
+        first. While plain git holds main's lock (a moment, on each of its moves) it waits
+        its turn, REF_LOCK_DEADLINE at most."""
+        deadline = time.monotonic() + REF_LOCK_DEADLINE
+        while True:
+            try:
+                return self._move_branch(base, commit_id, message)
+            except pygit2.GitError as exc:
+                # libgit2 says "failed to lock file ... main.lock" (or "... exists"); the
+                # lock may be gone by the time we look
+                if not (os.path.exists(self.gitdir / f"{REF}.lock") or "lock" in str(exc)
+                        or "exists" in str(exc)):
+                    if self._reader.tip() != base:
+                        return False
+                    raise
+                if time.monotonic() >= deadline:
+                    raise EngineError(f"main stayed locked by another git process for "
+                                      f"{REF_LOCK_DEADLINE:g} s: {exc}") from None
+            time.sleep(REF_LOCK_WAIT)
+            if self._reader.tip() != base:  # that git process moved it
                 return False
-            if self._reader.tip() != base:
-                return False
-            raise
 
     def _take_back(self, tried: _Attempt) -> None:
         """Bring the work-tree files and index entries an attempt wrote back to HEAD (it
