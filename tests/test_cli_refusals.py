@@ -86,6 +86,10 @@ def records(repo, cli):
     (("thread", "state", "nope"), "no thread 'nope'", "nopes"),
     (("log", "agent:nobody"), "no record agent:nobody", "agent:nobodies"),
     (("log", "session:claude-code/nope"), "no record session:claude-code/nope", "nope2"),
+    (("memory", "read", "--agent", "r"), "no agent memory 'r'", "agent:reviewer"),
+    (("blame", "agent:nobody"), "no record agent:nobody", "agent:nobodies"),
+    (("blame", "session:claude-code/nope"), "no record session:claude-code/nope", "nope2"),
+    (("blame", "thread:nope", "--json"), "no record thread:nope", "thread:nopes"),
 ])
 def test_a_name_that_does_not_exist_says_so_with_the_closest(records, cli, args, says, closest):
     """Exit 0 and the empty answer a record never written reads as (scripts keep working,
@@ -97,7 +101,7 @@ def test_a_name_that_does_not_exist_says_so_with_the_closest(records, cli, args,
 
 def test_a_name_that_exists_says_nothing_more(records, cli):
     for args in (("memory", "read", "--agent", "reviewer"), ("session", "read", "claude-code", "s1"),
-                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("memory", "read", "--user")):
+                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("blame", "agent:reviewer"), ("memory", "read", "--user")):
         done = cli(*args)
         assert "no " not in done.stderr, (args, done.stderr)
 

@@ -147,6 +147,10 @@ def cmd_blame(args) -> None:
     from gitmem.history import format_date
     with _open(args) as mem:
         found = blame(mem, args.record)
+        if not found:
+            names = record_names(mem)
+            if args.record not in names:
+                say_missing(f"record {args.record}", args.record, names, "gitmem memory list")
     if args.json:
         print_json([b.to_json() for b in found])
         return
