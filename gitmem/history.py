@@ -183,9 +183,9 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
         raise
     except EngineError as exc:
         if _REVISION_LIKE.fullmatch(when.strip()):
-            raise HistoryError(f"{when!r} names no commit ({exc}); a time is a revision that "
-                               "exists, @ or @~N (the record's versions), or a date such as "
-                               "2026-11-01, '3 days ago' or @1793534400") from None
+            raise HistoryError(f"{when!r} names no commit ({exc}); it looks like a revision, "
+                               "so it is not read as a date (dates: 2026-11-01, '3 days ago', "
+                               "@1793534400)") from None
     try:  # after the revisions: git reads an abbreviated hash as a date too
         moment = gitproc.git_date(when)
     except (gitproc.GitMissing, gitproc.GitTimeout):
