@@ -50,6 +50,9 @@ _UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 
                  "month": 30 * 86400, "year": 365 * 86400}
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ].+)?")
 _RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
+# what only a revision looks like: git's date reading takes these as now (HEAD~999, @~1x,
+# abc1234) or as a day of this month (12), so one that names no commit is refused
+_REVISION_LIKE = re.compile(r"[^~^]*[~^].*|@.*|[0-9a-fA-F]+")
 _NOUNS = {"messages": "message", "events": "event"}
 
 
@@ -169,7 +172,8 @@ def parse_time(text: str, *, now: float | None = None) -> float | None:
 def resolve_when(engine: GitEngine, when: str) -> str | None:
     """The commit that WHEN names: a revision, or the newest commit at or before a date
     (None when the date is before the first commit); what is neither is read as git
-    reads a date."""
+    reads a date, unless it looks like a revision (``~``, ``^``, a leading ``@``, all hex
+    digits): that is refused."""
     moment = parse_time(when)
     if moment is not None:
         return engine.commit_at(moment)
@@ -177,8 +181,11 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
         return str(engine.resolve(when))
     except DamagedObject:  # a revision, and one that cannot be read: say which object
         raise
-    except EngineError:
-        pass
+    except EngineError as exc:
+        if _REVISION_LIKE.fullmatch(when.strip()):
+            raise HistoryError(f"{when!r} names no commit ({exc}); it looks like a revision, "
+                               "so it is not read as a date (dates: 2026-11-01, '3 days ago', "
+                               "@1793534400)") from None
     try:  # after the revisions: git reads an abbreviated hash as a date too
         moment = gitproc.git_date(when)
     except (gitproc.GitMissing, gitproc.GitTimeout):

@@ -14,6 +14,7 @@ the sync merge alike.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -52,10 +53,21 @@ def read_meta(snapshot: Snapshot, folder: str) -> dict[str, Any] | None:
     return dict(meta) if meta is not None else None
 
 
+_CONTROL = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\\\]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (newlines, tabs, escape sequences, U+2028) and
+    backslashes escaped as Python writes them: one line, unambiguous."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m[0]) or (
+        f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"), text)
+
+
 def record_trailers(op: str, record: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
     """The trailers of a store's commit: ``Gitmem-Op``, the caller's ``extra`` (a handler
     id), and ``Gitmem-Id`` naming the record (``"session:pi/s1"``; None: no single one)."""
     found = {"Gitmem-Op": op, **(extra or {})}
     if record is not None:
-        found["Gitmem-Id"] = record
+        found["Gitmem-Id"] = printable(record)  # one line, no escape sequence: as listings show it
     return found

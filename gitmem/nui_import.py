@@ -304,7 +304,8 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
 
     An existing ``data.json`` keeps its other keys and the sessions gitmem does not
     hold; other files already in ``out_dir`` are left alone. A file export did not
-    write (nui's own memory; a data.json session gitmem holds too, with other messages)
+    write (nui's own memory; a data.json session gitmem holds too, with another entry,
+    other messages or another resume id)
     is never replaced: :class:`NuiDataError` names them all and nothing is written, or,
     with ``force``, each is kept beside the new one as ``NAME.before-export`` and a
     note says where. What an export wrote is listed in ``.gitmem-export.json`` (each
@@ -334,8 +335,13 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
         if progress is not None:
             progress(done, len(sessions))
     ids = {entry["id"] for _, entry in exported}
-    replaced = sorted(k for k, v in (data.get("sessionMessages") or {}).items()
-                      if k in all_messages and not strictjson.same_json(v, all_messages[k]))
+    entries = {entry["id"]: entry for _, entry in exported}
+    replaced = {k for k, v in (data.get("sessionMessages") or {}).items()
+                if k in all_messages and not strictjson.same_json(v, all_messages[k])}
+    replaced.update(s["id"] for s in data.get("sessions") or [] if isinstance(s, dict)
+                    and s.get("id") in ids and not strictjson.same_json(s, entries[s["id"]]))
+    replaced.update(k for k, v in (data.get("agentSessions") or {}).items()
+                    if k in resume_ids and v != resume_ids[k])
     kept = [s for s in data.get("sessions") or [] if not (isinstance(s, dict) and s.get("id") in ids)]
     if kept:
         report.notes.append(f"kept {len(kept)} session(s) already in {data_path} that gitmem "
@@ -364,7 +370,7 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
         content = mem.memory.read(agent_id, snapshot=snapshot)
         files[f"{AGENT_MEMORY}/{name}.md"] = content.encode("utf-8", "surrogateescape")
         report.agent_memories += 1
-    _write_export(out, files, replaced, force, report)
+    _write_export(out, files, sorted(replaced), force, report)
     return report
 
 

@@ -86,6 +86,10 @@ def records(repo, cli):
     (("thread", "state", "nope"), "no thread 'nope'", "nopes"),
     (("log", "agent:nobody"), "no record agent:nobody", "agent:nobodies"),
     (("log", "session:claude-code/nope"), "no record session:claude-code/nope", "nope2"),
+    (("memory", "read", "--agent", "r"), "no agent memory 'r'", "agent:reviewer"),
+    (("blame", "agent:nobody"), "no record agent:nobody", "agent:nobodies"),
+    (("blame", "session:claude-code/nope"), "no record session:claude-code/nope", "nope2"),
+    (("blame", "thread:nope", "--json"), "no record thread:nope", "thread:nopes"),
 ])
 def test_a_name_that_does_not_exist_says_so_with_the_closest(records, cli, args, says, closest):
     """Exit 0 and the empty answer a record never written reads as (scripts keep working,
@@ -97,7 +101,7 @@ def test_a_name_that_does_not_exist_says_so_with_the_closest(records, cli, args,
 
 def test_a_name_that_exists_says_nothing_more(records, cli):
     for args in (("memory", "read", "--agent", "reviewer"), ("session", "read", "claude-code", "s1"),
-                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("memory", "read", "--user")):
+                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("blame", "agent:reviewer"), ("memory", "read", "--user")):
         done = cli(*args)
         assert "no " not in done.stderr, (args, done.stderr)
 
@@ -166,3 +170,28 @@ def test_serve_on_a_folder_holding_files_of_its_own_makes_nothing_there(tmp_path
     message = json.loads(done.stdout.splitlines()[0])["error"]["message"]
     assert "holds files of its own (todo.txt)" in message and "--adopt" in message
     assert sorted(p.name for p in notes.iterdir()) == ["todo.txt"]
+
+
+def test_control_characters_in_ids_are_escaped_in_log_search_status_and_commits(repo, cli, git):
+    """`log`, `search` and `status` printed them raw (an ESC sequence reaching the terminal,
+    a row cut in two), and so did the commit subjects and the Gitmem-Id trailer."""
+    cli("memory", "write", "--agent", "esc\x1b[31mred", input="hi there")
+    cli("memory", "write", "--agent", "bad\nid", input="hi again")
+    cli("session", "write", "a\nb", "s\x07", input='{"messages": [{"id": "m", "text": "hi"}]}')
+    message = git("log", "-1", "--format=%B")
+    assert message.splitlines()[0] == "session: write a\\nb/s\\x07 (1 messages)", message
+    assert "Gitmem-Id: session:a\\nb/s\\x07" in message.splitlines()
+    subjects = git.log(fmt="%s")
+    assert "memory: replace agent esc\\x1b[31mred" in subjects and "memory: replace agent bad\\nid" in subjects
+    assert not any(c in "".join(git.log(fmt="%B")) for c in "\x1b\x07")
+    entries = json.loads(cli("log", "--json").stdout)
+    assert entries[0]["trailers"]["Gitmem-Id"] == "session:a\\nb/s\\x07"
+    shown = cli("log").stdout
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert all(len(row.split()[0]) == 10 for row in shown.splitlines())  # one row per commit
+    found = cli("search", "hi").stdout
+    assert "\x1b" not in found and "agent:bad\\nid" in found and "agent:esc\\x1b[31mred" in found
+    assert cli("memory", "read", "--agent", "bad\nid").stdout == "hi again\n"  # the id kept whole
+    (repo / "memory" / "agents" / "h\x1b[2Jx\ny.md").write_text("hand\n")
+    status = cli("status").stdout
+    assert "\x1b" not in status and "h\\x1b[2Jx\\ny.md" in status, status

@@ -89,3 +89,21 @@ def test_what_no_date_reader_knows_is_still_refused(repo, cli):
     for when in ("next tuesday", "tomorrow", "garbage words"):
         done = cli("show", "user", "--at", when, check=False)
         assert_one_line_error(done, code=1, says="neither a revision nor a date")
+
+
+@pytest.mark.parametrize("when", ["HEAD~999", "HEAD~4", "main~999", "@~1x", "@~-1", "@~+1",
+                                  "abc1234", "12", "1700000600"])
+def test_a_revision_that_names_no_commit_is_refused_not_read_as_now(repo, cli, git, when):
+    """git's date reading takes these as now (or a day of this month): the newest version,
+    exit 0, was the answer (issue 24)."""
+    for text in ("v1", "v2", "v3"):
+        cli("memory", "write", "--agent", "x", input=text)
+    count = git.count()  # init and three writes: HEAD~4 is one past the first commit
+    for args in (["show", "agent:x", "--at", when], ["restore", "agent:x", "--at", when],
+                 ["diff", "agent:x", "--since", when], ["diff", "agent:x", "--since", "@~1",
+                                                          "--until", when]):
+        assert_one_line_error(cli(*args, check=False), code=1, says=repr(when))
+    assert git.count() == count
+    assert cli("memory", "read", "--agent", "x").stdout == "v3\n"
+    assert cli("show", "agent:x", "--at", "HEAD~3", check=False).returncode == 1  # the init commit: before x
+    assert cli("show", "agent:x", "--at", "@1700000600", check=False).returncode == 1  # epoch: 2023

@@ -242,3 +242,27 @@ def test_an_export_does_not_replace_a_session_of_data_json_it_did_not_write(mem,
     old = json.loads((out / "data.json.before-export").read_text())
     assert old["sessionMessages"] == {"s1": [{"id": "nui's"}]}
     assert json.loads((out / "data.json").read_text())["sessionMessages"] == {"s1": [{"id": "gitmem's"}]}
+
+
+@pytest.mark.parametrize("theirs", [
+    {"id": "s3", "name": "NUI OWN S3", "workingDir": "/home/me", "agentType": "codex",
+     "createdAt": "2026-01-01T00:00:00.000Z"},
+    {"id": "s3", "agentType": "codex", "messages": [{"id": "NUI OWN"}]},
+])
+def test_an_export_does_not_replace_a_session_entry_of_data_json_it_did_not_write(
+        mem, tmp_path, cli, theirs):
+    """nui's own entry for a session gitmem holds too (renamed in nui, another workingDir,
+    its messages inside it) was replaced without a word when sessionMessages had none."""
+    out = tmp_path / "nui"
+    out.mkdir()
+    before = json.dumps({"sessions": [theirs], "sessionMessages": {}, "agentSessions": {}})
+    (out / "data.json").write_text(before)
+    mem.sessions.write("codex", "s3", [{"id": "gitmem's"}])
+    mem.close()
+    done = cli("export", "nui", str(out), check=False)
+    assert done.returncode == 1 and "data.json" in done.stderr and "s3" in done.stderr, done.stderr
+    assert (out / "data.json").read_text() == before
+    cli("export", "nui", str(out), "--force")
+    assert "NUI OWN" in (out / "data.json.before-export").read_text()
+    assert "NUI OWN" not in (out / "data.json").read_text()
+    cli("export", "nui", str(out))  # what the export wrote it replaces

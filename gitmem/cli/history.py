@@ -10,7 +10,7 @@ import sys
 
 from gitmem.cli import NO_PAGER_HELP, CliError, UsageError, open_repo, positive_int, print_json, takes_repo
 from gitmem.cli import pager
-from gitmem.cli.names import say_missing
+from gitmem.cli.names import printable, say_missing
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
@@ -111,7 +111,7 @@ def cmd_search(args) -> None:
         when = f"added {hit.added[:10]} {hit.added_date}"
         if hit.removed:
             when += f", removed {hit.removed[:10]} {hit.removed_date}"
-        print(f"{hit.record}  {hit.unit}  {hit.score:.2f}  {when}")
+        print(f"{printable(hit.record)}  {printable(hit.unit)}  {hit.score:.2f}  {when}")
         print(f"    {' '.join(hit.snippet.split())}")
 
 
@@ -130,7 +130,7 @@ def cmd_log(args) -> None:
         for e in entries:
             c = e.commit
             print(f"{pager.yellow(c.id[:10], colour)}  {format_date(c.time, c.offset)}  "
-                  f"{c.author:<24}  [{e.summary}]  {c.summary}")
+                  f"{printable(c.author):<24}  [{e.summary}]  {printable(c.summary)}")
 
 
 def record_names(mem) -> list[str]:
@@ -147,6 +147,10 @@ def cmd_blame(args) -> None:
     from gitmem.history import format_date
     with _open(args) as mem:
         found = blame(mem, args.record)
+        if not found:
+            names = record_names(mem)
+            if args.record not in names:
+                say_missing(f"record {args.record}", args.record, names, "gitmem memory list")
     if args.json:
         print_json([b.to_json() for b in found])
         return

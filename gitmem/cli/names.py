@@ -9,12 +9,10 @@ and ids with their control characters escaped, so that one id is one row of a li
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterable
 
-_CONTROL = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\\\]")
-_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
+from gitmem.meta import printable  # noqa: F401 (the listings take it from here)
 
 
 def closest(name: str, names: Iterable[str], count: int = 3) -> list[str]:
@@ -27,13 +25,6 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
     """`` (did you mean X?)`` naming the closest of ``names`` to ``name``, or "" when none is close."""
     close = closest(name, names)
     return f" (did you mean {' or '.join(close)}?)" if close else ""
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (newlines, tabs, escape sequences, U+2028) and
-    backslashes escaped as Python writes them: one line, unambiguous."""
-    return _CONTROL.sub(lambda m: _ESCAPES.get(m[0]) or (
-        f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"), text)
 
 
 def say_missing(what: str, name: str, names: Iterable[str], listing: str) -> None:

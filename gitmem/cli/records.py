@@ -74,7 +74,8 @@ def cmd_memory_read(args) -> None:
         if agent is not None and not content:
             snapshot = mem.engine.snapshot()
             if not snapshot.exists(mem.memory.path(agent)):
-                say_missing(f"agent memory {agent!r}", agent, mem.memory.agents(snapshot=snapshot),
+                say_missing(f"agent memory {agent!r}", f"agent:{agent}",  # named as log does
+                            [f"agent:{a}" for a in mem.memory.agents(snapshot=snapshot)],
                             "gitmem memory list")
     sys.stdout.write(content)
 

@@ -8,6 +8,7 @@ import dataclasses
 import sys
 
 from gitmem.cli import command, open_repo, print_json, takes_repo
+from gitmem.cli.names import printable
 
 RESCUE_EXAMPLE = """\
 example:
@@ -210,7 +211,7 @@ def cmd_status(args) -> None:
     if args.json:
         print_json(report)
     else:
-        print("\n".join(describe(report)))
+        print("\n".join(map(printable, describe(report))))  # a path is one row, escapes and all
 
 
 def cmd_forget(args) -> None:

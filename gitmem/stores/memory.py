@@ -30,7 +30,7 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
-from gitmem.meta import record_trailers
+from gitmem.meta import printable, record_trailers
 from gitmem.git.statcache import git_blob_id
 
 log = logging.getLogger("gitmem.memory")
@@ -321,7 +321,7 @@ def _decode(data: bytes) -> str:
 
 
 def _describe(agent_id: str | None) -> str:
-    return "user memory" if agent_id is None else f"agent {agent_id}"
+    return "user memory" if agent_id is None else f"agent {printable(agent_id)}"
 
 
 def _record(agent_id: str | None) -> str:

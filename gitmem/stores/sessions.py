@@ -40,7 +40,7 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts
-from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.meta import meta_bytes, now_iso, parse_meta, printable, read_meta, record_trailers
 from gitmem.stores.jsonl import ChunkedJsonl, dumps
 from gitmem.strictjson import same_json
 
@@ -223,7 +223,7 @@ class SessionStore:
                                                                found, fields)
 
         return self.engine.update(
-            changes, f"session: {summary}",
+            changes, f"session: {printable(summary)}",  # an id: one line, no escape sequence
             record_trailers(f"session.{op}", f"session:{agent_type}/{session_id}", trailers),
             scope=self.folder(agent_type, session_id))
 
@@ -252,7 +252,7 @@ class SessionStore:
         self._cuts.drop(folder)
         return self.engine.update(
             lambda snapshot: {path: None for path in snapshot.files(folder)},
-            f"session: delete {agent_type}/{session_id}",
+            f"session: delete {printable(f'{agent_type}/{session_id}')}",
             record_trailers("session.delete", f"session:{agent_type}/{session_id}", trailers),
             scope=folder)
 
