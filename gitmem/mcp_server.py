@@ -54,8 +54,8 @@ class OpenOnFirstUse:
                 # start, which the SDK's import already makes long (see gitmem.bench.mcp).
                 from gitmem import history
                 from gitmem.maintenance import Maintenance
-                from gitmem.repository import Gitmem
-                mem = Gitmem.open(self.repo, create=False, packer=Maintenance)
+                from gitmem.repository import Gitmem, locate_repo
+                mem = Gitmem.open(locate_repo(self.repo)[0], create=False, packer=Maintenance)
                 self.mem = mem
                 self.start_log(Path(self.log_file) if self.log_file
                                 else mem.engine.private_dir / logfile.SERVE_LOG)
@@ -114,8 +114,11 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
 def _stdin_lines():
     """The request lines on stdin, read by the event loop, so that a SIGTERM ends the
     server at once: the SDK's own reader blocks in a thread until the client writes again
-    (or closes). A regular file (``gitmem mcp < requests``) ends by itself: None, the SDK's."""
-    if stat.S_ISREG(os.fstat(0).st_mode):
+    (or closes). Only a pipe, a socket or a terminal can be waited on so; a regular file
+    (``gitmem mcp < requests``) or a device (``</dev/null``, which the event loop refuses
+    to poll) ends by itself: None, the SDK's."""
+    mode = os.fstat(0).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(0)):
         return None
     wire = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)

@@ -57,6 +57,43 @@ def test_a_memory_that_is_not_utf8_is_read_with_a_note_and_the_server_keeps_serv
     assert (repo / "memory/agents/lat.md").read_bytes() == b"caf\xe9 latin1\n"  # read, never rewritten
 
 
+def test_stdin_at_dev_null_ends_the_server_at_once(repo):
+    done = subprocess.run([sys.executable, "-m", "gitmem", "mcp", "--repo", str(repo)],
+                          stdin=subprocess.DEVNULL, capture_output=True, env=SUBPROCESS_ENV, timeout=60)
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+
+
+def test_mcp_and_its_config_use_the_repository_holding_the_current_folder(tmp_path):
+    home, inside = tmp_path / "home", tmp_path / "m1"
+    home.mkdir()
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": "", "XDG_DATA_HOME": "", "CODEX_HOME": ""}
+    env = {**{k: v for k, v in SUBPROCESS_ENV.items() if k != "GITMEM_REPO"}, **env}
+    subprocess.run([sys.executable, "-m", "gitmem", "init"], env=env, check=True, capture_output=True)
+    gitmem_bytes("memory", "write", "--user", stdin=b"default user\n", env=env)
+    run_gitmem("init", str(inside))
+    gitmem_bytes("--repo", str(inside), "memory", "write", "--user", stdin=b"hi\n")
+    (inside / "notes").mkdir()
+
+    async def test():
+        params = StdioServerParameters(command=sys.executable, args=["-m", "gitmem", "mcp"],
+                                       env=env, cwd=str(inside / "notes"))
+        with anyio.fail_after(120):
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write, client_info=CLIENT) as opened:
+                    await opened.initialize()
+                    assert await call(opened, "memory_read", record="user") == ("hi\n", False)
+    run(test)
+
+    printed = subprocess.run([sys.executable, "-m", "gitmem", "mcp", "config", "--client", "cursor"],
+                             cwd=inside / "notes", env=env, capture_output=True, text=True, timeout=60)
+    assert json.loads(printed.stdout)["mcpServers"]["gitmem"]["args"][-2:] == ["--repo", str(inside.resolve())]
+    written = subprocess.run([sys.executable, "-m", "gitmem", "mcp", "config", "--client", "cursor",
+                              "--write"], cwd=inside, env=env, capture_output=True, text=True, timeout=60)
+    assert written.returncode == 0, written.stderr
+    entry = json.loads((home / ".cursor/mcp.json").read_text())["mcpServers"]["gitmem"]
+    assert entry["args"][-1] == str(inside.resolve())
+
+
 def test_show_before_the_record_existed_and_unknown_arguments_are_errors(repo):
     git = Git(repo)
 
