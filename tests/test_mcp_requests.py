@@ -112,3 +112,46 @@ def test_show_before_the_record_existed_and_unknown_arguments_are_errors(repo):
     cli = run_gitmem("show", "agent:x", "--at", "2020-01-01", repo=repo, check=False)
     assert cli.returncode == 1 and "agent:x did not exist at that time" in cli.stderr
     assert git.count("memory/agents/x.md") == 1  # the refused write wrote nothing
+
+
+def test_config_write_keeps_a_symlink_and_the_entry_keys_a_person_added(tmp_path, repo):
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    (home / ".cursor").mkdir(parents=True)
+    dotfiles.mkdir()
+    target = dotfiles / "mcp.json"
+    target.write_text(json.dumps({"mcpServers": {"z": {"command": "z"}, "gitmem": {
+        "command": "old", "args": [], "env": {"GITMEM_LOG": "x"}, "disabled": False}}}))
+    link = home / ".cursor/mcp.json"
+    link.symlink_to(target)
+    config_cli(home, "--client", "cursor", "--write", "--repo", str(repo))
+    assert link.is_symlink() and link.resolve() == target
+    servers = json.loads(target.read_text())["mcpServers"]
+    assert servers["z"] == {"command": "z"}
+    assert servers["gitmem"]["env"] == {"GITMEM_LOG": "x"} and servers["gitmem"]["disabled"] is False
+    assert servers["gitmem"]["command"] != "old" and servers["gitmem"]["args"][-1] == str(repo.resolve())
+
+
+@pytest.mark.parametrize("text, form", [
+    ('mcp_servers = { other = { command = "x" } }\n', "an inline table (mcp_servers = { ... })"),
+    ("mcp_servers = 3\n", "a value that is not a table")])
+def test_codex_toml_that_cannot_take_the_table_is_refused_saying_why(tmp_path, repo, text, form):
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    done = config_cli(tmp_path, "--client", "codex", "--write", "--file", str(path),
+                      "--repo", str(repo), check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr == (f"gitmem: {path} writes mcp_servers as {form}, to which a "
+                           "[mcp_servers.gitmem] table cannot be added: write each server as its "
+                           "own [mcp_servers.<name>] table, then run again\n")
+    assert path.read_text() == text
+
+
+def test_codex_toml_that_is_not_toml_is_refused_at_its_own_line(tmp_path, repo):
+    path = tmp_path / "config.toml"
+    path.write_text('model = "o4"\nx = = 1\n')
+    done = config_cli(tmp_path, "--client", "codex", "--write", "--file", str(path),
+                      "--repo", str(repo), check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"gitmem: {path} is not valid TOML (") and "(at line 2," in done.stderr
+    assert done.stderr.endswith("): fix it, then run again\n")
+    assert path.read_text() == 'model = "o4"\nx = = 1\n'
