@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 from mcp.server.stdio import stdio_server
+from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
 from gitmem import __version__, logfile
 from gitmem.protocol.mcp import Services, build_server
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitmem.mcp")
 
 MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
+ANSWER_GRACE = 60.0  # seconds the requests read before the end of input may take to answer
 MAX_LINE = 256 << 20  # bytes of one request line at most (a memory of that size is written whole)
 
 
@@ -99,7 +101,7 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
             async with stdio_server(stdin=_stdin_lines()) as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                await _answer_all(server, read_stream, write_stream)
             tasks.cancel_scope.cancel()
 
     try:
@@ -109,6 +111,49 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
     finally:
         services.close()
     return 0
+
+
+async def _answer_all(server, read_stream, write_stream) -> None:
+    """``server.run`` on the transport's streams, with the end of input held back until
+    every request read has its answer: the SDK cancels the requests in flight when its
+    input ends, so a write sent just before the client closed stdin was committed and
+    never answered."""
+    unanswered: set = set()
+    answered = anyio.Event()
+    to_server, server_reads = anyio.create_memory_object_stream(0)
+    server_writes, from_server = anyio.create_memory_object_stream(0)
+
+    async def requests_in() -> None:
+        nonlocal answered
+        async with to_server, read_stream:
+            async for item in read_stream:
+                message = getattr(item, "message", None)
+                if isinstance(message, JSONRPCRequest):
+                    unanswered.add(message.id)
+                elif (isinstance(message, JSONRPCNotification)
+                      and message.method == "notifications/cancelled"):
+                    unanswered.discard((message.params or {}).get("requestId"))
+                await to_server.send(item)
+            with anyio.move_on_after(ANSWER_GRACE):
+                while unanswered:
+                    answered = anyio.Event()
+                    await answered.wait()
+            if unanswered:
+                log.warning("input ended; %d requests were not answered in %.0f s",
+                            len(unanswered), ANSWER_GRACE)
+
+    async def answers_out() -> None:
+        async with from_server, write_stream:
+            async for item in from_server:
+                await write_stream.send(item)
+                if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
+                    unanswered.discard(item.message.id)
+                    answered.set()
+
+    async with anyio.create_task_group() as relay:
+        relay.start_soon(requests_in)
+        relay.start_soon(answers_out)
+        await server.run(server_reads, server_writes, server.create_initialization_options())
 
 
 def _stdin_lines():
