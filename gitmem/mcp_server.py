@@ -118,42 +118,72 @@ async def _answer_all(server, read_stream, write_stream) -> None:
     every request read has its answer: the SDK cancels the requests in flight when its
     input ends, so a write sent just before the client closed stdin was committed and
     never answered."""
-    unanswered: set = set()
-    answered = anyio.Event()
-    to_server, server_reads = anyio.create_memory_object_stream(0)
-    server_writes, from_server = anyio.create_memory_object_stream(0)
+    answers = _Answers(read_stream, write_stream)
+    await server.run(answers.reads, answers.writes, server.create_initialization_options())
 
-    async def requests_in() -> None:
-        nonlocal answered
-        async with to_server, read_stream:
-            async for item in read_stream:
-                message = getattr(item, "message", None)
-                if isinstance(message, JSONRPCRequest):
-                    unanswered.add(message.id)
-                elif (isinstance(message, JSONRPCNotification)
-                      and message.method == "notifications/cancelled"):
-                    unanswered.discard((message.params or {}).get("requestId"))
-                await to_server.send(item)
-            with anyio.move_on_after(ANSWER_GRACE):
-                while unanswered:
-                    answered = anyio.Event()
-                    await answered.wait()
-            if unanswered:
-                log.warning("input ended; %d requests were not answered in %.0f s",
-                            len(unanswered), ANSWER_GRACE)
 
-    async def answers_out() -> None:
-        async with from_server, write_stream:
-            async for item in from_server:
-                await write_stream.send(item)
-                if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
-                    unanswered.discard(item.message.id)
-                    answered.set()
+class _Answers:
+    """The transport's two streams, seen through: the ids of the requests read and not yet
+    answered, and an end of input that waits (:data:`ANSWER_GRACE` at most) for them."""
 
-    async with anyio.create_task_group() as relay:
-        relay.start_soon(requests_in)
-        relay.start_soon(answers_out)
-        await server.run(server_reads, server_writes, server.create_initialization_options())
+    def __init__(self, read_stream, write_stream):
+        self.unanswered: set = set()
+        self.answered = anyio.Event()
+        self.reads, self.writes = _Seen(read_stream, self), _Seen(write_stream, self)
+
+    def read(self, item) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCRequest):
+            self.unanswered.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            self.unanswered.discard((message.params or {}).get("requestId"))
+
+    def written(self, item) -> None:
+        if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
+            self.unanswered.discard(item.message.id)
+            self.answered.set()
+
+    async def drain(self) -> None:
+        with anyio.move_on_after(ANSWER_GRACE):
+            while self.unanswered:
+                self.answered = anyio.Event()
+                await self.answered.wait()
+        if self.unanswered:
+            log.warning("input ended; %d requests were not answered in %.0f s",
+                        len(self.unanswered), ANSWER_GRACE)
+
+
+class _Seen:
+    """One of the SDK's streams, each item also told to :class:`_Answers`."""
+
+    def __init__(self, stream, answers: _Answers):
+        self.stream, self.answers = stream, answers
+
+    def __getattr__(self, name):  # close, aclose, last_context...
+        return getattr(self.stream, name)
+
+    async def __aenter__(self):
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info):
+        return await self.stream.__aexit__(*exc_info)
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        try:
+            item = await self.stream.__anext__()
+        except StopAsyncIteration:
+            await self.answers.drain()
+            raise
+        self.answers.read(item)
+        return item
+
+    async def send(self, item) -> None:
+        await self.stream.send(item)
+        self.answers.written(item)
 
 
 def _stdin_lines():
