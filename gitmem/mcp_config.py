@@ -73,8 +73,10 @@ def entry_text(client: str, repo: Path, python: str = sys.executable) -> str:
 def write(client: str, repo: Path, *, path: Path | None = None,
           python: str = sys.executable) -> Path:
     """Merge the entry into ``path`` (default: the client's own file), which keeps every
-    other server and setting; returns the file written."""
+    other server and setting; returns the file written. A symlinked file (a dotfile
+    manager's) is written through: the link stays, its target gets the entry."""
     path = path or config_path(client)
+    path = Path(os.path.realpath(path)) if path.is_symlink() else path
     entry = server_entry(client, repo, python)
     old = path.read_text(encoding="utf-8") if path.exists() else ""
     if client == "codex":
@@ -93,7 +95,8 @@ def _merge_json(old: str, entry: dict[str, Any], path: Path) -> str:
     if not isinstance(config, dict) or not isinstance(config.setdefault("mcpServers", {}), dict):
         raise InvalidInput(f'{path} does not hold a JSON object with an "mcpServers" object: '
                            "fix it, then run again")
-    config["mcpServers"][NAME] = entry
+    kept = config["mcpServers"].get(NAME)  # the person's own keys (env, cwd...) stay, as in codex
+    config["mcpServers"][NAME] = {**kept, **entry} if isinstance(kept, dict) else entry
     return json.dumps(config, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -106,6 +109,15 @@ def _toml_table(entry: dict[str, Any]) -> str:
 def _merge_toml(old: str, entry: dict[str, Any], path: Path) -> str:
     """``old`` with its ``[mcp_servers.gitmem]`` table replaced (or added at the end); its
     other tables and comments stay as they are."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: nothing to check the files with
+        tomllib = None
+    if tomllib is not None:
+        try:
+            servers = tomllib.loads(old).get("mcp_servers", {})
+        except tomllib.TOMLDecodeError as error:
+            raise InvalidInput(f"{path} is not valid TOML ({error}): fix it, then run again") from None
     lines = old.splitlines(keepends=True)
     start = next((i for i, line in enumerate(lines) if _CODEX_TABLE.match(line)), None)
     if start is None:
@@ -115,15 +127,17 @@ def _merge_toml(old: str, entry: dict[str, Any], path: Path) -> str:
         end = next((i for i in range(start + 1, len(lines)) if _TABLE.match(lines[i])), len(lines))
         tail = "".join(lines[end:])
         new = "".join(lines[:start]) + _toml_table(entry) + ("\n" + tail if tail else "")
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10: nothing to check the result with
+    if tomllib is None:
         return new
     try:
         servers = tomllib.loads(new).get("mcp_servers", {})
-    except tomllib.TOMLDecodeError as error:
-        raise InvalidInput(f"{path} is not valid TOML ({error}), or declares {NAME} in a way "
-                           "this cannot merge into: fix it, then run again") from None
+    except tomllib.TOMLDecodeError:
+        # TOML lets no [mcp_servers.gitmem] table extend an inline table or a value
+        form = ("an inline table (mcp_servers = { ... })" if isinstance(servers, dict)
+                else "a value that is not a table")
+        raise InvalidInput(f"{path} writes mcp_servers as {form}, to which a "
+                           f"[mcp_servers.{NAME}] table cannot be added: write each server as "
+                           "its own [mcp_servers.<name>] table, then run again") from None
     if servers.get(NAME, {}).get("args") != entry["args"]:
         raise InvalidInput(f"{path} declares mcp_servers.{NAME} in a way this cannot merge "
                            f"into: remove it, then run again")

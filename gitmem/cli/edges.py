@@ -298,8 +298,8 @@ def cmd_mcp(args) -> int:
 
 def cmd_mcp_config(args) -> None:
     from gitmem import mcp_config
-    from gitmem.repository import default_repo_path
-    repo = Path(args.repo).expanduser() if args.repo else default_repo_path()
+    from gitmem.repository import locate_repo
+    repo = locate_repo(args.repo)[0]
     if not args.write:
         sys.stdout.write(mcp_config.entry_text(args.client, repo))
         return

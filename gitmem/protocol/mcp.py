@@ -3,10 +3,12 @@ server, on the official MCP SDK (``mcp``, imported only here and by ``gitmem mcp
 
 Each tool is a thin call into the services the CLI uses, handed in as :class:`Services`
 by whoever starts the server (:mod:`gitmem.mcp_server`). A tool's failure (a bad record
-name, an unknown mode, an id that would leave the repository, a missing repository, an
-empty query) is a tool result with ``isError`` and one line saying what to do; the
-server keeps serving. Every write names the client (``clientInfo``) in a
-``Gitmem-Client`` trailer of its commit.
+name, an unknown mode or argument, a time before the record existed, an id that would
+leave the repository, a missing repository, an empty query; any other failure too,
+logged) is a tool result with ``isError`` and one line saying what to do, a resource's
+the request's JSON-RPC error; the server keeps serving. A record that is not UTF-8
+comes back with U+FFFD for the bytes that are not, and a note saying so. Every write
+names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit.
 
     server = build_server(open_services, version=gitmem.__version__)
     await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -15,8 +17,10 @@ server keeps serving. Every write names the client (``clientInfo``) in a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -144,21 +148,28 @@ def build_server(open_services: Callable[[], Services], *, version: str,
             if tool is None:
                 raise ToolError(f"no tool {params.name!r}: use one of "
                                 f"{', '.join(t.name for t in TOOLS)}")
+            _known_arguments(params.name, args)
             try:
                 services = open_services()
             except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
                 raise ToolError(_one_line(error)) from None
             text = tool(services, args, client)
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
-            line = _one_line(error)
+            line = _unicode(_one_line(error))[0]
             if isinstance(error, (ToolError, ValueError)):
                 log.info("%s: %s refused: %s", client, params.name, line)
             else:
                 log.exception("%s: %s failed", client, params.name)
             return types.CallToolResult(content=[types.TextContent(text=line)], is_error=True)
         log.info("%s: %s %s", client, params.name, _ids_of(args))
-        return types.CallToolResult(content=[types.TextContent(text=text)])
+        text, note = _unicode(text)
+        content = [types.TextContent(text=text)]
+        if note:
+            log.warning("%s: %s %s: %s", client, params.name, _ids_of(args), note)
+            content.append(types.TextContent(text=f"note: {note}"))
+        return types.CallToolResult(content=content)
 
+    @_answered
     async def list_resources(ctx, params) -> types.ListResourcesResult:
         services = _or_mcp_error(open_services)
         found = [types.Resource(uri=RESOURCE_PREFIX + "user", name="user",
@@ -169,11 +180,13 @@ def build_server(open_services: Callable[[], Services], *, version: str,
                   for agent in sorted(services.memory.agents())]
         return types.ListResourcesResult(resources=found)
 
+    @_answered
     async def list_templates(ctx, params) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
             uri_template=AGENT_RESOURCES + "{id}", name="agent memory",
             description="the memory of one agent", mime_type="text/markdown")])
 
+    @_answered
     async def read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
         if uri == RESOURCE_PREFIX + "user":
@@ -186,6 +199,9 @@ def build_server(open_services: Callable[[], Services], *, version: str,
         services = _or_mcp_error(open_services)
         text = _or_mcp_error(lambda: services.memory.read(_agent_id(parse_record(
             "user" if agent is None else f"agent:{agent}"))))
+        text, note = _unicode(text)
+        if note:
+            log.warning("%s: %s", uri, note)
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="text/markdown", text=text)])
 
@@ -239,7 +255,7 @@ def memory_show(services: Services, args: dict, client: str) -> str:
     shown = services.show(record.name, _string(args, "at"))
     if not shown.exists:
         at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
-        return f"{record.name} did not exist at {at}"
+        raise ToolError(f"{record.name} did not exist at {at}")
     if "content" in shown.value:
         return shown.value["content"]
     return _json(shown.value)
@@ -279,6 +295,17 @@ def _string(args: dict, name: str) -> str:
     return value
 
 
+def _known_arguments(tool: str, args: dict) -> None:
+    """Arguments the tool's schema does not name are refused, not ignored: a misspelt
+    ``mode`` would otherwise append where the model meant to replace."""
+    schema = next(t.input_schema for t in TOOLS if t.name == tool)
+    unknown = sorted(set(args) - set(schema["properties"]))
+    if unknown:
+        known = ", ".join(schema["properties"]) or "none"
+        raise ToolError(f"{tool} takes no argument {', '.join(map(repr, unknown))} "
+                        f"(its arguments: {known})")
+
+
 def _limit(args: dict) -> int:
     limit = args.get("limit", 20)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
@@ -314,6 +341,38 @@ def _one_line(error: BaseException) -> str:
         return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
     text = " ".join(str(error).split())
     return text or type(error).__name__
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _unicode(text: str) -> tuple[str, str | None]:
+    """``text`` as Unicode an answer can carry, and a note when it was not: a file that
+    is not UTF-8 (a Latin-1 hand edit) is read with each undecodable byte a lone
+    surrogate, which no JSON line can hold; those become U+FFFD."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return text, None
+    return _SURROGATE.sub("\ufffd", text), (
+        f"the record is not all UTF-8 (the first byte that is not is at character "
+        f"{found.start()}): such bytes are shown as U+FFFD; `gitmem memory read` gives "
+        "them as they are")
+
+
+def _answered(handler):
+    """``handler`` with any failure its JSON-RPC error, one line, logged (an exception
+    the SDK met itself would be answered without a word in the log)."""
+    @functools.wraps(handler)
+    async def answer(ctx, params):
+        try:
+            return await handler(ctx, params)
+        except MCPError as error:
+            log.info("%s refused: %s", handler.__name__, error)
+            raise
+        except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
+            log.exception("%s failed", handler.__name__)
+            raise MCPError(-32603, _one_line(error)) from None
+    return answer
 
 
 def _or_mcp_error(call: Callable[[], Any]) -> Any:
