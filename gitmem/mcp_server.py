@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 from mcp.server.stdio import stdio_server
-from mcp.types import JSONRPCError, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
 from gitmem import __version__, logfile
 from gitmem.protocol.mcp import Services, build_server
@@ -33,7 +32,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitmem.mcp")
 
 MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
-ANSWER_GRACE = 60.0  # seconds the requests read before the end of input may take to answer
 MAX_LINE = 256 << 20  # bytes of one request line at most (a memory of that size is written whole)
 
 
@@ -101,7 +99,7 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
             async with stdio_server(stdin=_stdin_lines()) as (read_stream, write_stream):
-                await _answer_all(server, read_stream, write_stream)
+                await server.run(read_stream, write_stream, server.create_initialization_options())
             tasks.cancel_scope.cancel()
 
     try:
@@ -111,79 +109,6 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
     finally:
         services.close()
     return 0
-
-
-async def _answer_all(server, read_stream, write_stream) -> None:
-    """``server.run`` on the transport's streams, with the end of input held back until
-    every request read has its answer: the SDK cancels the requests in flight when its
-    input ends, so a write sent just before the client closed stdin was committed and
-    never answered."""
-    answers = _Answers(read_stream, write_stream)
-    await server.run(answers.reads, answers.writes, server.create_initialization_options())
-
-
-class _Answers:
-    """The transport's two streams, seen through: the ids of the requests read and not yet
-    answered, and an end of input that waits (:data:`ANSWER_GRACE` at most) for them."""
-
-    def __init__(self, read_stream, write_stream):
-        self.unanswered: set = set()
-        self.answered = anyio.Event()
-        self.reads, self.writes = _Seen(read_stream, self), _Seen(write_stream, self)
-
-    def read(self, item) -> None:
-        message = getattr(item, "message", None)
-        if isinstance(message, JSONRPCRequest):
-            self.unanswered.add(message.id)
-        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
-            self.unanswered.discard((message.params or {}).get("requestId"))
-
-    def written(self, item) -> None:
-        if isinstance(item.message, (JSONRPCResponse, JSONRPCError)):
-            self.unanswered.discard(item.message.id)
-            self.answered.set()
-
-    async def drain(self) -> None:
-        with anyio.move_on_after(ANSWER_GRACE):
-            while self.unanswered:
-                self.answered = anyio.Event()
-                await self.answered.wait()
-        if self.unanswered:
-            log.warning("input ended; %d requests were not answered in %.0f s",
-                        len(self.unanswered), ANSWER_GRACE)
-
-
-class _Seen:
-    """One of the SDK's streams, each item also told to :class:`_Answers`."""
-
-    def __init__(self, stream, answers: _Answers):
-        self.stream, self.answers = stream, answers
-
-    def __getattr__(self, name):  # close, aclose, last_context...
-        return getattr(self.stream, name)
-
-    async def __aenter__(self):
-        await self.stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info):
-        return await self.stream.__aexit__(*exc_info)
-
-    def __aiter__(self):
-        return self
-
-    async def __anext__(self):
-        try:
-            item = await self.stream.__anext__()
-        except StopAsyncIteration:
-            await self.answers.drain()
-            raise
-        self.answers.read(item)
-        return item
-
-    async def send(self, item) -> None:
-        await self.stream.send(item)
-        self.answers.written(item)
 
 
 def _stdin_lines():

@@ -89,7 +89,7 @@ def test_the_tools_and_their_schemas(repo):
 
 class RawClient:
     """``gitmem mcp`` driven line by line, as any stdio client: each answer read before the
-    next request."""
+    next request (at end of input the SDK cancels what is still in flight)."""
 
     def __init__(self, repo: Path):
         self.process = subprocess.Popen([sys.executable, "-m", "gitmem", "mcp", "--repo", str(repo)],

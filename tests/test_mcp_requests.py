@@ -155,23 +155,3 @@ def test_codex_toml_that_is_not_toml_is_refused_at_its_own_line(tmp_path, repo):
     assert done.stderr.startswith(f"gitmem: {path} is not valid TOML (") and "(at line 2," in done.stderr
     assert done.stderr.endswith("): fix it, then run again\n")
     assert path.read_text() == 'model = "o4"\nx = = 1\n'
-
-
-def test_requests_read_before_the_end_of_input_are_all_answered(repo):
-    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                 "protocolVersion": "2024-11-05", "capabilities": {},
-                 "clientInfo": {"name": "one-shot", "version": "1"}}},
-             {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-                 "name": "memory_write", "arguments": {"record": "agent:e", "content": "b1"}}},
-             {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
-                 "name": "history", "arguments": {"record": "agent:e"}}}]
-    # a pipe the client closes right after its last request, as `printf ... | gitmem mcp`
-    done = subprocess.run([sys.executable, "-m", "gitmem", "mcp", "--repo", str(repo)],
-                          input="".join(json.dumps(line) + "\n" for line in lines).encode(),
-                          capture_output=True, env=SUBPROCESS_ENV, timeout=120)
-    assert done.returncode == 0, done.stderr
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [answer["id"] for answer in answers] == [1, 2, 3], answers
-    assert answers[1]["result"]["content"][0]["text"].startswith("appended to agent:e in commit ")
-    assert len(json.loads(answers[2]["result"]["content"][0]["text"])) == 1
