@@ -28,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from gitmem import layout
+from gitmem.meta import printable, record_trailers
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError
 from gitmem.git.engine import GitEngine
@@ -314,9 +315,10 @@ def restore(mem: Records, record: str, at: str) -> Restored:
         return changed
 
     label = commit[:10] if commit else "before the first commit"
-    new = mem.engine.update(changes, f"restore: {parsed.name} as of {label}",
-                        {"Gitmem-Op": "restore", "Gitmem-Id": parsed.name,
-                         "Gitmem-Restored-From": commit or "none"}, scope=parsed.path)
+    new = mem.engine.update(changes, f"restore: {printable(parsed.name)} as of {label}",
+                            record_trailers("restore", parsed.name,
+                                            {"Gitmem-Restored-From": commit or "none"}),
+                            scope=parsed.path)
     return Restored(parsed.name, commit, new)
 
 

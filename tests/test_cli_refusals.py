@@ -192,6 +192,12 @@ def test_control_characters_in_ids_are_escaped_in_log_search_status_and_commits(
     found = cli("search", "hi").stdout
     assert "\x1b" not in found and "agent:bad\\nid" in found and "agent:esc\\x1b[31mred" in found
     assert cli("memory", "read", "--agent", "bad\nid").stdout == "hi again\n"  # the id kept whole
+    cli("memory", "write", "--agent", "bad\nid", input="changed")
+    cli("restore", "agent:bad\nid", "--at", "@~1")
+    restored = git("log", "-1", "--format=%B")
+    assert restored.splitlines()[0].startswith("restore: agent:bad\\nid as of "), restored
+    assert "Gitmem-Id: agent:bad\\nid" in restored.splitlines() and "\x1b" not in restored
+    assert cli("memory", "read", "--agent", "bad\nid").stdout == "hi again\n"
     (repo / "memory" / "agents" / "h\x1b[2Jx\ny.md").write_text("hand\n")
     status = cli("status").stdout
     assert "\x1b" not in status and "h\\x1b[2Jx\\ny.md" in status, status
