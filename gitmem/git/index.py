@@ -389,10 +389,12 @@ class Recovery:
         self.note_in_flight(tip)  # looked at: not again at the next opening
 
     def _main_was_at(self, commit: pygit2.Oid, depth: int = 1000) -> bool:
-        """True when one of main's newest ``depth`` reflog entries moved it to ``commit``."""
+        """True when one of main's newest ``depth`` reflog entries moved it away from
+        ``commit`` (an amend, a reset): it was there. An entry moving main *to* it proves
+        nothing: a writer killed inside the ref update leaves that entry, main unmoved."""
         try:
             entries = self._repo.references[REF].log()
-            return any(entry.oid_new == commit for entry in itertools.islice(entries, depth))
+            return any(entry.oid_old == commit for entry in itertools.islice(entries, depth))
         except (KeyError, pygit2.GitError):
             return False
 
