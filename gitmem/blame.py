@@ -15,14 +15,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
-import re
 from typing import Any
 
 from gitmem import layout
 from gitmem.git.base import CommitInfo
 from gitmem.history import Records, format_date, read_record
+from gitmem.units import BLANK_LINES
 
-_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")
 READ_AHEAD_FROM = 16  # versions of a memory: more are read by one git process
 
 
@@ -51,12 +50,6 @@ class Blamed:
                 "op": self.op, "handler": self.handler}
 
 
-def blocks(content: str) -> list[str]:
-    """The paragraphs of a markdown memory, as ``append`` separates them."""
-    content = content.strip("\n")
-    return [block.rstrip() for block in _BLANK_LINES.split(content)] if content.strip() else []
-
-
 class _Blocks:
     """:func:`blocks` of one memory's versions, oldest first: a version that only adds
     text after the one before is split from the start of that one's last block on, so an
@@ -74,8 +67,8 @@ class _Blocks:
             start, kept = 0, []  # a blank after the last block could join a separator: all of it
         else:
             kept = self._blocks[:-1]
-        found = kept + [block.rstrip() for block in _BLANK_LINES.split(text[start:])] if text.strip() else []
-        for separator in _BLANK_LINES.finditer(text, start):
+        found = kept + [block.rstrip() for block in BLANK_LINES.split(text[start:])] if text.strip() else []
+        for separator in BLANK_LINES.finditer(text, start):
             start = separator.end()
         self._text, self._blocks, self._last = text, found, start
         return found

@@ -63,7 +63,7 @@ from gitmem.git.snapshot import Snapshot
 from gitmem.git.statcache import git_blob_id
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
-from gitmem.stores.jsonl import SUFFIX as JSONL_SUFFIX
+from gitmem.layout import JSONL_SUFFIX
 from gitmem.stores.jsonl import parse_chunk
 from gitmem.meta import parse_meta
 
@@ -212,8 +212,10 @@ class HandEdits:
         made = engine.hand_edits
         return made if isinstance(made, cls) else cls(engine)
 
-    def before_access(self, scope: str) -> None:
+    def before_access(self, scope: str) -> bool:
         """Commit the edits of record ``scope`` (a file or folder) before it is read or written.
+        True when the look found every file there holding HEAD's version (nothing waiting,
+        nothing refused): what a stamp of it may vouch for (:mod:`gitmem.git.stamp`).
 
         A file emptied less than :data:`EMPTY_SETTLE` ago is left for the watcher: it is
         more likely a save in progress than a person's choice (and a write meanwhile leaves
@@ -221,8 +223,7 @@ class HandEdits:
         """
         if self.engine.moved_elsewhere():
             rewrites.look(self.engine)
-        if is_watched(scope):
-            self._commit([scope], EMPTY_SETTLE)
+        return is_watched(scope) and self._look([scope])
 
     def merge_displaced(self, path: str, base_id: str, data: bytes) -> str | None:
         """Commit ``data`` as the person's save of ``path`` made from version ``base_id``:
@@ -243,9 +244,16 @@ class HandEdits:
             log.info("committed what reached %s as gitmem replaced it, merged onto HEAD", path)
         return commit
 
-    def before_access_all(self) -> None:
+    def before_access_all(self) -> bool:
         """:meth:`before_access` for every record at once (one look at the work tree)."""
-        self._commit(None, EMPTY_SETTLE)
+        return self._look(None)
+
+    def _look(self, scopes: list[str] | None) -> bool:
+        head = self.engine.snapshot()
+        if not self._differing(self._files(scopes, head), head):
+            return True
+        self._commit(scopes, EMPTY_SETTLE)
+        return False
 
     def commit_pending(self, scopes: Iterable[str] | None = None) -> str | None:
         """Commit the edits under ``scopes`` (files or folders; None: every layout folder).
@@ -449,18 +457,20 @@ class HandEdits:
 
     def _dirty(self, paths: list[str], head: Snapshot) -> list[str]:
         """The paths whose work-tree file differs from HEAD, less those already refused as they are."""
-        dirty = []
+        return [path for path, on_disk in self._differing(paths, head)
+                if (refused := self._refused.get(path)) is None or refused.blob_id != on_disk]
+
+    def _differing(self, paths: list[str], head: Snapshot) -> list[tuple[str, str | None]]:
+        """(path, blob id of its work-tree file) for the paths whose file differs from HEAD."""
+        differing = []
         for path in paths:
             on_disk = self.engine.worktree_id(path)
             if on_disk == head.blob_id(path):
                 continue
             if on_disk is None and self._unseen(path):
                 continue  # a symlink, folder or device, or behind one: never committed, never deleted
-            refused = self._refused.get(path)
-            if refused is not None and refused.blob_id == on_disk:
-                continue
-            dirty.append(path)
-        return dirty
+            differing.append((path, on_disk))
+        return differing
 
     def _unseen(self, path: str) -> bool:
         """True when something other than a regular file is at ``path`` (never followed), or

@@ -21,7 +21,6 @@ restore such a name, so stores keep the full id beside it.
 
 from __future__ import annotations
 
-import hashlib
 import re
 
 from gitmem.errors import InvalidInput
@@ -110,6 +109,7 @@ def _escape_first_char(name: str) -> str:
 
 
 def _shorten(name: str, id_: str) -> str:
+    import hashlib  # only an id too long for a file name needs it: not on every start
     digest = hashlib.sha256(id_.encode("utf-8", "surrogatepass")).hexdigest()[:_HASH_LEN]
     keep = MAX_SEGMENT - _HASH_LEN - 1
     cut = name[:keep]

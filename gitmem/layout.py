@@ -13,7 +13,7 @@ history command: ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>``,
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 from gitmem.ids import check, encode
 
@@ -23,6 +23,8 @@ AGENT_MEMORY = "memory/agents"
 SESSIONS = "sessions"
 THREADS = "threads"
 META = "meta.json"
+JSONL_SUFFIX = ".jsonl"  # of a log's chunks
+NAMESPACE = "gitmem:"  # how a string gitmem puts into a log starts (an image's blob reference)
 TOP_FOLDERS = (MEMORY, SESSIONS, THREADS)
 
 
@@ -44,8 +46,7 @@ class BadRecordName(ValueError):
     """A record name that is none of the four forms."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
     """A record as history commands name it, and the path (file or folder) that holds it."""
 
     kind: str  # "user", "agent", "session" or "thread"
@@ -80,3 +81,22 @@ def parse_record(name: str) -> Record:
     raise BadRecordName(
         f"not a record name: {name!r} (use user, agent:<id>, session:<agentType>/<sessionId> "
         "or thread:<threadId>)")
+
+
+# Where records live: (folder, how many path segments name the record)
+_RECORD_DEPTHS = ((AGENT_MEMORY, 3), (SESSIONS, 3), (THREADS, 2))
+
+
+def record_path(path: str) -> str | None:
+    """The path of the record that file ``path`` belongs to (None: no record's)."""
+    if path == USER_MEMORY:
+        return path
+    for folder, depth in _RECORD_DEPTHS:
+        if path.startswith(folder + "/"):
+            parts = path.split("/", depth)
+            if len(parts) < depth or (folder == AGENT_MEMORY and not parts[2].endswith(".md")):
+                return None
+            found = "/".join(parts[:depth])
+            # what a record name can never name (an encoded id is ASCII) stays out of the format
+            return found if found.isascii() and not any(c in found for c in "\t\n\r") else None
+    return None

@@ -53,8 +53,9 @@ class OpenOnFirstUse:
                 # Imported here, not at the top: the git engine (pygit2) stays out of the
                 # start, which the SDK's import already makes long (see gitmem.bench.mcp).
                 from gitmem import history
+                from gitmem.location import locate_repo
                 from gitmem.maintenance import Maintenance
-                from gitmem.repository import Gitmem, locate_repo
+                from gitmem.repository import Gitmem
                 mem = Gitmem.open(locate_repo(self.repo)[0], create=False, packer=Maintenance)
                 self.mem = mem
                 self.start_log(Path(self.log_file) if self.log_file

@@ -35,10 +35,10 @@ import re
 import zlib
 from collections.abc import Callable
 
-from gitmem import layout
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout, NotWritable
 from gitmem.git.log import ChangedCommit
+from gitmem.layout import record_path
 
 FILE = "record-index"  # in .git/gitmem/
 LOCK_FILE = "record-index-lock"  # a flock file kept, not a git-style .lock (none is left behind)
@@ -48,25 +48,6 @@ FILE_MODE = 0o600
 _LINE_HEAD = re.compile(rb"^([0-9a-f]{40}) (-?\d+) (\d+)", re.M)
 _LINE_ID = re.compile(rb"^[0-9a-f]{40}", re.M)
 _CHECK = re.compile(rb"#([0-9a-f]{8})\n")
-
-# Where records live: (folder, how many path segments name the record)
-_RECORD_DEPTHS = ((layout.AGENT_MEMORY, 3), (layout.SESSIONS, 3), (layout.THREADS, 2))
-
-
-def record_path(path: str) -> str | None:
-    """The path of the record that file ``path`` belongs to (None: no record's)."""
-    if path == layout.USER_MEMORY:
-        return path
-    for folder, depth in _RECORD_DEPTHS:
-        if path.startswith(folder + "/"):
-            parts = path.split("/", depth)
-            if len(parts) < depth or (folder == layout.AGENT_MEMORY and not parts[2].endswith(".md")):
-                return None
-            found = "/".join(parts[:depth])
-            # what a record name can never name (an encoded id is ASCII) stays out of the format
-            return found if found.isascii() and not any(c in found for c in "\t\n\r") else None
-    return None
-
 
 @dataclasses.dataclass(frozen=True)
 class IndexedCommit:

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitmem import history, layout
-from gitmem.git.base import BRANCH, GITMEM_DIR, CommitInfo, EngineError
+from gitmem import history, layout, quick_reads
+from gitmem.git.base import BRANCH, CommitInfo, EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.facts import RepositoryFacts, inspect_repository
 from gitmem.handedits import HandEdits
+from gitmem.location import default_repo_path
 from gitmem.record_index import RecordIndex
 from gitmem.secrets import ALLOW_FILE
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
@@ -26,36 +28,7 @@ if TYPE_CHECKING:
     from gitmem.blame import Blamed
     from gitmem.search import SearchHit
 
-ENV_REPO = "GITMEM_REPO"
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
-
-
-def default_repo_path() -> Path:
-    """``$GITMEM_REPO``, else ``$XDG_DATA_HOME/gitmem``, else ``~/.local/share/gitmem``."""
-    if os.environ.get(ENV_REPO):
-        return Path(os.environ[ENV_REPO]).expanduser()
-    data_home = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
-    return Path(data_home) / "gitmem"
-
-
-def locate_repo(given: str | os.PathLike | None = None) -> tuple[Path, str]:
-    """The repository a command uses, and why, as git finds its own: ``given`` (``--repo``),
-    else ``$GITMEM_REPO``, else the gitmem repository holding the current folder (the
-    nearest ``.git`` above it, when gitmem has opened it), else :func:`default_repo_path`."""
-    if given:
-        return Path(given).expanduser(), "--repo"
-    if os.environ.get(ENV_REPO):
-        return Path(os.environ[ENV_REPO]).expanduser(), f"${ENV_REPO}"
-    try:
-        here = Path.cwd()
-    except OSError:  # the current folder was removed
-        here = None
-    for folder in (here, *here.parents) if here is not None else ():
-        if (folder / ".git").exists():
-            if (folder / ".git" / GITMEM_DIR).is_dir():
-                return folder, "the gitmem repository holding the current folder"
-            break
-    return default_repo_path(), "the default"
 
 
 def template_files(name: str) -> dict[str, bytes]:
@@ -271,6 +244,20 @@ class Gitmem:
         the commit that introduced it."""
         from gitmem.blame import blame
         return blame(self, record)
+
+    def session_json(self, agent_type: str, session_id: str) -> tuple[list[bytes], str]:
+        """:meth:`SessionStore.read_json_pieces` after the session's hand edits are taken in;
+        when the work tree then held HEAD's files of it, a stamp is kept so that the next
+        process reads it from the work tree (:func:`gitmem.quick_reads.session_json`)."""
+        folder = self.sessions.folder(agent_type, session_id)
+        started = time.time_ns()
+        hand_edits = self.engine.hand_edits
+        settled = hand_edits is not None and hand_edits.before_access(folder)
+        head = self.engine.snapshot()
+        found = self.sessions.read_json_pieces(agent_type, session_id, snapshot=head)
+        if settled and self.engine.writable:
+            quick_reads.keep_stamp(self.engine, folder, head, started)
+        return found
 
     @property
     def search_index(self):

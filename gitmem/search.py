@@ -29,38 +29,28 @@ wrong instead.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
-import hashlib
 import itertools
-import json
 import os
-import re
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from gitmem import layout
-from gitmem.blame import blocks
-from gitmem.errors import BadQuery, InvalidInput
+from gitmem.git import stamp
 from gitmem.git.base import EngineError
 from gitmem.git.changes import StepsUnavailable, count_steps, first_parent_steps
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
 from gitmem.handedits import HandEdits
 from gitmem.history import HistoryError, parse_time, resolve_when
-from gitmem.ids import UndecodableId, decode
-from gitmem.record_index import record_path
+from gitmem.search_query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, SearchHit, answer, check_options,
+                                 meta, stamp_holds, to_fts)
+from gitmem.units import record_kind, record_name, unit_changes, unit_key, unit_kind
 
-FILE = "search.sqlite"  # in .git/gitmem/
 LOCK_FILE = "search.lock"
-FORMAT = "2"  # of the tables: another one is built anew
 LOCK_WAIT = 120.0  # seconds another process may take to bring the index up to date
 BATCH = 2000  # steps per transaction: a build cut short resumes from the last batch
-KINDS = ("memory", "session", "thread")
-MARK = ("**", "**")  # around each matched word of a snippet
-SNIPPET_WORDS = 16
-TOKENIZER = "unicode61 remove_diacritics 2"
 ProgressCallback = Callable[[int, int], None]
 
 _SCHEMA = """
@@ -75,201 +65,11 @@ CREATE TABLE units(id INTEGER PRIMARY KEY, record INTEGER NOT NULL, unit TEXT NO
 CREATE INDEX live_units ON units(record, key) WHERE removed IS NULL;
 CREATE VIRTUAL TABLE unit_search USING fts5(text, content='', tokenize='TOKENIZER');
 """.replace("TOKENIZER", TOKENIZER)
-# Snippets are cut from the hits' own text, read back from git: the index keeps no copy.
-_HIT_TEXTS = ("CREATE VIRTUAL TABLE IF NOT EXISTS temp.hit_texts USING fts5(text, tokenize='TOKENIZER')"
-              .replace("TOKENIZER", TOKENIZER))
 
 
 class SearchUnavailable(Exception):
     """The index could not be brought up to date (another process holds it too long,
     or git could not list the history)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchHit:
-    """One unit that matched: where, what, how well, and when it came and went."""
-
-    record: str  # as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>
-    unit: str  # "block" (of a memory), "message" (of a session or thread) or "event"
-    snippet: str  # the matched words between MARK
-    score: float  # higher is better (BM25)
-    added: str  # the commit that brought this text into the record
-    added_date: str
-    removed: str | None  # the commit that took it out; None while it is still there
-    removed_date: str | None
-    path: str  # the file that held it
-
-    def as_json(self) -> dict[str, Any]:
-        """The object ``gitmem search --json`` prints for this hit."""
-        return dataclasses.asdict(self)
-
-
-# -- the query language -----------------------------------------------------------
-
-_TERM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
-
-
-@dataclasses.dataclass(frozen=True)
-class _Term:
-    text: str
-    prefix: bool
-    negated: bool
-
-    def fts(self) -> str:
-        return '"' + self.text.replace('"', '""') + '"' + (" *" if self.prefix else "")
-
-
-def to_fts(query: str) -> str:
-    """``query`` in FTS5's syntax; :class:`BadQuery` when it cannot be parsed."""
-    if query.count('"') % 2:
-        raise BadQuery('unbalanced quote: a " opens a phrase that no " closes')
-    groups: list[list[_Term]] = [[]]
-    at = 0
-    while True:
-        while at < len(query) and query[at].isspace():
-            at += 1
-        if at >= len(query):
-            break
-        match = _TERM.match(query, at)
-        at = match.end()
-        negated, phrase, word = bool(match[1]), match[2], match[3]
-        if word == "OR" and not negated:
-            if not groups[-1]:
-                raise BadQuery("OR needs a word on each side")
-            groups.append([])
-            continue
-        if word is not None and not word.strip("-*"):
-            raise BadQuery(f"a lone {match[0]!r}: put it right before a word, as in -draft "
-                           "or deploy*")
-        text, prefix = (phrase, False) if phrase is not None else (word.rstrip("*"), word.endswith("*"))
-        if phrase is not None and query.startswith("*", at):
-            prefix, at = True, at + 1
-        if not any(char.isalnum() for char in text):
-            continue  # punctuation only, or an empty phrase: no word to match
-        groups[-1].append(_Term(text, prefix, negated))
-    if len(groups) > 1 and not groups[-1]:
-        raise BadQuery("OR needs a word on each side")
-    if not any(groups):
-        raise BadQuery("empty query: give at least one word to search for")
-    clauses = []
-    for group in groups:
-        wanted = [term.fts() for term in group if not term.negated]
-        if not wanted:
-            raise BadQuery("-word only leaves words out: give at least one word to find "
-                           "beside it")
-        clause = "(" + " AND ".join(wanted) + ")"
-        clauses.append(clause + "".join(" NOT " + t.fts() for t in group if t.negated))
-    return " OR ".join(f"({clause})" for clause in clauses)
-
-
-# -- units: what the index holds of a record file ---------------------------------
-
-_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]*")
-_BASE64 = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
-LONG_RUN = 200  # characters of base64 without a break: image data, not words
-_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,}={0,2}" % LONG_RUN)
-_STRUCTURE_KEYS = {"type", "role", "id", "timestamp", "createdAt", "updatedAt", "mediaType",
-                   "mimeType"}
-
-
-def unit_kind(path: str) -> tuple[str, str] | None:
-    """(record path, unit) for a file whose text the index holds; None for others
-    (metadata, images)."""
-    record = record_path(path)
-    if record is None:
-        return None
-    if record == path:
-        return (record, "block") if path.endswith(".md") else None
-    rest = path[len(record) + 1:].split("/")
-    if len(rest) != 2 or not rest[1].endswith(".jsonl"):
-        return None
-    if rest[0] == "messages":
-        return record, "message"
-    if rest[0] == "events" and record.startswith(layout.THREADS + "/"):
-        return record, "event"
-    return None
-
-
-def record_kind(record: str) -> str:
-    return "memory" if record.startswith(layout.MEMORY + "/") else \
-        "session" if record.startswith(layout.SESSIONS + "/") else "thread"
-
-
-def record_name(record: str) -> str:
-    """The name ``gitmem log`` takes for the record at path ``record``."""
-    parts = record.split("/")
-    if record == layout.USER_MEMORY:
-        return "user"
-    if parts[0] == layout.MEMORY:
-        return f"agent:{_decoded(parts[2][:-len('.md')])}"
-    if parts[0] == layout.SESSIONS:
-        return f"session:{_decoded(parts[1])}/{_decoded(parts[2])}"
-    return f"thread:{_decoded(parts[1])}"
-
-
-def _decoded(segment: str) -> str:
-    try:
-        return decode(segment)
-    except UndecodableId:  # a shortened id: its full form is in the record's meta.json
-        return segment
-
-
-def scrub(text: str) -> str:
-    """``text`` without image data: ``data:`` URLs and long base64 runs."""
-    if "base64," in text:
-        text = _DATA_URL.sub("", text)
-    if len(max(text.split(), key=len, default="")) >= LONG_RUN:
-        text = _BASE64_RUN.sub("", text)
-    return text
-
-
-def line_text(line: str) -> str:
-    """The text of one JSONL line (a message or event): its strings, less ids, types
-    and image data."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return scrub(line)
-    return scrub("\n".join(_strings(value, None)))
-
-
-def _strings(value: Any, key: str | None) -> Iterator[str]:
-    if isinstance(value, str):
-        if key in _STRUCTURE_KEYS or (key or "").endswith("Id") or value.startswith("gitmem:"):
-            return
-        if key == "data" and _BASE64.fullmatch(value) is not None:
-            return
-        yield value
-    elif isinstance(value, dict):
-        for name, item in value.items():
-            yield from _strings(item, name)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item, key)
-
-
-def _units(unit: str, data: bytes) -> list[str]:
-    text = data.decode("utf-8", "replace")
-    if unit == "block":
-        return [scrub(block) for block in blocks(text)]
-    return [line_text(line) for line in text.splitlines() if line.strip()]
-
-
-def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[str], list[str]]:
-    """(removed, added) unit texts from file content ``old`` to ``new``. An append
-    (``new`` starts with ``old``) is cut after the last unit ``old`` surely completes."""
-    old, new = old or b"", new or b""
-    cut = 0
-    if old and new.startswith(old):
-        cut = max(old.rfind(b"\n\n"), 0) if unit == "block" else old.rfind(b"\n") + 1
-    gone = Counter(_units(unit, old[cut:]))
-    came = Counter(_units(unit, new[cut:]))
-    return list((gone - came).elements()), list((came - gone).elements())
-
-
-def _key(unit: str, text: str) -> int:
-    digest = hashlib.blake2b(f"{unit}\0{text}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
 
 
 # -- the index --------------------------------------------------------------------
@@ -300,13 +100,9 @@ class SearchIndex:
         every unit main ever held. ``since``/``until`` (WHENs, as ``gitmem log`` takes)
         keep the hits that came or went in between."""
         expression = to_fts(query)
-        if kind is not None and kind not in KINDS:
-            raise InvalidInput(f"not a kind of record: {kind!r} (use {', '.join(KINDS)})")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInput(f"limit must be a whole number of at least 1, not {limit!r}")
+        check_options(kind, limit)
         path = layout.parse_record(record).path if record is not None else None
         window = (self._moment(since), self._moment(until))
-        self._take_in_hand_edits(path)
         try:
             return self._query(expression, history, kind, path, window, limit, progress)
         except sqlite3.DatabaseError as exc:
@@ -319,54 +115,24 @@ class SearchIndex:
     def _query(self, expression: str, history: bool, kind: str | None, path: str | None,
                window: tuple[int | None, int | None], limit: int,
                progress: ProgressCallback | None) -> list[SearchHit]:
-        db = self.catch_up(progress)
-        where, params = ["unit_search MATCH ?"], [expression]
-        if not history:
-            where.append("u.removed IS NULL")
-        if kind is not None:
-            where.append("r.kind = ?")
-            params.append(kind)
-        if path is not None:
-            where.append("r.path = ?")
-            params.append(path)
-        low, high = window
-        if low is not None or high is not None:
-            where.append("(ca.time BETWEEN ? AND ? OR cr.time BETWEEN ? AND ?)")
-            bounds = (low if low is not None else -2**62, high if high is not None else 2**62)
-            params.extend(bounds * 2)
-        rows = db.execute(
-            "SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, bm25(unit_search),"
-            " ca.sha, ca.date, cr.sha, cr.date"
-            " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
-            " JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
-            " LEFT JOIN commits cr ON cr.id = u.removed"
-            f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
-            [*params, limit]).fetchall()
-        snippets = self._snippets(db, expression, [(r[0], r[2], r[4], r[5]) for r in rows])
-        return [SearchHit(name, unit, snippets.get(unit_id, ""), round(-score, 6), added,
-                          added_date, removed, removed_date, file)
-                for unit_id, name, unit, file, _blob, _key, score, added, added_date, removed,
-                removed_date in rows]
+        db = self._open()
+        if not self._stamp_holds(db):
+            started = time.time_ns()
+            settled = self._take_in_hand_edits(path)
+            db = self.catch_up(progress)
+            if settled:
+                self._stamp(db, started)
+        return answer(db, expression, self._read_blobs, history=history, kind=kind, path=path,
+                      window=window, limit=limit)
 
-    def _snippets(self, db: sqlite3.Connection, expression: str,
-                  hits: list[tuple[int, str, str, int]]) -> dict[int, str]:
-        """{unit id: snippet} for hits (unit id, unit, blob, key): each unit's text read
-        from its blob, and FTS5's snippet of it."""
-        texts = []
-        for unit_id, unit, blob, key in hits:
+    def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
+        found = {}
+        for blob_id in ids:
             try:
-                data = self.engine.read_blob(blob)
+                found[blob_id] = self.engine.read_blob(blob_id)
             except (KeyError, ValueError, EngineError):  # gone (a gc after a rewrite)
                 continue
-            text = next((t for t in _units(unit, data) if _key(unit, t) == key), None)
-            if text is not None:
-                texts.append((unit_id, text))
-        db.execute(_HIT_TEXTS)
-        db.execute("DELETE FROM temp.hit_texts")
-        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)", texts)
-        return dict(db.execute(
-            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
-            " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression)))
+        return found
 
     def _moment(self, when: str | None) -> int | None:
         if when is None:
@@ -379,14 +145,29 @@ class SearchIndex:
             raise HistoryError(f"{when!r} names no commit")
         return self.engine.commit_info(commit).time
 
-    def _take_in_hand_edits(self, path: str | None) -> None:
-        """What a read does first: commit the hand edits waiting (of ``path``'s record, or all)."""
+    def _take_in_hand_edits(self, path: str | None) -> bool:
+        """What a read does first: commit the hand edits waiting (of ``path``'s record, or
+        all). True when it looked at every record and found nothing waiting."""
         if self.engine.hand_edits is None:
-            return
+            return False
         if path is not None:
             self.engine.hand_edits.before_access(path)
-        else:
-            HandEdits.of(self.engine).before_access_all()
+            return False
+        return HandEdits.of(self.engine).before_access_all()
+
+    def _stamp_holds(self, db: sqlite3.Connection) -> bool:
+        """True when a search needs neither a look at the work tree nor a catch-up
+        (:func:`gitmem.search_query.stamp_holds`)."""
+        return self.engine.hand_edits is not None and stamp_holds(db, self.engine.gitdir, self.engine.workdir)
+
+    def _stamp(self, db: sqlite3.Connection, started_ns: int) -> None:
+        """Keep a stamp of the look at the work tree that started at ``started_ns`` and
+        found every record holding HEAD, for the next search (in this process or another)."""
+        engine = self.engine
+        taken = stamp.take(engine.gitdir, engine.workdir, meta(db, "tip") or "", layout.TOP_FOLDERS,
+                           started_ns)
+        if taken is not None:
+            stamp.keep(engine.gitdir, STAMP_SCOPE, taken)
 
     # -- keeping it up to date ----------------------------------------------------
 
@@ -436,9 +217,8 @@ class SearchIndex:
         except StepsUnavailable as exc:
             raise SearchUnavailable(f"cannot read main's history for the search index: {exc}") from None
 
-    def _tip(self, db: sqlite3.Connection) -> str | None:
-        row = db.execute("SELECT value FROM meta WHERE key = 'tip'").fetchone()
-        return row[0] if row else ""
+    def _tip(self, db: sqlite3.Connection) -> str:
+        return meta(db, "tip") or ""
 
     def _open(self) -> sqlite3.Connection:
         """The open index; made anew when it is missing, of another format or damaged."""
@@ -449,8 +229,7 @@ class SearchIndex:
             return self._start_over()
         try:
             db = _connect(str(self.path))
-            row = db.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
-            if row is not None and row[0] == FORMAT:
+            if meta(db, "format") == FORMAT:
                 self._db, self._opened = db, _inode(self.path)
                 return db
             db.close()
@@ -556,7 +335,7 @@ class _Writer:
             record_id = self._record(record)
             kept = gone & Counter(text for text, _, _ in came)  # moved between chunks of one log
             for text in (gone - kept).elements():
-                self._remove(record_id, _key(unit, text), commit)
+                self._remove(record_id, unit_key(unit, text), commit)
             for text, path, blob in came:
                 if kept[text]:
                     kept[text] -= 1
@@ -587,7 +366,7 @@ class _Writer:
         return self._records[record]
 
     def _add(self, record: int, unit: str, path: str, blob: str, text: str, commit: int) -> None:
-        unit_id, key = self._next_unit, _key(unit, text)
+        unit_id, key = self._next_unit, unit_key(unit, text)
         self._next_unit += 1
         self._units[unit_id] = [unit_id, record, unit, path, blob, key, commit, None]
         self._live.setdefault((record, key), []).append(unit_id)

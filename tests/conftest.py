@@ -137,6 +137,22 @@ def run_gitmem(*args: str, repo: Path | None = None, input: str | None = None,
     return done
 
 
+# The command, then a last line on stderr saying whether it opened the repository (pygit2 loaded).
+_REPORTING_OPENED = ("import sys\nfrom gitmem.cli import main\nrc = main(sys.argv[1:])\n"
+                     "sys.stderr.write('opened: %s\\n' % ('pygit2' in sys.modules))\nsys.exit(rc)\n")
+
+
+def gitmem_opening(*args: str, repo: Path, warning: str = "") -> tuple[bytes, bool]:
+    """(stdout, whether it opened the repository) of ``gitmem --repo REPO ARGS``, which
+    must exit 0 with nothing else on stderr (but lines holding ``warning``, when given)."""
+    done = subprocess.run([sys.executable, "-c", _REPORTING_OPENED, "--repo", str(repo), *args],
+                          capture_output=True, env=SUBPROCESS_ENV, timeout=120)
+    assert done.returncode == 0, done.stderr
+    *warnings, opened = done.stderr.decode().splitlines()
+    assert [line for line in warnings if not warning or warning not in line] == []
+    return done.stdout, opened == "opened: True"
+
+
 @pytest.fixture
 def cli(repo_path: Path):
     """``cli(*args, input=None, check=True)`` runs the gitmem CLI on the test's repository."""

@@ -125,11 +125,12 @@ def fast_import(path: Path, stream: list[bytes]) -> None:
     git(path, "checkout", "-q", "-f", "main")
 
 
-def command(*args: str, cwd: Path | None = None) -> Callable[[int], None]:
-    """A bench operation that runs ``args`` as a process to its end, output thrown away."""
+def command(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> Callable[[int], None]:
+    """A bench operation that runs ``args`` as a process to its end, output thrown away
+    (``env``: else :data:`GIT_ENV`)."""
     def run(i: int) -> None:
         subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       env=GIT_ENV, cwd=cwd)
+                       env=env or GIT_ENV, cwd=cwd)
     return run
 
 

@@ -300,7 +300,8 @@ def _set_example(parser: argparse.ArgumentParser, example: str) -> None:
 def open_repo(args, *, create: bool = False):
     """The :class:`~gitmem.repository.Gitmem` named by ``--repo`` (or the default one); it
     must exist unless ``create``."""
-    from gitmem.repository import Gitmem, locate_repo, private_umask
+    from gitmem.location import locate_repo
+    from gitmem.repository import Gitmem, private_umask
     from gitmem.rewrites import look
     private_umask()
     mem = Gitmem.open(locate_repo(args.repo)[0], create=create)

@@ -168,7 +168,8 @@ def add_bench(bench) -> None:
 
 def cmd_import_nui(args) -> None:
     from gitmem.nui_import import import_nui, plan_import
-    from gitmem.repository import Gitmem, locate_repo
+    from gitmem.location import locate_repo
+    from gitmem.repository import Gitmem
     if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
         folder = locate_repo(args.repo)[0]
         if not (folder / ".git").exists():
@@ -220,7 +221,7 @@ def progress_bar(label: str, stream=None):
 
 
 def cmd_serve(args) -> int:
-    from gitmem.repository import locate_repo
+    from gitmem.location import locate_repo
     from gitmem.serve import run
     return run(locate_repo(args.repo)[0], handlers_path=args.handlers, log_file=args.log_file,
                log_level=args.log_level, durability=args.durability,
@@ -233,7 +234,7 @@ def cmd_nui_install(args) -> None:
     from gitmem.nui_extension import install
     from gitmem.protocol.handlers import DEFAULT_FILE
     from gitmem.git.facts import inspect_repository
-    from gitmem.repository import locate_repo
+    from gitmem.location import locate_repo
     agent_types = _split(args.agent_types)
     repo = locate_repo(args.repo)[0]
     new = inspect_repository(repo) is None
@@ -298,7 +299,7 @@ def cmd_mcp(args) -> int:
 
 def cmd_mcp_config(args) -> None:
     from gitmem import mcp_config
-    from gitmem.repository import locate_repo
+    from gitmem.location import locate_repo
     repo = locate_repo(args.repo)[0]
     if not args.write:
         sys.stdout.write(mcp_config.entry_text(args.client, repo))

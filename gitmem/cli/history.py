@@ -9,7 +9,6 @@ import json
 import sys
 
 from gitmem.cli import NO_PAGER_HELP, CliError, UsageError, open_repo, positive_int, print_json, takes_repo
-from gitmem.cli import pager
 from gitmem.cli.names import printable, say_missing
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
@@ -19,6 +18,7 @@ WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a r
 
 
 def add_log(sub) -> None:
+    from gitmem.cli import pager  # only log pages: not loaded for the other commands
     takes_repo(sub, cmd_log)
     sub.add_argument("record", nargs="?", metavar="RECORD",
                      help=f"{RECORDS} (default: every commit)")
@@ -92,18 +92,24 @@ def add_search(sub) -> None:
 
 
 def cmd_search(args) -> None:
-    from gitmem.cli.edges import progress_bar
     from gitmem.errors import BadQuery
-    from gitmem.search import to_fts
+    from gitmem.location import locate_repo
+    from gitmem.search_query import quick_search, to_fts
     query = " ".join(args.query)
     try:
         to_fts(query)  # before anything is opened or indexed
     except BadQuery as exc:
         raise UsageError(f"cannot search for {query!r}: {exc}") from None
-    with open_repo(args) as mem:
-        mem.search_index.catch_up(progress_bar("indexing for search"))
-        hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
-                          since=args.since, until=args.until, limit=args.limit)
+    hits = None
+    if args.since is None and args.until is None:  # WHENs are read by the repository
+        hits = quick_search(locate_repo(args.repo)[0], query, history=args.history,
+                            kind=args.kind, record=args.record, limit=args.limit)
+    if hits is None:
+        from gitmem.cli.edges import progress_bar
+        with open_repo(args) as mem:
+            mem.search_index.catch_up(progress_bar("indexing for search"))
+            hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
+                              since=args.since, until=args.until, limit=args.limit)
     if args.json:
         print_json([hit.as_json() for hit in hits])
         return
@@ -116,6 +122,7 @@ def cmd_search(args) -> None:
 
 
 def cmd_log(args) -> None:
+    from gitmem.cli import pager
     from gitmem.history import format_date, log
     with _open(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)

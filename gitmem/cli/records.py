@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
 
 from gitmem import strictjson
 from gitmem.cli import CliError, UsageError, command, open_repo
@@ -97,6 +96,8 @@ def cmd_memory_delete(args) -> None:
 
 def cmd_memory_list(args) -> None:
     """One line a memory: ``user`` or ``agent:<id>``, its size in bytes, its last change."""
+    from datetime import datetime
+
     from gitmem.history import memories
     with open_repo(args) as mem:
         for listed in memories(mem):
@@ -106,14 +107,19 @@ def cmd_memory_list(args) -> None:
 
 
 def cmd_session_read(args) -> None:
-    with open_repo(args) as mem:
-        pieces, agent_session_id = mem.sessions.read_json_pieces(args.agent_type, args.session_id)
-        folder = mem.sessions.folder(args.agent_type, args.session_id)  # read first: hand edits in
-        if mem.engine.snapshot(scope=folder).tree_id(folder) is None:
-            say_missing(f"session {args.agent_type}/{args.session_id}",
-                        f"{args.agent_type}/{args.session_id}",
-                        [f"{t}/{s}" for t, s in mem.sessions.list()],
-                        "gitmem session list")
+    from gitmem.location import locate_repo
+    from gitmem.quick_reads import session_json
+    found = session_json(locate_repo(args.repo)[0], args.agent_type, args.session_id)
+    if found is None:
+        with open_repo(args) as mem:
+            found = mem.session_json(args.agent_type, args.session_id)  # hand edits taken in
+            folder = mem.sessions.folder(args.agent_type, args.session_id)
+            if mem.engine.snapshot().tree_id(folder) is None:
+                say_missing(f"session {args.agent_type}/{args.session_id}",
+                            f"{args.agent_type}/{args.session_id}",
+                            [f"{t}/{s}" for t, s in mem.sessions.list()],
+                            "gitmem session list")
+    pieces, agent_session_id = found
     # The stored lines as they are, a chunk a write: no parse, no re-encoding, no copy.
     sys.stdout.flush()
     out = sys.stdout.buffer

@@ -203,7 +203,7 @@ def cmd_remote_remove(args) -> None:
 
 
 def cmd_status(args) -> None:
-    from gitmem.repository import locate_repo
+    from gitmem.location import locate_repo
     from gitmem.status import describe, status
     with open_repo(args) as mem:
         report = status(mem)

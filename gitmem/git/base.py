@@ -15,11 +15,8 @@ from typing import TypeVar
 
 import pygit2
 
-from gitmem.git.files import FILE_MODE  # noqa: F401 - named here with the other modes
+from gitmem.git.files import BRANCH, FILE_MODE, GITMEM_DIR, REF  # noqa: F401 - named here with the other names and modes
 
-BRANCH = "main"
-REF = f"refs/heads/{BRANCH}"
-GITMEM_DIR = "gitmem"  # inside .git/
 DIR_MODE = 0o700
 DURABILITIES = ("fast", "fsync")  # fsync: on disk before a write is answered (power loss)
 

@@ -9,6 +9,10 @@ import os
 import threading
 from pathlib import Path
 
+BRANCH = "main"
+REF = f"refs/heads/{BRANCH}"
+GITMEM_DIR = "gitmem"  # inside .git/: gitmem's own files
+IN_FLIGHT_FILE = "in-flight"  # in .git/gitmem/: the commit whose files are being written, before main moves
 FILE_MODE = 0o600
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pygit2
 
 from gitmem.git.base import REF, Changes, EngineError, fsync_path, unlink
-from gitmem.git.files import write_private
+from gitmem.git.files import IN_FLIGHT_FILE, write_private
 from gitmem.git.lock import FileLock
 from gitmem.git.log import tree_changes
 from gitmem.git.snapshot import Reader, Snapshot
@@ -37,7 +37,6 @@ INDEX_LOCK_WAIT = 0.5  # seconds a write waits at most for a git command holding
 INDEX_LOCK_FRESH = 0.5  # seconds; a git command holding index.lock longer is waited for no more
 INDEX_LOCK_POLL = 0.002  # seconds between looks at index.lock
 IN_STEP_FILE = "index-in-step"  # in .git/gitmem/: a tip, and the index file found holding its tree
-IN_FLIGHT_FILE = "in-flight"  # in .git/gitmem/: the commit whose files are being written, before main moves
 
 
 class Index:

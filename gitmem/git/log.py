@@ -409,30 +409,15 @@ class History:
         """``(blob id, bytes)`` of file ``path`` in each of ``commits`` that has it, in order,
         read by one ``git cat-file --batch`` (whose delta cache makes a run of one file's
         versions cheap), until ``budget`` bytes are read. Raises as :func:`gitproc.stream`."""
-        with tempfile.TemporaryFile() as stdin:
-            if not all(len(c) == 40 and all(x in "0123456789abcdef" for x in c) for c in commits):
-                raise ValueError("not a commit id")
-            stdin.write("".join(f"{c}:{path}\n" for c in commits).encode())
-            stdin.seek(0)
-            command = ["--git-dir", self._repo.path, "cat-file", "--batch"]
-            buffer, read = bytearray(), 0
-            for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT, stdin=stdin):
-                buffer += data
-                while (end := buffer.find(b"\n")) >= 0:
-                    fields = bytes(buffer[:end]).split(b" ")
-                    if len(fields) != 3:  # "<commit>:<path> missing": not in that commit
-                        del buffer[:end + 1]
-                        yield "", b""
-                        continue
-                    size = int(fields[2])
-                    if len(buffer) < end + 1 + size + 1:
-                        break
-                    blob = bytes(buffer[end + 1:end + 1 + size])
-                    del buffer[:end + 1 + size + 1]
-                    yield (fields[0].decode() if fields[1] == b"blob" else ""), blob
-                    read += size
-                    if read >= budget:
-                        return
+        if not all(len(c) == 40 and all(x in "0123456789abcdef" for x in c) for c in commits):
+            raise ValueError("not a commit id")
+        read = 0
+        for blob_id, blob in gitproc.read_objects(self._repo.path, [f"{c}:{path}" for c in commits],
+                                                  timeout=LOG_TIMEOUT):
+            yield blob_id, blob
+            read += len(blob)
+            if read >= budget:
+                return
 
     def _file_diff(self, path: str, old_id: str | None, new_id: str | None) -> FileDiff:
         for blob_id in filter(None, (old_id, new_id)):

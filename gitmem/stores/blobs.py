@@ -44,11 +44,11 @@ from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from gitmem.git.snapshot import Snapshot
+from gitmem.layout import NAMESPACE
 from gitmem.strictjson import same_json
 
 FOLDER = "blobs"
 MIN_CHARS = 1024
-NAMESPACE = "gitmem:"
 REF = "gitmem:blob:"
 TEXT = "gitmem:text:"
 MARK = '"' + NAMESPACE

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from gitmem import strictjson
+from gitmem.layout import JSONL_SUFFIX as SUFFIX
 from gitmem.strictjson import same_json
 from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
@@ -25,7 +26,6 @@ from gitmem.stores import blobs as blob_refs
 
 MAX_LINES = 1000
 MAX_BYTES = 64 * 1024
-SUFFIX = ".jsonl"
 
 
 class Chunk(NamedTuple):

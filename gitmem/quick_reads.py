@@ -1,0 +1,81 @@
+"""Reads answered from the work tree, without opening the repository, while a stamp vouches for it.
+
+A full read first takes in the record's hand edits (:mod:`gitmem.handedits`); when that
+look found every file of the record holding HEAD's version, :func:`keep_stamp` keeps a
+stamp of the record's folder (:mod:`gitmem.git.stamp`: stat data, main's commit, HEAD's
+files there). While it holds, the next process reads the same bytes from the work tree
+with no pygit2, no object inflated and no look: :func:`session_json` gives what
+:meth:`gitmem.stores.SessionStore.read_json_pieces` gives, or None, and the caller
+opens the repository.
+
+    found = session_json(Path("~/gitmem").expanduser(), "claude-code", "s1")
+    if found is None:
+        with Gitmem.open("~/gitmem") as mem:
+            found = mem.session_json("claude-code", "s1")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gitmem import layout
+from gitmem.git import stamp
+from gitmem.jsontexts import json_array, jsonl_run
+from gitmem.meta import parse_meta
+
+_REFERENCE = ('"' + layout.NAMESPACE).encode()  # an image's reference in a line: the full read restores it
+
+if TYPE_CHECKING:
+    from gitmem.git.engine import GitEngine
+    from gitmem.git.snapshot import Snapshot
+
+
+def keep_stamp(engine: GitEngine, folder: str, head: Snapshot, started_ns: int) -> None:
+    """Keep a stamp of record ``folder`` at snapshot ``head`` (HEAD), for a look at it that
+    started at ``started_ns`` and found every file holding HEAD's version."""
+    from gitmem.handedits import is_watched  # the full read's side: loaded there already
+    files = sorted(head.files(folder))
+    if not files or not all(map(is_watched, files)):  # a file no look compares: not vouched for
+        return
+    taken = stamp.take(engine.gitdir, engine.workdir, head.id, [folder], started_ns, files=files)
+    if taken is not None:
+        stamp.keep(engine.gitdir, folder, taken)
+
+
+def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[bytes], str] | None:
+    """``(pieces of the messages' JSON array, agentSessionId)`` of a session, read from the
+    work tree of the repository at ``workdir``; None when no stamp vouches for it now, or
+    it holds images (they are restored from their blobs by the full read)."""
+    folder = layout.session_dir(agent_type, session_id)
+    workdir = workdir.resolve()
+    gitdir = workdir / ".git"
+    kept = stamp.kept(gitdir, folder)
+    if kept is None or not isinstance(kept.get("files"), list) or not stamp.holds(gitdir, workdir, kept):
+        return None
+    messages = f"{folder}/messages/"
+    chunks = sorted(path for path in kept["files"] if path.startswith(messages)
+                    and "/" not in path[len(messages):] and path.endswith(layout.JSONL_SUFFIX))
+    try:
+        runs = []
+        for path in chunks:
+            run = jsonl_run(_read(workdir, path))
+            if _REFERENCE in run:
+                return None
+            runs.append(run)
+        meta_path = f"{folder}/{layout.META}"
+        meta = parse_meta(_read(workdir, meta_path)) if meta_path in kept["files"] else {}
+    except (OSError, ValueError):  # gone meanwhile, or what the full read says more of
+        return None
+    if not stamp.holds(gitdir, workdir, kept):  # changed while it was read
+        return None
+    return json_array(runs), meta.get("agentSessionId", "")
+
+
+def _read(workdir: Path, path: str) -> bytes:
+    """The work tree's file at ``path``, never through a symbolic link at its end (the
+    stamp vouches for the folders on the way)."""
+    fd = os.open(workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
+    with open(fd, "rb") as file:
+        return file.read()
