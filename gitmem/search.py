@@ -147,7 +147,7 @@ class SearchIndex:
 
     def _take_in_hand_edits(self, path: str | None) -> bool:
         """What a read does first: commit the hand edits waiting (of ``path``'s record, or
-        all). True when it looked at every record and found nothing waiting."""
+        all). True when it looked at every record and found each holding HEAD's version."""
         if self.engine.hand_edits is None:
             return False
         if path is not None:
