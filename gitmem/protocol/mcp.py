@@ -71,56 +71,51 @@ class ToolError(Exception):
     """A call the model can correct: its message is the one line the result holds."""
 
 
-def _record(name: str) -> str:
+def _record(name: str) -> dict:
     return {"type": "string", "description": f"the record: {name}"}
 
 
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}
+
+
+def _tool(name: str, description: str, properties: dict, *required: str) -> types.Tool:
+    """A tool whose arguments are ``properties``, ``required`` among them, and no others."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return types.Tool(name=name, description=description, input_schema=schema)
+
+
 TOOLS = (
-    types.Tool(
-        name="memory_read",
-        description="Read a memory (user, agent:<id>) as markdown; sessions and threads "
-                    "come back as JSON.",
-        input_schema={"type": "object", "properties": {"record": _record(READABLE)},
-                      "required": ["record"], "additionalProperties": False}),
-    types.Tool(
-        name="memory_write",
-        description="Save to a memory (user or agent:<id>): append adds a block after a "
-                    "blank line (the default), replace rewrites it. One git commit.",
-        input_schema={"type": "object", "properties": {
-            "record": _record(WRITABLE),
-            "content": {"type": "string", "description": "markdown to save"},
-            "mode": {"type": "string", "enum": list(WRITE_MODES), "default": "append"}},
-            "required": ["record", "content"], "additionalProperties": False}),
-    types.Tool(
-        name="memory_list",
-        description="List every memory record with its size in bytes and its last change.",
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False}),
-    types.Tool(
-        name="history",
-        description="A record's commits, newest first: commit id, date, author and a "
-                    "summary of what each changed.",
-        input_schema={"type": "object", "properties": {
-            "record": _record(READABLE),
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}},
-            "required": ["record"], "additionalProperties": False}),
-    types.Tool(
-        name="memory_show",
-        description="A record as it was at a time: @ (its newest version), @~2 (two "
-                    "changes back), a commit id, or a date such as 2026-11-01 or "
-                    "'3 days ago'.",
-        input_schema={"type": "object", "properties": {
-            "record": _record(READABLE),
-            "at": {"type": "string", "description": "@~N, a commit, or a date"}},
-            "required": ["record", "at"], "additionalProperties": False}),
-    types.Tool(
-        name="search",
-        description="Search the memories, sessions and threads for words; with history "
-                    "true, also what was written and removed in earlier commits.",
-        input_schema={"type": "object", "properties": {
-            "query": {"type": "string", "description": "the words to look for"},
-            "history": {"type": "boolean", "default": False},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}},
-            "required": ["query"], "additionalProperties": False}),
+    _tool("memory_read",
+          "Read a memory (user, agent:<id>) as markdown; sessions and threads come back as JSON.",
+          {"record": _record(READABLE)}, "record"),
+    _tool("memory_write",
+          "Save to a memory (user or agent:<id>): append adds a block after a blank line (the "
+          "default), replace rewrites it. One git commit.",
+          {"record": _record(WRITABLE),
+           "content": {"type": "string", "description": "markdown to save"},
+           "mode": {"type": "string", "enum": list(WRITE_MODES), "default": "append"}},
+          "record", "content"),
+    _tool("memory_list",
+          "List every memory record with its size in bytes and its last change.", {}),
+    _tool("history",
+          "A record's commits, newest first: commit id, date, author and a summary of what "
+          "each changed.",
+          {"record": _record(READABLE), "limit": _LIMIT}, "record"),
+    _tool("memory_show",
+          "A record as it was at a time: @ (its newest version), @~2 (two changes back), a "
+          "commit id, or a date such as 2026-11-01 or '3 days ago'.",
+          {"record": _record(READABLE),
+           "at": {"type": "string", "description": "@~N, a commit, or a date"}},
+          "record", "at"),
+    _tool("search",
+          "Search the memories, sessions and threads for words; with history true, also what "
+          "was written and removed in earlier commits.",
+          {"query": {"type": "string", "description": "the words to look for"},
+           "history": {"type": "boolean", "default": False}, "limit": _LIMIT},
+          "query"),
 )
 
 
