@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from gitmem.cli import CliError, command, open_repo, seconds, takes_repo
+from gitmem.cli import CliError, command, open_repo, seconds, takes_repo, whole_number
 from gitmem.cli.names import printable
 
 
@@ -68,17 +68,6 @@ def add_serve(serve) -> None:
                        help="sync with the remote in the background this often")
     serve.add_argument("--sync-remote", metavar="REMOTE",
                        help="the remote for background syncs (default: as `gitmem sync`)")
-
-
-def whole_number(text: str) -> int:
-    """An argparse type: a whole number, 0 or more (``--max-response``: 0 lifts the cap)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
 
 
 def add_nui(nui) -> None:
