@@ -61,6 +61,10 @@ class HistoryError(ValueError):
     """A time or record that history cannot work with; the message says why."""
 
 
+class NoRecord(HistoryError):
+    """A record no commit ever held: it has no version to show (``@``, ``@~N``) or restore."""
+
+
 @dataclasses.dataclass(frozen=True)
 class LogEntry:
     """One commit that touched a record, with what it changed there."""
@@ -205,6 +209,8 @@ def resolve_version(mem: Records, record: layout.Record, when: str) -> str | Non
     if match:
         back = int(match[1] or 0)
         versions = mem.record_index.versions(record.path)
+        if not versions:
+            raise NoRecord(f"no record {record.name}")
         if back >= len(versions):
             have = f"@ to @~{len(versions) - 1}" if versions else "none"
             raise HistoryError(f"{record.name} has {len(versions)} version"
@@ -297,7 +303,7 @@ def restore(mem: Records, record: str, at: str) -> Restored:
     if not _files(old, parsed):
         versions = mem.record_index.versions(parsed.path)
         if not versions:
-            raise HistoryError(f"{parsed.name} has no version to restore")
+            raise NoRecord(f"no record {parsed.name}: nothing to restore")
         first = mem.engine.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
                   "--agent`", "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
