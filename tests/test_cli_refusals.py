@@ -226,3 +226,22 @@ def test_control_characters_in_ids_are_escaped_in_log_search_status_and_commits(
     (repo / "memory" / "agents" / "h\x1b[2Jx\ny.md").write_text("hand\n")
     status = cli("status").stdout
     assert "\x1b" not in status and "h\\x1b[2Jx\\ny.md" in status, status
+
+
+def test_deletes_say_what_they_deleted_and_name_the_closest_of_what_is_not_there(records, cli, git):
+    done = cli("memory", "delete", "--agent", "reviewer")
+    head = git("rev-parse", "HEAD").strip()
+    assert done.stdout == f"deleted agent:reviewer in commit {head[:10]}\n" and done.stderr == ""
+    done = cli("session", "delete", "claude-code", "s1")
+    head = git("rev-parse", "HEAD").strip()
+    assert done.stdout == f"deleted session:claude-code/s1 in commit {head[:10]}\n" and done.stderr == ""
+    count = git.count()
+    again = cli("memory", "delete", "--agent", "reviewer")  # nothing there: exit 0, no commit, said
+    assert again.stdout == "" and again.stderr.count("\n") == 1
+    assert "no agent memory 'reviewer' to delete (closest: agent:nobodies)" in again.stderr
+    nope = cli("session", "delete", "claude-code", "nope")
+    assert nope.stdout == "" and nope.stderr.count("\n") == 1
+    assert "no session claude-code/nope to delete (closest: claude-code/nope2" in nope.stderr
+    user = cli("memory", "delete", "--user")
+    assert user.stdout == "" and "no user memory to delete" in user.stderr
+    assert git.count() == count
