@@ -3,10 +3,11 @@ server, on the official MCP SDK (``mcp``, imported only here and by ``gitmem mcp
 
 Each tool is a thin call into the services the CLI uses, handed in as :class:`Services`
 by whoever starts the server (:mod:`gitmem.mcp_server`). A tool's failure (a bad record
-name, an unknown mode or argument, a time before the record existed, an id that would
-leave the repository, a missing repository, an empty query; any other failure too,
-logged) is a tool result with ``isError`` and one line saying what to do, a resource's
-the request's JSON-RPC error; the server keeps serving. A record that is not UTF-8
+name, an unknown mode or argument, a time before the record existed, a missing
+repository, an empty query; any other failure too, logged) is a tool result with
+``isError`` and one line saying what to do, a resource's the request's JSON-RPC error;
+the server keeps serving. Ids are taken as the CLI takes them, kept inside the
+repository by the stores' escaping. A record that is not UTF-8
 comes back with U+FFFD for the bytes that are not, and a note saying so. Every write
 names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit.
 
@@ -309,18 +310,12 @@ def _limit(args: dict) -> int:
 
 
 def _parse(name: str, allowed: str):
-    """The record ``name`` names; an id that reads as a path out of its folder is refused
-    (gitmem would keep it inside, escaped, but it is a mistake the model should hear of)."""
+    """The record ``name`` names. Its ids are taken as the CLI and nui's wire take them: the
+    stores keep any id inside the repository, escaped (``../x`` is ``%2e.%2fx``)."""
     try:
-        record = parse_record(name)
+        return parse_record(name)
     except BadRecordName:
         raise ToolError(f"{name!r} is not a record: use {allowed}") from None
-    for id_ in record.ids:
-        parts = id_.replace("\\", "/").split("/")
-        if ".." in parts or id_.startswith(("/", "\\")) or "\0" in id_:
-            raise ToolError(f"the id {id_!r} would leave the repository: use a plain name "
-                            "such as reviewer")
-    return record
 
 
 def _agent_id(record) -> str | None:
