@@ -30,7 +30,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from gitmem import rescue, secrets
+from gitmem import rescue, secrets, strictjson
 from gitmem.git.base import BranchMoved
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
@@ -158,11 +158,21 @@ def sync_timeout(engine: GitEngine) -> float:
     if text is None:
         return SYNC_TIMEOUT
     try:
-        value = float(text)
+        return positive_seconds(text)
+    except ValueError:
+        raise SyncError(f"git config {TIMEOUT_KEY} must be a positive number of seconds, "
+                        f"not {text!r}") from None
+
+
+def positive_seconds(text: str) -> float:
+    """``text`` as a number of seconds above 0 and finite (a bound, for ``--timeout`` and
+    ``--sync-interval`` too); ``ValueError`` saying so for anything else."""
+    try:
+        value = strictjson.finite_float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
-        raise SyncError(f"git config {TIMEOUT_KEY} must be a positive number of seconds, not {text!r}")
+    if not value > 0:  # nan too
+        raise ValueError(f"not a positive number of seconds: {text!r}")
     return value
 
 

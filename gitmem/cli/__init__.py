@@ -209,6 +209,15 @@ def positive_int(text: str) -> int:
     return whole_number(text, 1)
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (:func:`gitmem.sync.positive_seconds`)."""
+    from gitmem.sync import positive_seconds as parse  # only where the option is given
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds, 0 or more."""
     from gitmem import strictjson
