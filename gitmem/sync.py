@@ -36,7 +36,7 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.remote import scrub_credentials
 from gitmem.handedits import HandEdits
-from gitmem.merge import Spot, merge_changes
+from gitmem.merge import Spot, merge_changes, spots_paragraph
 from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.sync")
@@ -276,12 +276,7 @@ def _merge_into(engine: GitEngine, remote: str, local: str | None, remote_tip: s
 
 
 def _merge_message(remote: str, incoming: int, spots: list[Spot]) -> str:
-    message = f"sync: merge {remote}/main ({_commits(incoming)} in)\n"
-    if spots:
-        message += ("\nBoth sides changed the same lines at these places; both versions "
-                    "were kept\n(ours, a blank line, theirs). Tidy them in an editor:\n")
-        message += "".join(f"- {spot}\n" for spot in spots)
-    return message
+    return f"sync: merge {remote}/main ({_commits(incoming)} in)\n" + spots_paragraph(spots)
 
 
 # -- state for `gitmem status` --------------------------------------------------------
