@@ -120,8 +120,7 @@ def cmd_log(args) -> None:
     with _open(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
         if args.record and not entries:
-            say_missing(f"record {args.record}", args.record, record_names(mem),
-                        "gitmem memory list")
+            _say_no_record(mem, args.record)
     colour = pager.use_colour(args.color)
     with pager.paged(not args.no_pager):
         if args.json:
@@ -150,7 +149,7 @@ def cmd_blame(args) -> None:
         if not found:
             names = record_names(mem)
             if args.record not in names:
-                say_missing(f"record {args.record}", args.record, names, "gitmem memory list")
+                _say_no_record(mem, args.record, names)
     if args.json:
         print_json([b.to_json() for b in found])
         return
@@ -174,6 +173,11 @@ def never_written(mem, record: str) -> bool:
 
 def _no_record(mem, record: str) -> CliError:
     return CliError(missing(f"record {record}", record, record_names(mem), "gitmem memory list"))
+
+
+def _say_no_record(mem, record: str, names: list[str] | None = None) -> None:
+    say_missing(f"record {record}", record, record_names(mem) if names is None else names,
+                "gitmem memory list")
 
 
 def cmd_show(args) -> None:
@@ -207,7 +211,7 @@ def cmd_diff(args) -> None:
         except NoRecord:  # @~N of a record never written: its every diff is empty
             changes = diff(mem, args.record)
         if not changes.files and never_written(mem, args.record):  # said, as log says it
-            say_missing(f"record {args.record}", args.record, record_names(mem), "gitmem memory list")
+            _say_no_record(mem, args.record)
     if args.json:
         print_json(changes.to_json())
     else:
