@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitmem import strictjson
+from gitmem.git.files import write_private
 from gitmem.stores.memory import normalise
 
 if TYPE_CHECKING:
@@ -458,12 +459,4 @@ def _free_name(path: Path) -> Path:
 def _write(path: Path, data: bytes) -> None:
     """Write a file atomically, private to the user as nui's own files are."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_private(path, data)
