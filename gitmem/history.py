@@ -28,7 +28,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from gitmem import layout
-from gitmem.meta import printable, record_trailers
+from gitmem.meta import meta_bytes, now_iso, parse_meta, printable, read_meta, record_trailers
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError
 from gitmem.git.engine import GitEngine
@@ -59,6 +59,10 @@ _NOUNS = {"messages": "message", "events": "event"}
 
 class HistoryError(ValueError):
     """A time or record that history cannot work with; the message says why."""
+
+
+class NoRecord(HistoryError):
+    """A record no commit ever held: it has no version to show (``@``, ``@~N``) or restore."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,6 +209,8 @@ def resolve_version(mem: Records, record: layout.Record, when: str) -> str | Non
     if match:
         back = int(match[1] or 0)
         versions = mem.record_index.versions(record.path)
+        if not versions:
+            raise NoRecord(f"no record {record.name}")
         if back >= len(versions):
             have = f"@ to @~{len(versions) - 1}" if versions else "none"
             raise HistoryError(f"{record.name} has {len(versions)} version"
@@ -297,7 +303,7 @@ def restore(mem: Records, record: str, at: str) -> Restored:
     if not _files(old, parsed):
         versions = mem.record_index.versions(parsed.path)
         if not versions:
-            raise HistoryError(f"{parsed.name} has no version to restore")
+            raise NoRecord(f"no record {parsed.name}: nothing to restore")
         first = mem.engine.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
                   "--agent`", "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
@@ -312,7 +318,7 @@ def restore(mem: Records, record: str, at: str) -> Restored:
         for path, blob_id in after.items():
             if before.get(path) != blob_id:
                 changed[path] = old.read(path)
-        return changed
+        return _updated_now(mem, parsed, snapshot, old, changed)
 
     label = commit[:10] if commit else "before the first commit"
     new = mem.engine.update(changes, f"restore: {printable(parsed.name)} as of {label}",
@@ -320,6 +326,24 @@ def restore(mem: Records, record: str, at: str) -> Restored:
                                             {"Gitmem-Restored-From": commit or "none"}),
                             scope=parsed.path)
     return Restored(parsed.name, commit, new)
+
+
+def _updated_now(mem: Records, record: layout.Record, snapshot, old,
+                 changed: dict[str, bytes | None]) -> dict[str, bytes | None]:
+    """``changed`` (a restore of a session or thread) with the restored ``meta.json``'s
+    ``updatedAt`` set to now, as any write of it sets it; nothing when that stamp is all
+    the restore would change."""
+    path = f"{record.path}/{layout.META}"
+    if record.kind not in ("session", "thread") or not changed or not old.exists(path):
+        return changed
+    try:
+        restored, current = parse_meta(old.read(path)), read_meta(snapshot, record.path) or {}
+    except ValueError:  # a meta.json broken by hand is put back as it was
+        return changed
+    if set(changed) == {path} and ({**restored, "updatedAt": None} == {**current, "updatedAt": None}):
+        return {}
+    restored["updatedAt"] = now_iso() if record.kind == "session" else mem.threads.stamp(current)
+    return {**changed, path: meta_bytes(restored)}
 
 
 def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[str, dict[str, dict[str, int]]]:

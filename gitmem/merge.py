@@ -58,6 +58,15 @@ class Spot:
         return f"{self.path} line {self.line}: {self.note}"
 
 
+def spots_paragraph(spots: Sequence[Spot]) -> str:
+    """The part of a merge commit's message that lists ``spots`` ("" when there are none)."""
+    if not spots:
+        return ""
+    return ("\nBoth sides changed the same lines at these places; both versions were kept\n"
+            "(ours, a blank line, theirs). Tidy them in an editor:\n"
+            + "".join(f"- {spot}\n" for spot in spots))
+
+
 @dataclasses.dataclass
 class Merged:
     """The result of a merge: changes on top of our side, and the spots to tidy."""

@@ -31,11 +31,12 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitmem import strictjson
+from gitmem.git.files import write_private
 from gitmem.stores.memory import normalise
 
 if TYPE_CHECKING:
@@ -359,19 +360,42 @@ def export_nui(mem: Gitmem, out_dir: str | os.PathLike, *,
     if user:
         files[USER_MEMORY] = user.encode("utf-8", "surrogateescape")
         report.user_memory = True
-    written: dict[str, str] = {}
-    for agent_id in sorted(mem.memory.agents(snapshot=snapshot)):
-        name = sanitise(agent_id)
-        if name in written:
-            report.notes.append(f"agent {agent_id!r} and {written[name]!r} share the nui file name "
-                                f"{name}.md; wrote {written[name]!r} only")
-            continue
-        written[name] = agent_id
+    names, notes = _nui_file_names(mem.memory.agents(snapshot=snapshot))
+    report.notes += notes
+    for agent_id, name in names.items():
         content = mem.memory.read(agent_id, snapshot=snapshot)
         files[f"{AGENT_MEMORY}/{name}.md"] = content.encode("utf-8", "surrogateescape")
         report.agent_memories += 1
     _write_export(out, files, sorted(replaced), force, report)
     return report
+
+
+def _nui_file_names(agent_ids: Iterable[str]) -> tuple[dict[str, str], list[str]]:
+    """Each agent's memory file name in nui's folder (without ``.md``), and notes. nui's name
+    (:func:`sanitise`) goes to the agent it names; the others sharing it, which nui cannot
+    tell apart, get ``NAME.2``, ``NAME.3``... (the first free), so that none is lost."""
+    groups: dict[str, list[str]] = {}
+    for agent_id in sorted(agent_ids):
+        groups.setdefault(sanitise(agent_id), []).append(agent_id)
+    taken = set(groups)
+    names: dict[str, str] = {}
+    notes = []
+    for name, ids in groups.items():
+        ids.sort(key=lambda agent_id: agent_id != name)  # the agent whose id it is first
+        names[ids[0]] = name
+        moved, n = [], 1
+        for agent_id in ids[1:]:
+            n += 1
+            while f"{name}.{n}" in taken:
+                n += 1
+            taken.add(f"{name}.{n}")
+            names[agent_id] = f"{name}.{n}"
+            moved.append(f"{agent_id!r} to {name}.{n}.md")
+        if moved:
+            notes.append(f"agents {', '.join(map(repr, ids))} share nui's file name {name}.md: "
+                         f"wrote {ids[0]!r} there, {', '.join(moved)} (nui reads {name}.md for "
+                         "every one of them)")
+    return names, notes
 
 
 EXPORT_LIST = ".gitmem-export.json"
@@ -435,12 +459,4 @@ def _free_name(path: Path) -> Path:
 def _write(path: Path, data: bytes) -> None:
     """Write a file atomically, private to the user as nui's own files are."""
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_private(path, data)

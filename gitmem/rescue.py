@@ -31,7 +31,7 @@ from typing import Any
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.handedits import HandEdits
-from gitmem.merge import Spot, merge_changes
+from gitmem.merge import Spot, merge_changes, spots_paragraph
 from gitmem.repository import Gitmem
 from gitmem.rewrites import LET_GO_FILE, Dropped, find_lost
 
@@ -132,10 +132,5 @@ def _merge_back(engine: GitEngine, dropped: Dropped) -> Rescued:
 
 
 def _message(dropped: Dropped, spots: list[Spot]) -> str:
-    message = (f"rescue: merge back {dropped.commit[:10]} ({dropped.summary})\n\n"
-               "A history rewrite by hand took it off main.\n")
-    if spots:
-        message += ("\nBoth sides changed the same lines at these places; both versions "
-                    "were kept\n(ours, a blank line, theirs). Tidy them in an editor:\n")
-        message += "".join(f"- {spot}\n" for spot in spots)
-    return message
+    return (f"rescue: merge back {dropped.commit[:10]} ({dropped.summary})\n\n"
+            "A history rewrite by hand took it off main.\n" + spots_paragraph(spots))

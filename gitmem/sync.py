@@ -30,13 +30,13 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from gitmem import rescue, secrets
+from gitmem import rescue, secrets, strictjson
 from gitmem.git.base import BranchMoved
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.remote import scrub_credentials
 from gitmem.handedits import HandEdits
-from gitmem.merge import Spot, merge_changes
+from gitmem.merge import Spot, merge_changes, spots_paragraph
 from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.sync")
@@ -158,11 +158,21 @@ def sync_timeout(engine: GitEngine) -> float:
     if text is None:
         return SYNC_TIMEOUT
     try:
-        value = float(text)
+        return positive_seconds(text)
+    except ValueError:
+        raise SyncError(f"git config {TIMEOUT_KEY} must be a positive number of seconds, "
+                        f"not {text!r}") from None
+
+
+def positive_seconds(text: str) -> float:
+    """``text`` as a number of seconds above 0 and finite (a bound, for ``--timeout`` and
+    ``--sync-interval`` too); ``ValueError`` saying so for anything else."""
+    try:
+        value = strictjson.finite_float(text)
     except ValueError:
         value = 0.0
-    if not value > 0:
-        raise SyncError(f"git config {TIMEOUT_KEY} must be a positive number of seconds, not {text!r}")
+    if not value > 0:  # nan too
+        raise ValueError(f"not a positive number of seconds: {text!r}")
     return value
 
 
@@ -266,12 +276,7 @@ def _merge_into(engine: GitEngine, remote: str, local: str | None, remote_tip: s
 
 
 def _merge_message(remote: str, incoming: int, spots: list[Spot]) -> str:
-    message = f"sync: merge {remote}/main ({_commits(incoming)} in)\n"
-    if spots:
-        message += ("\nBoth sides changed the same lines at these places; both versions "
-                    "were kept\n(ours, a blank line, theirs). Tidy them in an editor:\n")
-        message += "".join(f"- {spot}\n" for spot in spots)
-    return message
+    return f"sync: merge {remote}/main ({_commits(incoming)} in)\n" + spots_paragraph(spots)
 
 
 # -- state for `gitmem status` --------------------------------------------------------

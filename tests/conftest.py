@@ -163,6 +163,24 @@ def cli(repo_path: Path):
     return run
 
 
+# A token of GitHub's shape that the secrets check refuses to push (not a real one).
+GITHUB_TOKEN = "ghp_" + "Zq8fK2mX9pL4vN7rT1wY6bH3jD5sG0cE8aU2"
+
+
+@pytest.fixture
+def synced(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository (the user likes tea) with a bare remote it has pushed to, and that remote."""
+    remote = tmp_path / "remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
+                   check=True, env=SUBPROCESS_ENV)
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    run_gitmem("memory", "write", "--user", repo=repo, input="likes tea")
+    run_gitmem("remote", "add", "origin", str(remote), repo=repo)
+    run_gitmem("sync", repo=repo)
+    return repo, remote
+
+
 def python_script(source: str, *args: str, **popen_options) -> subprocess.Popen:
     """Start ``python -c SOURCE ARGS`` with gitmem importable; stdout/stdin are pipes."""
     root = str(Path(gitmem.__file__).resolve().parent.parent)

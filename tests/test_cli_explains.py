@@ -121,7 +121,13 @@ def test_remote_list_and_remove(repo, tmp_path):
     (("log", "-n", "0"), "at least 1"), (("log", "-n", "-1"), "at least 1"),
     (("log", "-n", "x"), "whole number"),
     (("watch", "--debounce", "-1"), "0 or more"), (("watch", "--debounce", "nan"), "seconds"),
-    (("watch", "--max-delay", "inf"), "seconds")])
+    (("watch", "--max-delay", "inf"), "seconds"),
+    (("sync", "--timeout", "inf"), "not a positive number of seconds: 'inf'"),
+    (("sync", "--timeout", "0"), "not a positive number of seconds"),
+    (("serve", "--sync-interval", "inf"), "not a positive number of seconds"),
+    (("serve", "--sync-interval", "-1"), "not a positive number of seconds"),
+    (("serve", "--sync-interval", "nan"), "not a positive number of seconds"),
+    (("serve", "--late-window", "nan"), "seconds"), (("serve", "--late-window", "-1"), "0 or more")])
 def test_value_checks(repo, args, says):
     assert_one_line_error(run_gitmem(*args, repo=repo, check=False), says=says, code=2)
 
@@ -136,3 +142,12 @@ def test_a_reversed_range_is_refused(repo):
                                      repo=repo, check=False), says="later than")
     assert "+two" in run_gitmem("diff", "user", "--since", "HEAD~1", "--until", "HEAD",
                                 repo=repo).stdout
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "nan", "0", "-2", "soon"])
+def test_a_sync_bound_in_git_config_that_is_no_positive_number_is_named(repo, value):
+    run_gitmem("remote", "add", "origin", str(repo.parent / "nowhere.git"), repo=repo)
+    Git(repo)("config", "gitmem.syncTimeout", value)
+    done = run_gitmem("sync", repo=repo, check=False)
+    assert_one_line_error(done, code=1, says=f"git config gitmem.syncTimeout must be a positive "
+                                              f"number of seconds, not {value!r}")

@@ -99,9 +99,34 @@ def test_a_name_that_does_not_exist_says_so_with_the_closest(records, cli, args,
     assert done.stdout in ("", "[]\n", "null\n", '{"messages": [], "agentSessionId": ""}\n')
 
 
+@pytest.mark.parametrize("args, says, closest", [
+    (("show", "agent:nobody", "--at", "@"), "no record agent:nobody", "agent:nobodies"),
+    (("show", "session:claude-code/nope", "--at", "2020-01-01"), "no record session:claude-code/nope", "nope2"),
+    (("show", "thread:nope", "--at", "HEAD", "--json"), "no record thread:nope", "thread:nopes"),
+    (("restore", "agent:nobody", "--at", "@~1"), "no record agent:nobody", "agent:nobodies"),
+    (("restore", "session:claude-code/nope", "--at", "HEAD"), "no record session:claude-code/nope", "nope2"),
+])
+def test_show_and_restore_of_a_record_never_written_name_the_closest(records, cli, args, says, closest):
+    """Refused, exit 1, as a version that does not exist is; the line names the record
+    and the closest ones, as log's does, not its count of versions."""
+    done = cli(*args, check=False)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and says in done.stderr and closest in done.stderr, done.stderr
+    assert "version" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("since", [(), ("--since", "@~1"), ("--since", "2020-01-01", "--until", "@")])
+def test_diff_of_a_record_never_written_is_empty_and_names_the_closest(records, cli, since):
+    """A read, as log is: the empty diff, exit 0, one line on stderr."""
+    done = cli("diff", "agent:nobody", *since, check=False)
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    assert done.stderr.count("\n") == 1 and "no record agent:nobody (closest: agent:nobodies" in done.stderr
+
+
 def test_a_name_that_exists_says_nothing_more(records, cli):
     for args in (("memory", "read", "--agent", "reviewer"), ("session", "read", "claude-code", "s1"),
-                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("blame", "agent:reviewer"), ("memory", "read", "--user")):
+                 ("thread", "events", "nopes"), ("log", "agent:reviewer"), ("blame", "agent:reviewer"), ("memory", "read", "--user"),
+                 ("diff", "agent:reviewer"), ("show", "agent:reviewer", "--at", "@")):
         done = cli(*args)
         assert "no " not in done.stderr, (args, done.stderr)
 
@@ -201,3 +226,22 @@ def test_control_characters_in_ids_are_escaped_in_log_search_status_and_commits(
     (repo / "memory" / "agents" / "h\x1b[2Jx\ny.md").write_text("hand\n")
     status = cli("status").stdout
     assert "\x1b" not in status and "h\\x1b[2Jx\\ny.md" in status, status
+
+
+def test_deletes_say_what_they_deleted_and_name_the_closest_of_what_is_not_there(records, cli, git):
+    done = cli("memory", "delete", "--agent", "reviewer")
+    head = git("rev-parse", "HEAD").strip()
+    assert done.stdout == f"deleted agent:reviewer in commit {head[:10]}\n" and done.stderr == ""
+    done = cli("session", "delete", "claude-code", "s1")
+    head = git("rev-parse", "HEAD").strip()
+    assert done.stdout == f"deleted session:claude-code/s1 in commit {head[:10]}\n" and done.stderr == ""
+    count = git.count()
+    again = cli("memory", "delete", "--agent", "reviewer")  # nothing there: exit 0, no commit, said
+    assert again.stdout == "" and again.stderr.count("\n") == 1
+    assert "no agent memory 'reviewer' to delete (closest: agent:nobodies)" in again.stderr
+    nope = cli("session", "delete", "claude-code", "nope")
+    assert nope.stdout == "" and nope.stderr.count("\n") == 1
+    assert "no session claude-code/nope to delete (closest: claude-code/nope2" in nope.stderr
+    user = cli("memory", "delete", "--user")
+    assert user.stdout == "" and "no user memory to delete" in user.stderr
+    assert git.count() == count

@@ -3,27 +3,8 @@
 from __future__ import annotations
 
 import re
-import subprocess
 
-import pytest
-
-from conftest import SUBPROCESS_ENV, Git, run_gitmem
-
-TOKEN = "ghp_" + "Zq8fK2mX9pL4vN7rT1wY6bH3jD5sG0cE8aU2"
-
-
-@pytest.fixture
-def synced(tmp_path):
-    """A repository with a remote it has pushed to, and that remote."""
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
-                   check=True, env=SUBPROCESS_ENV)
-    repo = tmp_path / "repo"
-    run_gitmem("init", str(repo))
-    run_gitmem("memory", "write", "--user", repo=repo, input="likes tea")
-    run_gitmem("remote", "add", "origin", str(remote), repo=repo)
-    run_gitmem("sync", repo=repo)
-    return repo, remote
+from conftest import GITHUB_TOKEN, Git, run_gitmem
 
 
 def refused_fingerprint(repo) -> tuple[str, str]:
@@ -38,7 +19,7 @@ def test_forget_drops_an_unpushed_secret_keeps_the_rest_and_sync_goes_through(sy
     git = Git(repo)
     pushed = git("rev-parse", "HEAD").strip()
     run_gitmem("memory", "write", "--user", "--append", repo=repo,
-               input=f"my token: {TOKEN}\nprefers short answers")
+               input=f"my token: {GITHUB_TOKEN}\nprefers short answers")
     run_gitmem("memory", "write", "--agent", "reviewer", repo=repo, input="be kind")
     run_gitmem("memory", "write", "--user", "--append", repo=repo, input="and green tea")
     messages = git.log(fmt="%s%n%an %at")
@@ -47,22 +28,22 @@ def test_forget_drops_an_unpushed_secret_keeps_the_rest_and_sync_goes_through(sy
 
     done = run_gitmem("forget", "memory/user.md", "--secret", mark, repo=repo)
     assert "3 unpushed commits" in done.stdout and "refs/gitmem/forgotten/" in done.stdout
-    assert TOKEN not in (repo / "memory/user.md").read_text()
+    assert GITHUB_TOKEN not in (repo / "memory/user.md").read_text()
     assert run_gitmem("memory", "read", "--user", repo=repo).stdout == \
         "likes tea\n\nprefers short answers\n\nand green tea\n"
     assert run_gitmem("memory", "read", "--agent", "reviewer", repo=repo).stdout == "be kind\n"
     assert git.log(fmt="%s%n%an %at") == messages  # the same commits, authors and dates
     assert git("rev-parse", "HEAD~3").strip() == pushed  # the pushed ones untouched
     for commit in git.log():
-        assert TOKEN not in git("show", commit)
+        assert GITHUB_TOKEN not in git("show", commit)
     assert git.status() == ""
     # the old commits are kept, until gc --prune-forgotten
     kept = git("for-each-ref", "--format=%(refname)", "refs/gitmem/forgotten").split()
-    assert len(kept) == 1 and TOKEN in git("show", f"{kept[0]}~2:memory/user.md")
+    assert len(kept) == 1 and GITHUB_TOKEN in git("show", f"{kept[0]}~2:memory/user.md")
 
     assert "out: 3 commits" in run_gitmem("sync", repo=repo).stdout
     for commit in Git(remote)("rev-list", "main").split():
-        assert TOKEN not in Git(remote)("show", commit)
+        assert GITHUB_TOKEN not in Git(remote)("show", commit)
     run_gitmem("gc", "--prune-forgotten", repo=repo)
     assert git("for-each-ref", "refs/gitmem/forgotten") == ""
 
@@ -71,18 +52,18 @@ def test_forget_takes_a_record_name_and_a_line_in_a_session(synced):
     repo, _ = synced
     body = ('{"messages": [{"role": "user", "content": "hi"}, '
             '{"role": "user", "content": "key %s"}, {"role": "assistant", "content": "ok"}]}'
-            % TOKEN)
+            % GITHUB_TOKEN)
     run_gitmem("session", "write", "claude-code", "s1", repo=repo, input=body)
     _, mark = refused_fingerprint(repo)
     run_gitmem("forget", "session:claude-code/s1", "--secret", mark, repo=repo)
     read = run_gitmem("session", "read", "claude-code", "s1", repo=repo).stdout
-    assert TOKEN not in read and '"hi"' in read and '"ok"' in read
+    assert GITHUB_TOKEN not in read and '"hi"' in read and '"ok"' in read
     run_gitmem("sync", repo=repo)
 
 
 def test_forget_refuses_a_pushed_secret_and_changes_nothing(synced):
     repo, _ = synced
-    run_gitmem("memory", "write", "--user", "--append", repo=repo, input=f"token: {TOKEN}")
+    run_gitmem("memory", "write", "--user", "--append", repo=repo, input=f"token: {GITHUB_TOKEN}")
     _, mark = refused_fingerprint(repo)
     run_gitmem("sync", "--allow-secrets", repo=repo)
     run_gitmem("memory", "write", "--agent", "x", repo=repo, input="later")

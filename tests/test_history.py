@@ -68,7 +68,9 @@ def test_restore_makes_a_new_commit_whose_content_equals_the_old_one(mem, cli, g
     out = cli("restore", f"session:{AGENT}/{SESSION}", "--at", old).stdout
     assert git.count() == count + 1  # a new commit: nothing reset
     assert f"as it was at {old[:10]}" in out
-    assert git("rev-parse", f"HEAD:{FOLDER}") == git("rev-parse", f"{old}:{FOLDER}")
+    assert git("rev-parse", f"HEAD:{FOLDER}/messages") == git("rev-parse", f"{old}:{FOLDER}/messages")
+    restored, then = (json.loads(git("show", f"{at}:{FOLDER}/meta.json")) for at in ("HEAD", old))
+    assert restored == {**then, "updatedAt": restored["updatedAt"]}  # updated: now
     assert git("log", "-1", "--format=%(trailers:key=Gitmem-Restored-From,valueonly)").strip() == old
     assert mem.sessions.read(AGENT, SESSION) == ([message(0)], "resume-1")
     assert mem.memory.read() == "unrelated\n"  # other records untouched
@@ -81,6 +83,38 @@ def test_restore_makes_a_new_commit_whose_content_equals_the_old_one(mem, cli, g
         mem.restore(f"session:{AGENT}/{SESSION}", "2001-01-01")
     assert git.count() == count + 1
     assert mem.sessions.read(AGENT, SESSION) == ([message(0)], "resume-1")
+
+
+def test_a_restore_is_a_new_write_its_updated_at_the_time_of_the_restore(mem, cli, git):
+    """A restored session or thread is updated now (nui's and kaboo's lists sort by it, sync's
+    merge takes the fields of the later side); createdAt and the rest are the old version's."""
+    cli("session", "write", AGENT, SESSION, input=json.dumps({"messages": [message(0)], "workingDir": "/a"}))
+    cli("session", "write", AGENT, SESSION, input=json.dumps({"messages": [message(1)], "workingDir": "/b"}))
+    mem.threads.append_events("t1", "planner", [{"type": "RUN_STARTED"}])
+    mem.threads.append_events("t1", "planner", [{"type": "RUN_FINISHED"}])
+    mem.threads.append_events("t2", "planner", [{"type": "RUN_STARTED"}])  # the newest thread
+    first = {"session": json.loads(git("show", f"HEAD~4:{FOLDER}/meta.json")),
+             "thread": json.loads(git("show", "HEAD~2:threads/t1/meta.json"))}
+    newest = {"session": json.loads(git("show", f"HEAD:{FOLDER}/meta.json")),
+              "thread": json.loads(git("show", "HEAD:threads/t2/meta.json"))}
+    before = datetime.now().astimezone()
+    cli("restore", f"session:{AGENT}/{SESSION}", "--at", "@~1")
+    cli("restore", "thread:t1", "--at", "@~1")
+    session = json.loads((mem.engine.workdir / FOLDER / "meta.json").read_text())
+    assert session == {**first["session"], "updatedAt": session["updatedAt"]}  # workingDir /a again
+    restored_at = datetime.fromisoformat(session["updatedAt"].replace("Z", "+00:00"))
+    assert restored_at >= before.replace(microsecond=before.microsecond // 1000 * 1000)
+    assert session["updatedAt"] > newest["session"]["updatedAt"]
+    thread = mem.threads.meta("t1")
+    assert thread == {**first["thread"], "updatedAt": thread["updatedAt"]}
+    assert thread["updatedAt"] > newest["thread"]["updatedAt"]
+    assert [t["id"] for t in mem.threads.list_threads()] == ["t1", "t2"]  # the restored one first
+    assert mem.sessions.read(AGENT, SESSION) == ([message(0)], "")
+    # restoring what is already there still commits nothing, though updatedAt would differ
+    count = git.count()
+    assert json.loads(cli("restore", "thread:t1", "--at", "@", "--json").stdout)["commit"] is None
+    assert json.loads(cli("restore", f"session:{AGENT}/{SESSION}", "--at", "@", "--json").stdout)["commit"] is None
+    assert git.count() == count
 
 
 def test_log_of_a_record_lists_exactly_the_commits_that_touched_it(mem, cli, git):

@@ -120,6 +120,28 @@ def test_an_export_keeps_what_else_is_in_data_json(mem, tmp_path):
     assert report.notes and "kept 1 session" in report.notes[0]
 
 
+def test_agents_sharing_a_nui_file_name_are_all_exported_each_to_its_own_file(mem, tmp_path, cli):
+    """nui's name for both is bad-id.md: the agent whose id it is gets it, the other a name
+    of its own beside it, and a note says which went where; nothing is dropped."""
+    for agent in ("bad-id", "bad\nid", "bad id", "bad-id.2"):
+        mem.memory.write(f"memory of {agent!r}", agent_id=agent)
+    out = tmp_path / "nui"
+    report = export_nui(mem, out)
+    agents = out / "memory" / "agents"
+    assert report.agent_memories == 4
+    assert (agents / "bad-id.md").read_text() == "memory of 'bad-id'\n"
+    assert (agents / "bad-id.2.md").read_text() == "memory of 'bad-id.2'\n"
+    others = {path.name: path.read_text() for path in agents.iterdir()
+              if path.name not in ("bad-id.md", "bad-id.2.md")}
+    assert sorted(others.values()) == ["memory of 'bad id'\n", "memory of 'bad\\nid'\n"]
+    assert all(name.startswith("bad-id.") and name.endswith(".md") for name in others)
+    [note] = report.notes
+    assert "'bad-id'" in note and "'bad\\nid'" in note and "'bad id'" in note
+    assert all(name in note for name in others) and "nui reads bad-id.md" in note
+    done = cli("export", "nui", str(tmp_path / "again"))
+    assert "bad-id.md" in done.stdout + done.stderr
+
+
 def test_agent_memory_names_are_mapped_back_or_kept_and_said_so(tmp_path, mem, cli):
     folder = tmp_path / "nui"
     (folder / "memory" / "agents").mkdir(parents=True)

@@ -22,6 +22,7 @@ import anyio
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from gitmem.ids import encode
 from nui_client import NuiHost
 
 mcp = pytest.importorskip("mcp")  # the test extra holds it; `pip install 'gitmem[mcp]'`
@@ -257,7 +258,6 @@ def test_errors_are_tool_results_and_the_server_answers_the_next_call(repo, tmp_
                 ({"record": "nobody", "content": "x"}, "is not a record: use user or agent:<id>"),
                 ({"record": "thread:t1", "content": "x"}, "cannot be written here"),
                 ({"record": "user", "content": "x", "mode": "prepend"}, 'mode must be "append" or "replace"'),
-                ({"record": "agent:../../escaped", "content": "x"}, "would leave the repository"),
                 ({"record": "agent:", "content": "x"}, "agent id"),
                 ({"record": "user"}, '"content" is required'),
                 ({"record": "user", "content": " \n"}, '"content" is empty'),
@@ -287,6 +287,36 @@ def test_errors_are_tool_results_and_the_server_answers_the_next_call(repo, tmp_
     assert not outside.exists() and not list(tmp_path.glob("**/escaped*"))
     assert git.count() == before + 1 and git.status() == ""
     assert Git(missing).count("memory/user.md") == 1
+
+
+def test_mcp_takes_every_agent_id_the_cli_takes_and_keeps_it_inside_the_repository(repo, tmp_path):
+    """``agent:../x`` is an id like any other (the CLI and nui's wire store it escaped, as
+    ``memory/agents/%2e.%2fx.md``): MCP reads and writes it, and nothing lands outside."""
+    odd = ["../x", "../../escaped", "..", "/etc/passwd", "\\x", "a/../../b"]
+    for agent in odd[::2]:  # written by the CLI, read through MCP
+        run_gitmem("memory", "write", "--agent", agent, repo=repo, input=f"cli wrote {agent}")
+
+    async def test():
+        async with session(repo) as opened:
+            for agent in odd[::2]:
+                assert await call(opened, "memory_read", record=f"agent:{agent}") == (
+                    f"cli wrote {agent}\n", False)
+            for agent in odd[1::2]:
+                text, error = await call(opened, "memory_write", record=f"agent:{agent}",
+                                         content=f"mcp wrote {agent}")
+                assert not error, text
+            listed = {m["record"] for m in json.loads((await call(opened, "memory_list"))[0])}
+            assert listed == {f"agent:{agent}" for agent in odd}
+            resource = await opened.read_resource("gitmem://memory/agent/..%2Fx")
+            assert resource.contents[0].text == "cli wrote ../x\n"
+    run(test)
+    for agent in odd[1::2]:  # written through MCP, read by the CLI
+        assert run_gitmem("memory", "read", "--agent", agent, repo=repo).stdout == f"mcp wrote {agent}\n"
+    assert (repo / "memory/agents/%2e.%2f..%2fescaped.md").read_text() == "mcp wrote ../../escaped\n"
+    assert not list(tmp_path.glob("**/escaped*")) and not (tmp_path / "b.md").exists()
+    assert sorted(p.name for p in (repo / "memory/agents").iterdir()) == sorted(
+        f"{encode(agent)}.md" for agent in odd)
+    assert Git(repo).status() == ""
 
 
 def test_search_answers_hits(repo):

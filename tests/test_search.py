@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from conftest import GITHUB_TOKEN, SUBPROCESS_ENV, Git, run_gitmem
 from gitmem.errors import BadQuery
 from gitmem.git.lock import FileLock
 from gitmem.repository import Gitmem
@@ -433,29 +433,19 @@ def test_a_progress_bar_on_a_terminal_only(tmp_path):
 # -- secrets and images -------------------------------------------------------------------
 
 
-TOKEN = "ghp_" + "Zq8fK2mX9pL4vN7rT1wY6bH3jD5sG0cE8aU2"
-
-
-def test_forget_takes_the_secret_out_of_the_index_too(tmp_path):
-    remote = tmp_path / "remote.git"
-    subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
-                   check=True, env=SUBPROCESS_ENV)
-    repo = tmp_path / "repo"
-    run_gitmem("init", str(repo))
-    run_gitmem("memory", "write", "--user", repo=repo, input="likes tea")
-    run_gitmem("remote", "add", "origin", str(remote), repo=repo)
-    run_gitmem("sync", repo=repo)
-    run_gitmem("memory", "write", "--user", "--append", repo=repo, input=f"my token: {TOKEN}")
+def test_forget_takes_the_secret_out_of_the_index_too(synced):
+    repo, _ = synced
+    run_gitmem("memory", "write", "--user", "--append", repo=repo, input=f"my token: {GITHUB_TOKEN}")
     run_gitmem("memory", "write", "--user", "--append", repo=repo, input="and green tea")
-    assert found_in(repo, TOKEN[4:]) == [("user", "block")]
-    secret_word = TOKEN[4:].lower()
+    assert found_in(repo, GITHUB_TOKEN[4:]) == [("user", "block")]
+    secret_word = GITHUB_TOKEN[4:].lower()
     assert secret_word in index_terms(repo)
     done = run_gitmem("sync", repo=repo, check=False)
     mark = done.stderr.split("fingerprint ")[1][:16]
     run_gitmem("forget", "memory/user.md", "--secret", mark, repo=repo)
     index = repo / ".git" / "gitmem" / FILE
     assert not index.exists()  # dropped at once, not at the next search
-    assert search(repo, TOKEN[4:], "--history") == []
+    assert search(repo, GITHUB_TOKEN[4:], "--history") == []
     assert found_in(repo, "green tea") == [("user", "block")]
     assert secret_word not in index_terms(repo) and "green" in index_terms(repo)
     assert all(secret_word.encode() not in p.read_bytes() for p in index.parent.glob(f"{FILE}*"))

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
+from conftest import GITHUB_TOKEN, SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem.git.base import EngineError, Identity
 from gitmem.repository import Gitmem
 from gitmem.sync import SecretsRefused, SyncError, read_state, sync
@@ -354,15 +354,21 @@ def test_plain_git_pull_merges_jsonl_logs_by_union(machines):
 # -- pushes that race, remotes that fail, secrets ---------------------------------------------
 
 
-def test_a_push_rejected_by_a_concurrent_push_is_retried(machines, tmp_path):
-    a, b = machines
+def b_pushes_first(a, b, tmp_path) -> Path:
+    """b writes, and the moment a pushes, b syncs first (once, from a's pre-push hook): a's
+    push is then refused by the remote. The file the hook leaves when it has run."""
     b.memory.write("written on b while a was pushing", agent_id="b")
-    # The moment a pushes, b pushes first (once): a's push is then refused by the remote.
     flag = tmp_path / "b-pushed"
     hook = a.engine.gitdir / "hooks" / "pre-push"
     hook.write_text(f"#!/bin/sh\n[ -e {flag} ] && exit 0\ntouch {flag}\n"
                     f"exec {sys.executable} -m gitmem sync --repo {b.engine.workdir} >/dev/null\n")
     hook.chmod(0o755)
+    return flag
+
+
+def test_a_push_rejected_by_a_concurrent_push_is_retried(machines, tmp_path):
+    a, b = machines
+    flag = b_pushes_first(a, b, tmp_path)
     a.memory.write("written on a", agent_id="a")
     result = sync(a)
     assert flag.exists() and result.attempts == 2 and result.how == "merge"
@@ -374,12 +380,7 @@ def test_a_push_rejected_by_a_concurrent_push_is_retried(machines, tmp_path):
 
 def test_a_retried_push_scans_nothing_it_scanned_before(machines, tmp_path):
     a, b = machines
-    b.memory.write("written on b while a was pushing", agent_id="b")
-    flag = tmp_path / "b-pushed"
-    hook = a.engine.gitdir / "hooks" / "pre-push"
-    hook.write_text(f"#!/bin/sh\n[ -e {flag} ] && exit 0\ntouch {flag}\n"
-                    f"exec {sys.executable} -m gitmem sync --repo {b.engine.workdir} >/dev/null\n")
-    hook.chmod(0o755)
+    b_pushes_first(a, b, tmp_path)
     a.sessions.write("nui", "long", [{"id": f"m{i}", "content": f"message {i}"} for i in range(500)])
     a.memory.write("written on a", agent_id="a")
     result = sync(a)
@@ -404,8 +405,7 @@ def test_a_refused_push_scans_nothing_again_and_a_new_secret_is_still_refused(ma
     remembered = (a.engine.private_dir / "secret-scan.json").read_bytes()
     assert b"PRIVATE KEY" not in remembered and b"b3BlbnNzaC1rZXk" not in remembered
     # a new unpushed commit appending another secret: only its own lines are scanned
-    token = "ghp_" + "Zq8fK2mX9pL4vN7rT1wY6bH3jD5sG0cE8aU2"
-    a.sessions.append("nui", "long", [{"id": "m300", "content": f"my token is {token}"}])
+    a.sessions.append("nui", "long", [{"id": "m300", "content": f"my token is {GITHUB_TOKEN}"}])
     with pytest.raises(SecretsRefused) as third:
         sync(a)
     assert 0 < third.value.scanned_bytes < 200

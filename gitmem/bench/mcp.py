@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,22 +20,18 @@ from typing import Any
 from gitmem.bench.cold import bytecode_env, exited, spawn_rows
 from gitmem.bench.core import Bench
 from gitmem.bench.serve import ServeWrite, memory_request
-from gitmem.bench.workloads import GIT_ENV, GITMEM, build_repository, memory_content
+from gitmem.bench.workloads import ServeProcess, build_repository, memory_content
 
 WRITE_TARGET = 1.3  # a write through MCP against the same write through gitmem serve
 MCP_RECORD = "bench-mcp"  # the MCP server's record, beside serve's in one repository
 SDK_IMPORTS = "import mcp.server.lowlevel, mcp.server.stdio"  # what gitmem.protocol.mcp loads
 
 
-class McpProcess:
+class McpProcess(ServeProcess):
     """A ``gitmem mcp`` subprocess and a client of its newline-delimited JSON-RPC that waits
     for each answer (the framing every stdio MCP client uses)."""
 
-    def __init__(self, repo: Path, env: dict[str, str] = GIT_ENV):
-        self.process = subprocess.Popen([*GITMEM, "mcp", "--repo", str(repo)],
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=subprocess.DEVNULL, env=env)
-        self.next_id = 0
+    COMMAND = "mcp"
 
     def initialize(self) -> Any:
         """The handshake: ``initialize`` answered, then ``notifications/initialized`` sent."""
@@ -47,33 +41,12 @@ class McpProcess:
         self.process.stdin.flush()
         return result
 
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        return self.send(self.encode(method, params))
-
-    def encode(self, method: str, params: dict[str, Any]) -> bytes:
-        self.next_id += 1
-        return json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
-                           "params": params}, separators=(",", ":")).encode() + b"\n"
-
     def send(self, request: bytes) -> Any:
-        self.process.stdin.write(request)
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError("gitmem mcp exited without answering")
-        answer = json.loads(line)
-        if "error" in answer or answer["result"].get("isError"):
-            raise RuntimeError(f"gitmem mcp: {answer}")
-        return answer["result"]
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise
+        """Send one encoded request and return its result; a tool's error result raises."""
+        result = super().send(request)
+        if isinstance(result, dict) and result.get("isError"):
+            raise RuntimeError(f"gitmem mcp: {result}")
+        return result
 
 
 class McpWrite(ServeWrite):

@@ -202,8 +202,10 @@ class ColdRead:
 class ServeProcess:
     """A ``gitmem serve [options]`` subprocess on ``repo`` and a client that waits for each answer."""
 
+    COMMAND = "serve"
+
     def __init__(self, repo: Path, env: dict[str, str] = GIT_ENV, options: Sequence[str] = ()):
-        self.process = subprocess.Popen([*GITMEM, "serve", "--repo", str(repo), *options],
+        self.process = subprocess.Popen([*GITMEM, self.COMMAND, "--repo", str(repo), *options],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, env=env)
         self.next_id = 0

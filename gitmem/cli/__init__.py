@@ -193,15 +193,29 @@ def takes_repo(parser: argparse.ArgumentParser, run) -> argparse.ArgumentParser:
     return parser
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
+def whole_number(text: str, least: int = 0) -> int:
+    """An argparse type: a whole number, ``least`` or more (``--max-response``: 0 lifts the cap)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be at least {least}, not {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    return whole_number(text, 1)
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (:func:`gitmem.sync.positive_seconds`)."""
+    from gitmem.sync import positive_seconds as parse  # only where the option is given
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def seconds(text: str) -> float:

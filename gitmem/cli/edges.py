@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import signal
@@ -12,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from gitmem.cli import CliError, command, open_repo, seconds, takes_repo
+from gitmem.cli import CliError, command, open_repo, positive_seconds, seconds, takes_repo, whole_number
 from gitmem.cli.names import printable
 
 
@@ -55,7 +54,7 @@ def add_serve(serve) -> None:
                        help="longest answer line to write; longer ones become error -32000 "
                             "(default: nui's reader limit, 4 MiB; 0: no limit, for the kaboo "
                             "adapter, which reads lines of any length)")
-    serve.add_argument("--late-window", type=float, metavar="SECONDS",
+    serve.add_argument("--late-window", type=seconds, metavar="SECONDS",
                        default=os.environ.get(LATE_WINDOW_ENV) or str(LATE_WINDOW),
                        help="how long after a write an older write of the same session or "
                             "memory may still arrive (nui sends writes from goroutines) and is "
@@ -64,21 +63,10 @@ def add_serve(serve) -> None:
     serve.add_argument("--no-watch", action="store_true",
                        help="do not commit hand edits as they are saved (a read or write of "
                             "a record still commits a saved edit of it first)")
-    serve.add_argument("--sync-interval", type=float, metavar="SECONDS",
+    serve.add_argument("--sync-interval", type=positive_seconds, metavar="SECONDS",
                        help="sync with the remote in the background this often")
     serve.add_argument("--sync-remote", metavar="REMOTE",
                        help="the remote for background syncs (default: as `gitmem sync`)")
-
-
-def whole_number(text: str) -> int:
-    """An argparse type: a whole number, 0 or more (``--max-response``: 0 lifts the cap)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
-    return value
 
 
 def add_nui(nui) -> None:

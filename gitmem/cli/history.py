@@ -9,7 +9,7 @@ import json
 import sys
 
 from gitmem.cli import NO_PAGER_HELP, CliError, UsageError, open_repo, positive_int, print_json, takes_repo
-from gitmem.cli.names import printable, say_missing
+from gitmem.cli.names import missing, printable, say_missing
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
@@ -127,8 +127,7 @@ def cmd_log(args) -> None:
     with _open(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
         if args.record and not entries:
-            say_missing(f"record {args.record}", args.record, record_names(mem),
-                        "gitmem memory list")
+            _say_no_record(mem, args.record)
     colour = pager.use_colour(args.color)
     with pager.paged(not args.no_pager):
         if args.json:
@@ -157,7 +156,7 @@ def cmd_blame(args) -> None:
         if not found:
             names = record_names(mem)
             if args.record not in names:
-                say_missing(f"record {args.record}", args.record, names, "gitmem memory list")
+                _say_no_record(mem, args.record, names)
     if args.json:
         print_json([b.to_json() for b in found])
         return
@@ -173,10 +172,30 @@ def cmd_blame(args) -> None:
             print(f"{origin}  {b.kind} {b.index}: {text[:80]}{'...' if len(text) > 80 else ''}")
 
 
+def never_written(mem, record: str) -> bool:
+    """True when no commit ever held ``record`` (a name mistyped, most likely)."""
+    from gitmem.layout import parse_record
+    return not mem.record_index.versions(parse_record(record).path)
+
+
+def _no_record(mem, record: str) -> CliError:
+    return CliError(missing(f"record {record}", record, record_names(mem), "gitmem memory list"))
+
+
+def _say_no_record(mem, record: str, names: list[str] | None = None) -> None:
+    say_missing(f"record {record}", record, record_names(mem) if names is None else names,
+                "gitmem memory list")
+
+
 def cmd_show(args) -> None:
-    from gitmem.history import show
+    from gitmem.history import NoRecord, show
     with _open(args) as mem:
-        shown = show(mem, args.record, args.at)
+        try:
+            shown = show(mem, args.record, args.at)
+        except NoRecord:
+            raise _no_record(mem, args.record) from None
+        if not shown.exists and never_written(mem, args.record):
+            raise _no_record(mem, args.record)
     if args.json:
         print_json(shown.to_json())
         if not shown.exists:
@@ -192,9 +211,14 @@ def cmd_show(args) -> None:
 
 
 def cmd_diff(args) -> None:
-    from gitmem.history import diff
+    from gitmem.history import NoRecord, diff
     with _open(args) as mem:
-        changes = diff(mem, args.record, args.since, args.until)
+        try:
+            changes = diff(mem, args.record, args.since, args.until)
+        except NoRecord:  # @~N of a record never written: its every diff is empty
+            changes = diff(mem, args.record)
+        if not changes.files and never_written(mem, args.record):  # said, as log says it
+            _say_no_record(mem, args.record)
     if args.json:
         print_json(changes.to_json())
     else:
@@ -202,9 +226,12 @@ def cmd_diff(args) -> None:
 
 
 def cmd_restore(args) -> None:
-    from gitmem.history import restore
+    from gitmem.history import NoRecord, restore
     with _open(args) as mem:
-        done = restore(mem, args.record, args.at)
+        try:
+            done = restore(mem, args.record, args.at)
+        except NoRecord:
+            raise _no_record(mem, args.record) from None
     source = done.source[:10] if done.source else "before the first commit"
     if args.json:
         print_json(done.to_json())

@@ -27,11 +27,15 @@ def did_you_mean(name: str, names: Iterable[str]) -> str:
     return f" (did you mean {' or '.join(close)}?)" if close else ""
 
 
-def say_missing(what: str, name: str, names: Iterable[str], listing: str) -> None:
-    """One line on stderr: ``no WHAT`` (the missing record, as the caller names it), with
-    the closest of ``names`` to ``name``, else the command ``listing`` that lists them. The
-    command still answers as for an empty record and exits 0: a record never written
-    reads as empty, as nui reads it."""
+def missing(what: str, name: str, names: Iterable[str], listing: str) -> str:
+    """``no WHAT`` (the missing record, as the caller names it), with the closest of
+    ``names`` to ``name``, else the command ``listing`` that lists them."""
     close = closest(name, names)
     hint = f"closest: {', '.join(map(printable, close))}" if close else f"`{listing}` lists them"
-    print(f"gitmem: no {printable(what)} ({hint})", file=sys.stderr)
+    return f"no {printable(what)} ({hint})"
+
+
+def say_missing(what: str, name: str, names: Iterable[str], listing: str) -> None:
+    """:func:`missing`'s line on stderr. The command still answers as for an empty record
+    and exits 0: a record never written reads as empty, as nui reads it."""
+    print(f"gitmem: {missing(what, name, names, listing)}", file=sys.stderr)

@@ -73,10 +73,17 @@ def cmd_memory_read(args) -> None:
         if agent is not None and not content:
             snapshot = mem.engine.snapshot()
             if not snapshot.exists(mem.memory.path(agent)):
-                say_missing(f"agent memory {agent!r}", f"agent:{agent}",  # named as log does
-                            [f"agent:{a}" for a in mem.memory.agents(snapshot=snapshot)],
-                            "gitmem memory list")
+                _say_no_memory(mem, agent, snapshot=snapshot)
     sys.stdout.write(content)
+
+
+def _say_no_memory(mem, agent: str | None, then: str = "", snapshot=None) -> None:
+    """The memory of ``agent`` (None: the user's) is not there: said with the closest agents."""
+    if agent is None:
+        say_missing(f"user memory{then}", "user", [], "gitmem memory list")
+        return
+    say_missing(f"agent memory {agent!r}{then}", f"agent:{agent}",  # named as log does
+                [f"agent:{a}" for a in mem.memory.agents(snapshot=snapshot)], "gitmem memory list")
 
 
 def cmd_memory_write(args) -> None:
@@ -90,8 +97,13 @@ def cmd_memory_write(args) -> None:
 
 
 def cmd_memory_delete(args) -> None:
+    agent = _agent(args)
     with open_repo(args) as mem:
-        mem.memory.delete(_agent(args))
+        commit = mem.memory.delete(agent)
+        if commit is None:
+            _say_no_memory(mem, agent, " to delete")
+            return
+    print(f"deleted {printable('user' if agent is None else f'agent:{agent}')} in commit {commit[:10]}")
 
 
 def cmd_memory_list(args) -> None:
@@ -115,10 +127,7 @@ def cmd_session_read(args) -> None:
             found = mem.session_json(args.agent_type, args.session_id)  # hand edits taken in
             folder = mem.sessions.folder(args.agent_type, args.session_id)
             if mem.engine.snapshot().tree_id(folder) is None:
-                say_missing(f"session {args.agent_type}/{args.session_id}",
-                            f"{args.agent_type}/{args.session_id}",
-                            [f"{t}/{s}" for t, s in mem.sessions.list()],
-                            "gitmem session list")
+                _say_no_session(mem, args)
     pieces, agent_session_id = found
     # The stored lines as they are, a chunk a write: no parse, no re-encoding, no copy.
     sys.stdout.flush()
@@ -175,9 +184,20 @@ def cmd_session_append(args) -> None:
         mem.sessions.append(args.agent_type, args.session_id, body.get("messages"), *given)
 
 
+def _say_no_session(mem, args, then: str = "") -> None:
+    """Session ``args.agent_type/args.session_id`` is not there: said with the closest ones."""
+    name = f"{args.agent_type}/{args.session_id}"
+    say_missing(f"session {name}{then}", name, [f"{t}/{s}" for t, s in mem.sessions.list()],
+                "gitmem session list")
+
+
 def cmd_session_delete(args) -> None:
     with open_repo(args) as mem:
-        mem.sessions.delete(args.agent_type, args.session_id)
+        commit = mem.sessions.delete(args.agent_type, args.session_id)
+        if commit is None:
+            _say_no_session(mem, args, " to delete")
+            return
+    print(f"deleted {printable(f'session:{args.agent_type}/{args.session_id}')} in commit {commit[:10]}")
 
 
 def cmd_session_list(args) -> None:

@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 import sys
 
-from gitmem.cli import command, open_repo, print_json, takes_repo
+from gitmem.cli import command, open_repo, positive_seconds, print_json, takes_repo
 from gitmem.cli.names import printable
 
 RESCUE_EXAMPLE = """\
@@ -105,17 +105,6 @@ def add_rescue(parser) -> None:
                         help="stop keeping the COMMITs named (dropped on purpose): they are "
                              "listed no more and never merged back")
     parser.add_argument("--json", action="store_true", help="JSON, for scripts")
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"not a positive number of seconds: {text!r}")
-    return value
 
 
 def cmd_init(args) -> None:

@@ -13,6 +13,9 @@ caller reads the blobs it wants while git goes on.
 After ``since``, the steps are the commits of the first-parent line of ``tip`` that
 descend from ``since``; the first one is diffed against ``since`` itself (a merge whose
 first parent is another machine's line then counts what it brought to this one).
+
+:func:`raw_log` is the one reader of git's ``--raw -z`` output, also for the record
+index's walk (:meth:`gitmem.git.log.History.changed_commits`).
 """
 
 from __future__ import annotations
@@ -20,18 +23,50 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from gitmem.git import gitproc
 
 TIMEOUT = 600.0  # seconds: a whole history of tens of thousands of commits takes a few
 READ_SIZE = 1 << 20
-_NO_BLOB = "0" * 40
-_FILE_MODES = ("100644", "100755")
+_NO_BLOB = b"0" * 40
+_FILE_MODES = (b"100644", b"100755")
 
 
 class StepsUnavailable(Exception):
     """git could not list the history (``since`` is not in it, or git failed)."""
+
+
+# One entry of git's raw output: its fields [b":old_mode", new_mode, old_blob, new_blob,
+# status] and its path, as bytes (plain lists and tuples: a history has many)
+RawChange = tuple[list[bytes], bytes]
+
+
+def raw_log(chunks: Iterable[bytes]) -> Iterator[tuple[bytes | None, list[RawChange]]]:
+    """The commits of ``git log --raw -z`` output, read as it comes: each one's
+    ``--format`` line (one that holds no NUL and does not start with ``:``) and its
+    changes; the entries of ``git diff-tree -r -z A B`` come under None. Raises
+    ``ValueError`` when the output ends inside an entry."""
+    header: bytes | None = None
+    changes: list[RawChange] = []
+    meta: bytes | None = None  # a ":modes ids status" entry: its path is the next token
+    rest = b""
+    for data in chunks:
+        *tokens, rest = (rest + data).split(b"\0")
+        for token in tokens:
+            if meta is not None:
+                changes.append((meta.split(b" "), token))
+                meta = None
+            elif (token := token.lstrip(b"\n")).startswith(b":"):
+                meta = token
+            elif token:
+                if header is not None or changes:
+                    yield header, changes
+                header, changes = token, []
+    if rest.strip() or meta is not None:
+        raise ValueError("git's raw output ended in the middle of an entry")
+    if header is not None or changes:
+        yield header, changes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,42 +92,32 @@ def count_steps(gitdir: str | os.PathLike, *, since: str | None, tip: str) -> in
 def first_parent_steps(gitdir: str | os.PathLike, *, since: str | None, tip: str,
                        timeout: float = TIMEOUT) -> Iterator[Step]:
     """The steps from ``since`` (None: from the root) to ``tip``, oldest first."""
-    args = ["--git-dir", str(gitdir), "log", "--reverse", "--raw", "-r", "--root", "--no-renames",
-            "--no-abbrev", "-z", "--diff-merges=first-parent", "--format=%x01%H %P%x02%ct %cI",
-            *_span(since, tip), "--"]
+    git = ["--git-dir", str(gitdir)]
+    args = [*git, "log", "--reverse", "--raw", "-r", "--root", "--no-renames", "--no-abbrev",
+            "-z", "--diff-merges=first-parent", "--format=%H %P%x02%ct %cI", *_span(since, tip), "--"]
     first = True
 
-    def step_of(record: bytes) -> Step:
+    def step_of(header: bytes, changes: list[RawChange]) -> Step:
         nonlocal first
-        step, parent = _parse_step(record.decode("utf-8", "replace"))
-        if first and since is not None and parent != since:
-            step = dataclasses.replace(step, files=_parse_raw(_git(gitdir, [
-                "diff-tree", "-r", "--no-renames", "--no-abbrev", "-z", since, step.commit, "--"])))
+        ids, _, when = header.decode("utf-8", "replace").partition("\x02")
+        commit, *parents = ids.split()
+        time, date = when.split(" ")
+        if first and since is not None and parents[:1] != [since]:
+            diffed = gitproc.stream([*git, "diff-tree", "-r", "--no-renames", "--no-abbrev", "-z",
+                                     since, commit, "--"], cwd=gitdir, timeout=timeout)
+            changes = [change for _, found in raw_log(diffed) for change in found]
         first = False
-        return step
+        return Step(commit, int(time), date, _files(changes))
 
     try:
-        pending = b""
-        for block in gitproc.stream(args, cwd=gitdir, timeout=timeout, chunk=READ_SIZE):
-            *records, pending = (pending + block).split(b"\x01")
-            for record in records:
-                if record:
-                    yield step_of(record)
-        if pending:
-            yield step_of(pending)
-    except (gitproc.GitMissing, gitproc.GitTimeout) as exc:
+        logged = gitproc.stream(args, cwd=gitdir, timeout=timeout, chunk=READ_SIZE)
+        for header, changes in raw_log(logged):
+            yield step_of(header, changes)
+    except (gitproc.GitMissing, gitproc.GitTimeout, ValueError) as exc:
         raise StepsUnavailable(str(exc)) from None
     except subprocess.CalledProcessError as exc:
         lines = (exc.stderr or "").strip().splitlines()
         raise StepsUnavailable(lines[-1] if lines else "git log failed") from None
-
-
-def _parse_step(record: str) -> tuple[Step, str | None]:
-    head, _, raw = record.partition("\0")
-    ids, _, when = head.partition("\x02")
-    commit, *parents = ids.split()
-    time, date = when.split(" ")
-    return Step(commit, int(time), date, _parse_raw(raw)), (parents[0] if parents else None)
 
 
 def _git(gitdir: str | os.PathLike, args: list[str]) -> str:
@@ -106,18 +131,12 @@ def _git(gitdir: str | os.PathLike, args: list[str]) -> str:
     return done.stdout
 
 
-def _file_blob(mode: str, blob: str) -> str | None:
+def _file_blob(mode: bytes, blob: bytes) -> str | None:
     """The blob of a regular file (None: no file, a symlink or a submodule)."""
-    return blob if mode in _FILE_MODES and blob != _NO_BLOB else None
+    return blob.decode() if mode in _FILE_MODES and blob != _NO_BLOB else None
 
 
-def _parse_raw(raw: str) -> tuple[tuple[str, str | None, str | None], ...]:
-    """``:mode mode old new status\\0path\\0`` entries (``-z`` raw output)."""
-    fields = raw.lstrip("\n").split("\0")
-    found = []
-    for meta, path in zip(fields[0::2], fields[1::2]):
-        parts = meta.split(" ")
-        if len(parts) < 5 or not meta.startswith(":"):
-            continue
-        found.append((path, _file_blob(parts[0][1:], parts[2]), _file_blob(parts[1], parts[3])))
-    return tuple(found)
+def _files(changes: list[RawChange]) -> tuple[tuple[str, str | None, str | None], ...]:
+    """``(path, old blob, new blob)`` of each change."""
+    return tuple((path.decode("utf-8", "replace"), _file_blob(fields[0][1:], fields[2]),
+                  _file_blob(fields[1], fields[3])) for fields, path in changes)

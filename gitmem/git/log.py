@@ -18,6 +18,7 @@ import pygit2
 
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, entry_id, is_hex, join
+from gitmem.git.changes import raw_log
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.snapshot import Reader
 
@@ -213,41 +214,20 @@ class History:
         if total < PROGRESS_FROM:
             progress = None
         result: list[ChangedCommit] = []
-        head: list[bytes] | None = None
-        paths: list[str] = []
-        raw_next: bool | None = None  # after a ":modes ids status" entry: keep its path?
-        rest = b""
         command = [*git, "-c", "core.quotePath=false", "log", "--raw", "-r", "-z", "--root",
                    "--no-renames", "--no-abbrev", "--no-show-signature", "--no-color",
                    "--diff-merges=first-parent", "--topo-order",  # children first: --reverse
                    # would keep every commit git read in memory (100 MB more at 20,000 commits)
                    "--format=%H %P %ct", *revs, "--"]
-
-        def finish() -> None:
-            if head is not None:
-                result.append(ChangedCommit(head[0].decode(), tuple(p.decode() for p in head[1:-1] if p),
-                                            int(head[-1]), tuple(paths)))
-                if progress is not None and (len(result) % 512 == 0):
-                    progress(len(result), max(total, len(result)))
-
-        for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT):
-            *tokens, rest = (rest + data).split(b"\0")
-            for token in tokens:
-                if raw_next is not None:  # the path of a ":modes ids status" entry
-                    if raw_next:
-                        paths.append(token.decode("utf-8", "surrogateescape"))
-                    raw_next = None
-                    continue
-                token = token.lstrip(b"\n")
-                if token.startswith(b":"):
-                    fields = token.split(b" ")
-                    raw_next = fields[2] != fields[3]  # a change of mode alone is no change
-                elif token:
-                    finish()
-                    head, paths = token.split(b" "), []
-        if rest.strip() or raw_next is not None:
-            raise ValueError("git log's output ended in the middle of an entry")
-        finish()
+        logged = gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT)
+        for header, changes in raw_log(logged):
+            commit, *parents, when = header.split(b" ")
+            paths = tuple(path.decode("utf-8", "surrogateescape") for fields, path in changes
+                          if fields[2] != fields[3])  # a change of mode alone is no change
+            result.append(ChangedCommit(commit.decode(), tuple(p.decode() for p in parents if p),
+                                        int(when), paths))
+            if progress is not None and (len(result) % 512 == 0):
+                progress(len(result), max(total, len(result)))
         if progress is not None:
             progress(len(result), len(result))
         result.reverse()  # parents first

@@ -3,10 +3,11 @@ server, on the official MCP SDK (``mcp``, imported only here and by ``gitmem mcp
 
 Each tool is a thin call into the services the CLI uses, handed in as :class:`Services`
 by whoever starts the server (:mod:`gitmem.mcp_server`). A tool's failure (a bad record
-name, an unknown mode or argument, a time before the record existed, an id that would
-leave the repository, a missing repository, an empty query; any other failure too,
-logged) is a tool result with ``isError`` and one line saying what to do, a resource's
-the request's JSON-RPC error; the server keeps serving. A record that is not UTF-8
+name, an unknown mode or argument, a time before the record existed, a missing
+repository, an empty query; any other failure too, logged) is a tool result with
+``isError`` and one line saying what to do, a resource's the request's JSON-RPC error;
+the server keeps serving. Ids are taken as the CLI takes them, kept inside the
+repository by the stores' escaping. A record that is not UTF-8
 comes back with U+FFFD for the bytes that are not, and a note saying so. Every write
 names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit.
 
@@ -71,56 +72,51 @@ class ToolError(Exception):
     """A call the model can correct: its message is the one line the result holds."""
 
 
-def _record(name: str) -> str:
+def _record(name: str) -> dict:
     return {"type": "string", "description": f"the record: {name}"}
 
 
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}
+
+
+def _tool(name: str, description: str, properties: dict, *required: str) -> types.Tool:
+    """A tool whose arguments are ``properties``, ``required`` among them, and no others."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return types.Tool(name=name, description=description, input_schema=schema)
+
+
 TOOLS = (
-    types.Tool(
-        name="memory_read",
-        description="Read a memory (user, agent:<id>) as markdown; sessions and threads "
-                    "come back as JSON.",
-        input_schema={"type": "object", "properties": {"record": _record(READABLE)},
-                      "required": ["record"], "additionalProperties": False}),
-    types.Tool(
-        name="memory_write",
-        description="Save to a memory (user or agent:<id>): append adds a block after a "
-                    "blank line (the default), replace rewrites it. One git commit.",
-        input_schema={"type": "object", "properties": {
-            "record": _record(WRITABLE),
-            "content": {"type": "string", "description": "markdown to save"},
-            "mode": {"type": "string", "enum": list(WRITE_MODES), "default": "append"}},
-            "required": ["record", "content"], "additionalProperties": False}),
-    types.Tool(
-        name="memory_list",
-        description="List every memory record with its size in bytes and its last change.",
-        input_schema={"type": "object", "properties": {}, "additionalProperties": False}),
-    types.Tool(
-        name="history",
-        description="A record's commits, newest first: commit id, date, author and a "
-                    "summary of what each changed.",
-        input_schema={"type": "object", "properties": {
-            "record": _record(READABLE),
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}},
-            "required": ["record"], "additionalProperties": False}),
-    types.Tool(
-        name="memory_show",
-        description="A record as it was at a time: @ (its newest version), @~2 (two "
-                    "changes back), a commit id, or a date such as 2026-11-01 or "
-                    "'3 days ago'.",
-        input_schema={"type": "object", "properties": {
-            "record": _record(READABLE),
-            "at": {"type": "string", "description": "@~N, a commit, or a date"}},
-            "required": ["record", "at"], "additionalProperties": False}),
-    types.Tool(
-        name="search",
-        description="Search the memories, sessions and threads for words; with history "
-                    "true, also what was written and removed in earlier commits.",
-        input_schema={"type": "object", "properties": {
-            "query": {"type": "string", "description": "the words to look for"},
-            "history": {"type": "boolean", "default": False},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}},
-            "required": ["query"], "additionalProperties": False}),
+    _tool("memory_read",
+          "Read a memory (user, agent:<id>) as markdown; sessions and threads come back as JSON.",
+          {"record": _record(READABLE)}, "record"),
+    _tool("memory_write",
+          "Save to a memory (user or agent:<id>): append adds a block after a blank line (the "
+          "default), replace rewrites it. One git commit.",
+          {"record": _record(WRITABLE),
+           "content": {"type": "string", "description": "markdown to save"},
+           "mode": {"type": "string", "enum": list(WRITE_MODES), "default": "append"}},
+          "record", "content"),
+    _tool("memory_list",
+          "List every memory record with its size in bytes and its last change.", {}),
+    _tool("history",
+          "A record's commits, newest first: commit id, date, author and a summary of what "
+          "each changed.",
+          {"record": _record(READABLE), "limit": _LIMIT}, "record"),
+    _tool("memory_show",
+          "A record as it was at a time: @ (its newest version), @~2 (two changes back), a "
+          "commit id, or a date such as 2026-11-01 or '3 days ago'.",
+          {"record": _record(READABLE),
+           "at": {"type": "string", "description": "@~N, a commit, or a date"}},
+          "record", "at"),
+    _tool("search",
+          "Search the memories, sessions and threads for words; with history true, also what "
+          "was written and removed in earlier commits.",
+          {"query": {"type": "string", "description": "the words to look for"},
+           "history": {"type": "boolean", "default": False}, "limit": _LIMIT},
+          "query"),
 )
 
 
@@ -314,18 +310,12 @@ def _limit(args: dict) -> int:
 
 
 def _parse(name: str, allowed: str):
-    """The record ``name`` names; an id that reads as a path out of its folder is refused
-    (gitmem would keep it inside, escaped, but it is a mistake the model should hear of)."""
+    """The record ``name`` names. Its ids are taken as the CLI and nui's wire take them: the
+    stores keep any id inside the repository, escaped (``../x`` is ``%2e.%2fx``)."""
     try:
-        record = parse_record(name)
+        return parse_record(name)
     except BadRecordName:
         raise ToolError(f"{name!r} is not a record: use {allowed}") from None
-    for id_ in record.ids:
-        parts = id_.replace("\\", "/").split("/")
-        if ".." in parts or id_.startswith(("/", "\\")) or "\0" in id_:
-            raise ToolError(f"the id {id_!r} would leave the repository: use a plain name "
-                            "such as reviewer")
-    return record
 
 
 def _agent_id(record) -> str | None:

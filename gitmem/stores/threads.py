@@ -101,7 +101,7 @@ class ThreadStore:
     def _snapshot(self, thread_id: str, snapshot: Snapshot | None) -> Snapshot:
         return snapshot or self.engine.snapshot(scope=self.folder(thread_id))
 
-    def _stamp(self, meta: Mapping[str, Any] | None) -> int:
+    def stamp(self, meta: Mapping[str, Any] | None) -> int:
         """Now in epoch ms, later than the thread's last ``updatedAt`` and this store's last stamp."""
         with self._clock_lock:
             stamp = max(time.time_ns() // 1_000_000, self._last_stamp + 1,
@@ -127,7 +127,7 @@ class ThreadStore:
 
         def changes(snapshot: Snapshot):
             old = self.meta(thread_id, snapshot=snapshot)
-            stamp = self._stamp(old)
+            stamp = self.stamp(old)
             meta = {**(old or {}), "threadId": thread_id, "agentId": agent_id,
                     "ownerId": owner_id if owner_id is not None else (old or {}).get("ownerId"),
                     "createdAt": (old or {}).get("createdAt", stamp), "updatedAt": stamp}
@@ -158,7 +158,7 @@ class ThreadStore:
             changed: dict[str, bytes | None] = dict(messages_log.replace(snapshot, messages))
             old = self.meta(thread_id, snapshot=snapshot)
             if changed and old is not None:
-                changed[f"{folder}/{layout.META}"] = meta_bytes({**old, "updatedAt": self._stamp(old)})
+                changed[f"{folder}/{layout.META}"] = meta_bytes({**old, "updatedAt": self.stamp(old)})
             return changed
 
         return self.engine.update(
