@@ -24,11 +24,16 @@ from pathlib import Path
 
 from gitmem.git.files import GITMEM_DIR, IN_FLIGHT_FILE, REF, write_private
 
-# A file changed just after a look may carry a ctime a little before it (the kernel's
-# coarse clock): a stamp vouches only for what is this much older than the look.
-MARGIN_NS = 50_000_000
+RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
+COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
 FOLDER = "stamps"  # in .git/gitmem/: one file a scope
 KEPT = 256  # stamp files at most; past that the older half goes
+
+
+def racy(st: os.stat_result, checked_at_ns: int) -> bool:
+    """True when a change right after ``checked_at_ns`` could leave ``st``'s timestamps unchanged."""
+    window = COARSE_RACY_NS if st.st_ctime_ns % 1_000_000 == 0 else RACY_NS
+    return st.st_ctime_ns >= checked_at_ns - window
 
 
 def main_commit(gitdir: Path) -> str | None:
@@ -81,7 +86,7 @@ def take(gitdir: Path, workdir: Path, head: str, folders: Iterable[str], started
                         pending.append(path)
         except NotADirectoryError:
             continue
-    stamp = {"head": head, "in_flight": in_flight, "before_ns": started_ns - MARGIN_NS, "paths": paths,
+    stamp = {"head": head, "in_flight": in_flight, "looked_ns": started_ns, "paths": paths,
              "files": files}
     return stamp if _unchanged(workdir, stamp) else None
 
@@ -111,17 +116,18 @@ def _in_flight(gitdir: Path) -> str | None | bool:
 
 
 def _unchanged(workdir: Path, stamp: dict) -> bool:
-    """Every stamped entry still there, none changed at or after the stamp's time. A new
-    or removed entry changes its folder's ctime; the work tree's own folder is stamped too."""
-    before = stamp.get("before_ns")
+    """Every stamped entry still there, none changed since the look (:func:`racy`: a
+    change sets a ctime later than a moment before it). A new or removed entry changes its
+    folder's ctime; the work tree's own folder is stamped too."""
+    looked = stamp.get("looked_ns")
     paths = stamp.get("paths")
-    if not isinstance(before, int) or not isinstance(paths, list) or before > time.time_ns():
+    if not isinstance(looked, int) or not isinstance(paths, list) or looked > time.time_ns():
         return False
     root = os.fspath(workdir)
     lstat = os.lstat
     try:
         for path in paths:
-            if lstat(f"{root}/{path}" if path else root).st_ctime_ns >= before:
+            if racy(lstat(f"{root}/{path}" if path else root), looked):
                 return False
     except (OSError, TypeError):
         return False

@@ -30,8 +30,6 @@ log = logging.getLogger("gitmem.statcache")
 MAX_ENTRIES = 100_000
 SAVE_MIN_BYTES = 32 * 1024  # smaller files cost less to hash again than their entry costs to load
 MAX_SAVED = 20_000  # the newest; loading one costs about 1 µs, and every process loads them all
-RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
-COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
 
 StatKey = tuple[int, int, int]
 
@@ -39,12 +37,6 @@ StatKey = tuple[int, int, int]
 def stat_key(st: os.stat_result) -> StatKey:
     """What stat data says of a file's content: its inode, size and mtime."""
     return st.st_ino, st.st_size, st.st_mtime_ns
-
-
-def racy(st: os.stat_result, checked_at_ns: int) -> bool:
-    """True when a change right after ``checked_at_ns`` could leave ``st``'s timestamps unchanged."""
-    window = COARSE_RACY_NS if st.st_ctime_ns % 1_000_000 == 0 else RACY_NS
-    return st.st_ctime_ns >= checked_at_ns - window
 
 
 def git_blob_id(data: bytes) -> str:
@@ -103,7 +95,7 @@ class StatCache:
 
     def note(self, path: str, st: os.stat_result, blob_id: str) -> None:
         """Remember that the file with stat data ``st`` at ``path`` holds ``blob_id``.
-        The caller knows it is so and that ``st`` is not racy (see :func:`racy`)."""
+        The caller knows it is so and that ``st`` is not racy (see :func:`gitmem.git.stamp.racy`)."""
         entries = self.entries
         if len(entries) >= MAX_ENTRIES:
             entries.clear()

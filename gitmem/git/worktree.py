@@ -31,7 +31,8 @@ from gitmem.git.base import (BRANCH, DIR_MODE, FILE_MODE, REF, Changes, UnsafePa
 from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.journal import Journal
 from gitmem.git.snapshot import Snapshot
-from gitmem.git.statcache import StatCache, git_blob_id, racy, read_regular, stat_key
+from gitmem.git.stamp import racy
+from gitmem.git.statcache import StatCache, git_blob_id, read_regular, stat_key
 
 log = logging.getLogger("gitmem.engine")
 
