@@ -19,6 +19,7 @@ import argparse
 import importlib
 import json
 import logging
+import os
 import sys
 
 from gitmem import __version__
@@ -324,6 +325,29 @@ def open_repo(args, *, create: bool = False):
     except Exception as exc:  # a damaged repository: the command itself says what it finds
         logging.getLogger("gitmem.cli").info("main's moves not looked at: %s", exc)
     return mem
+
+
+def write_pieces(pieces: list[bytes]) -> None:
+    """``pieces`` on stdout in order, handed to the kernel up to a thousand at a time
+    (``writev``): a big answer is neither joined into one more copy nor written a piece a
+    system call."""
+    sys.stdout.flush()
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a caller's own stream)
+        sys.stdout.buffer.writelines(pieces)
+        sys.stdout.flush()
+        return
+    for start in range(0, len(pieces), 1024):
+        batch = [memoryview(piece) for piece in pieces[start:start + 1024] if piece]
+        first = 0
+        while first < len(batch):
+            written = os.writev(fd, batch[first:])
+            while first < len(batch) and written >= len(batch[first]):
+                written -= len(batch[first])
+                first += 1
+            if written:  # the kernel took part of a piece
+                batch[first] = batch[first][written:]
 
 
 def print_json(value) -> None:

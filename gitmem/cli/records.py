@@ -6,7 +6,7 @@ import json
 import sys
 
 from gitmem import strictjson
-from gitmem.cli import CliError, UsageError, command, open_repo
+from gitmem.cli import CliError, UsageError, command, open_repo, write_pieces
 from gitmem.cli.names import did_you_mean, printable, say_missing
 
 
@@ -129,13 +129,9 @@ def cmd_session_read(args) -> None:
             if mem.engine.snapshot().tree_id(folder) is None:
                 _say_no_session(mem, args)
     pieces, agent_session_id = found
-    # The stored lines as they are, a chunk a write: no parse, no re-encoding, no copy.
-    sys.stdout.flush()
-    out = sys.stdout.buffer
-    out.write(b'{"messages": ')
-    out.writelines(pieces)
-    out.write(b', "agentSessionId": %s}\n' % json.dumps(agent_session_id, ensure_ascii=False).encode())
-    out.flush()
+    # The stored lines as they are: no parse, no re-encoding, no copy.
+    write_pieces([b'{"messages": ', *pieces,
+                  b', "agentSessionId": %s}\n' % json.dumps(agent_session_id, ensure_ascii=False).encode()])
 
 
 SESSION_KEYS = ("messages", "agentSessionId", "workingDir")
