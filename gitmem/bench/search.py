@@ -8,7 +8,8 @@ one of 500 sessions, a third an event to one of 400 threads, in chunks of 64 KB;
 blocks that were replaced away. Rows, each against its baseline run beside it:
 
 - ``gitmem search WORD`` as a command, the index built, against ``git grep -F -i WORD
-  main`` (<= 0.5x);
+  main`` (<= 0.5x), beside the interpreter's own floor (``python -c "import sqlite3"``)
+  and the same search in a process already running (an MCP server, the Python API);
 - ``gitmem search GONE_WORD --history`` against ``git log -S GONE_WORD main`` (<= 0.05x);
 - the first search on a fresh ``git clone`` (the whole index built) against ``git log
   -p main > /dev/null`` over the same history (<= 2x);
@@ -25,6 +26,7 @@ import json
 import random
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from gitmem.bench.cold import bytecode_env
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.serve import ServeWrite, memory_request
 from gitmem.bench.workloads import GIT_ENV, GITMEM, command, copy_repository, fast_import, git
+from gitmem.repository import Gitmem
 from gitmem.search_query import FILE
 
 WORD = "quetzalcoatl"
@@ -163,12 +166,19 @@ def search_history(bench: Bench) -> None:
     bench.add(Row("search", setting, "first search in this repository (index built)", value=built))
 
     installed = bytecode_env(bench)  # as pip installs it: bytecode written once, then read
-    rows = bench.measure("search", setting, {
-        "gitmem search WORD (index warm)": command(*GITMEM, "--repo", repo, "search", WORD,
-                                                   env=installed),
-        "git grep -F -i WORD main": command("git", "-C", repo, "grep", "-F", "-i", WORD, "main"),
-    }, samples=bench.pick(5, 20))
-    bench.compare(rows["gitmem search WORD (index warm)"], rows["git grep -F -i WORD main"], 0.5)
+    with Gitmem.open(path) as mem:  # the same search in a process already running (MCP, Python)
+        rows = bench.measure("search", setting, {
+            "gitmem search WORD (index warm)": command(*GITMEM, "--repo", repo, "search", WORD,
+                                                       env=installed),
+            "git grep -F -i WORD main": command("git", "-C", repo, "grep", "-F", "-i", WORD, "main"),
+            "python -c 'import sqlite3' (the interpreter's floor)":
+                command(sys.executable, "-c", "import sqlite3", env=installed),
+            "mem.search(WORD) in a running process": lambda i: mem.search(WORD),
+        }, samples=bench.pick(5, 20))
+    grep = rows["git grep -F -i WORD main"]
+    bench.compare(rows["gitmem search WORD (index warm)"], grep, 0.5)
+    bench.compare(rows["python -c 'import sqlite3' (the interpreter's floor)"], grep)
+    bench.compare(rows["mem.search(WORD) in a running process"], grep)
 
     history = Row("search", setting, "gitmem search GONE_WORD --history (index warm)",
                   samples=_timed(command(*GITMEM, "--repo", repo, "search", "--history", GONE_WORD,
