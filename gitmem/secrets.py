@@ -34,11 +34,12 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from fnmatch import fnmatchcase
 
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
+from gitmem.git.parentdiffs import ParentDiffs
 
 log = logging.getLogger("gitmem.secrets")
 
@@ -53,10 +54,12 @@ _CANDIDATE = re.compile(
 # The same first pass over many lines at once, on a lower-cased copy: every match of
 # _CANDIDATE holds a match of one of these ("key" stands for "private key", "api.?key"
 # and "access.?key"). Each starts with a literal, which re finds quickly; a few such
-# passes are far quicker than one pass of the alternation.
+# passes are far quicker than one pass of the alternation. Words sharing a letter are
+# found in one pass from it, looking behind for the rest: "key", "sk-", "token" and
+# "akia" from their "k", "secret" and "credential" from their "cre".
 _PREFILTER = tuple(re.compile(pattern) for pattern in (
-    rb"key", rb"sk-", rb"token", rb"secret", rb"credential", rb"gh(?:[pousr]_|ithub_pat_)",
-    rb"a[ks]ia", rb"p(?:assw|wd)"))
+    rb"k(?:ey|(?<=sk)-|(?<=tok)en|(?<=ak)ia)", rb"cre(?:(?<=secre)t|dential)", rb"asia",
+    rb"g(?:h[pousr]_|ithub_pat_)", rb"p(?:assw|wd)"))
 _KINDS = (  # (kind, pattern, whether a match must also look random)
     ("private key block", re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
      False),
@@ -129,8 +132,8 @@ class Scanner:
         used: dict[str, list[list]] = {}
         result = Scan([])
         found: dict[tuple[str, str, str], Finding] = {}
-        for info in self.engine.commit_infos(list(commits)):
-            for path, new, olds in self._changed(info.id, info.parents):
+        for commit in self.engine.changes_from_parents(list(commits)):
+            for path, new, olds in _changed(commit):
                 key = ":".join([new, *sorted(o or "" for o in olds)])
                 hits = known.get(key)
                 if hits is None:
@@ -142,21 +145,13 @@ class Scanner:
                     lines = self.engine.read_blob(new).split(b"\n")
                     for number, kind in hits:
                         mark = fingerprint(path, lines[number - 1])
-                        found.setdefault((path, mark, kind), Finding(path, number, kind, mark, info.id))
+                        found.setdefault((path, mark, kind), Finding(path, number, kind, mark, commit.id))
         result.findings = list(found.values())
         if result.scanned_files:
             self._remember(used)
         log.info("secret scan: %d bytes of %d file versions read, %d file versions known",
                  result.scanned_bytes, result.scanned_files, result.known_files)
         return result
-
-    def _changed(self, commit: str, parents: tuple[str, ...]):
-        """``(path, new blob id, [blob id in each parent])`` for each file ``commit`` changed
-        from every one of its parents."""
-        changes = [self.engine.changed_files(parent, commit) for parent in parents or (None,)]
-        for path, (_, new) in changes[0].items():
-            if new is not None and all(path in other for other in changes[1:]):
-                yield path, new, [change[path][0] for change in changes]
 
     def _scan_version(self, new: str, olds: list[str | None], result: Scan) -> list[list]:
         """``[[line number, kind], ...]`` in the lines blob ``new`` adds to blobs ``olds``."""
@@ -188,16 +183,28 @@ class Scanner:
             log.info("secret scan: not remembered (%s)", exc)
 
 
+def _changed(commit: ParentDiffs) -> Iterator[tuple[str, str, list[str | None]]]:
+    """``(path, new blob id, [blob id in each parent])`` for each file ``commit`` changed
+    from every one of its parents."""
+    if not commit.changed_from_every_parent():
+        return
+    first, *others = commit.diffs
+    for path, (_, new) in first.items():
+        if new is not None and all(path in other for other in others):
+            yield path, new, [diff[path][0] for diff in commit.diffs]
+
+
 def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Sequence[int]]:
     """The lines of ``data`` that none of ``olds`` has, as one text (lines joined by
     newlines), and the line number in ``data`` of each of its lines."""
+    # the ranges are long enough without counting lines: n bytes hold at most n + 1 lines
     if not olds:
-        return data, range(1, data.count(b"\n") + 2)
+        return data, range(1, len(data) + 2)
     if len(olds) == 1 and data.startswith(olds[0]):  # an append: the lines after the old text
         cut = olds[0].rfind(b"\n") + 1  # an unfinished last line counts as changed
         first = olds[0].count(b"\n", 0, cut) + 1
         block = data[cut:]
-        return block, range(first, first + block.count(b"\n") + 1)
+        return block, range(first, first + len(block) + 1)
     lines = data.split(b"\n")
     had = set().union(*(old.split(b"\n") for old in olds))
     numbers = [n for n, line in enumerate(lines, 1) if line not in had]
