@@ -6,11 +6,13 @@ high-entropy values assigned to names like token, secret or password. A finding
 names the file, line and kind, and a fingerprint; never the secret itself.
 
 A line is added when the file had no such line before (in none of a merge's
-parents). Each version of a file is scanned once: what it added is remembered by
-blob ids in ``.git/gitmem/secret-scan.json`` (the kinds and line numbers found,
-never a line), so a sync that retries, or runs again after a refused push, scans
-nothing it scanned before. Only lines holding one of a few literal words (found
-on a lower-cased copy of the added text) go through the patterns.
+parents); which files each commit changed comes from one ``git diff-tree``, read
+while the scan goes on (:mod:`gitmem.git.parentdiffs`). Each version of a file is
+scanned once: what it added is remembered by blob ids in
+``.git/gitmem/secret-scan.json`` (the kinds and line numbers found, never a line),
+so a sync that retries, or runs again after a refused push, scans nothing it scanned
+before. Only lines holding one of a few literal words (found on a lower-cased copy
+of the added text) go through the patterns.
 
 Findings can be allowed in ``.gitmem-allow-secrets`` at the top of the repository
 (commit it with git to share it between machines). One entry a line, ``#`` starts
@@ -34,7 +36,7 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from fnmatch import fnmatchcase
 
 from gitmem.git.engine import GitEngine
@@ -59,7 +61,7 @@ _CANDIDATE = re.compile(
 # "akia" from their "k", "secret" and "credential" from their "cre".
 _PREFILTER = tuple(re.compile(pattern) for pattern in (
     rb"k(?:ey|(?<=sk)-|(?<=tok)en|(?<=ak)ia)", rb"cre(?:(?<=secre)t|dential)", rb"asia",
-    rb"g(?:h[pousr]_|ithub_pat_)", rb"p(?:assw|wd)"))
+    rb"g(?:h[pousr]_|ithub_pat_)", rb"w(?:d(?<=pwd)|(?<=passw))"))
 _KINDS = (  # (kind, pattern, whether a match must also look random)
     ("private key block", re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
      False),
@@ -159,9 +161,9 @@ class Scanner:
         result.scanned_files += 1
         if b"\0" in data[:8000]:  # binary, as git tells it
             return []
-        block, numbers = _added_lines(data, [self.engine.read_blob(o) for o in olds if o])
+        block, line_number = _added_lines(data, [self.engine.read_blob(o) for o in olds if o])
         result.scanned_bytes += len(block)
-        return [[numbers[index], kind] for index, line in _candidate_lines(block)
+        return [[line_number(index), kind] for index, line in _candidate_lines(block)
                 for kind in scan_line(line)]
 
     def _remembered(self) -> dict[str, list[list]]:
@@ -194,21 +196,19 @@ def _changed(commit: ParentDiffs) -> Iterator[tuple[str, str, list[str | None]]]
             yield path, new, [diff[path][0] for diff in commit.diffs]
 
 
-def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Sequence[int]]:
+def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Callable[[int], int]]:
     """The lines of ``data`` that none of ``olds`` has, as one text (lines joined by
-    newlines), and the line number in ``data`` of each of its lines."""
-    # the ranges are long enough without counting lines: n bytes hold at most n + 1 lines
+    newlines), and the line number in ``data`` of its line at an index (lines are counted
+    only for a finding)."""
     if not olds:
-        return data, range(1, len(data) + 2)
+        return data, lambda index: index + 1
     if len(olds) == 1 and data.startswith(olds[0]):  # an append: the lines after the old text
         cut = olds[0].rfind(b"\n") + 1  # an unfinished last line counts as changed
-        first = olds[0].count(b"\n", 0, cut) + 1
-        block = data[cut:]
-        return block, range(first, first + len(block) + 1)
+        return data[cut:], lambda index: olds[0].count(b"\n", 0, cut) + 1 + index
     lines = data.split(b"\n")
     had = set().union(*(old.split(b"\n") for old in olds))
     numbers = [n for n, line in enumerate(lines, 1) if line not in had]
-    return b"\n".join(lines[n - 1] for n in numbers), numbers
+    return b"\n".join(lines[n - 1] for n in numbers), numbers.__getitem__
 
 
 def _candidate_lines(block: bytes) -> list[tuple[int, bytes]]:

@@ -79,10 +79,10 @@ def changes_from_parents(gitdir: str | os.PathLike, commits: list[str], *,
             raise EngineError(f"cannot diff the commits: {exc}") from None
         except subprocess.CalledProcessError as exc:
             lines = (exc.stderr or "").strip().splitlines()
-            raise EngineError(f"cannot diff the commits: {lines[-1] if lines else 'git diff-tree failed'}") \
-                from None
+            raise EngineError("cannot diff the commits: "
+                              + (lines[-1] if lines else "git diff-tree failed")) from None
         if rest.strip() or entry is not None:
-            raise EngineError("cannot diff the commits: git diff-tree's output ended in the middle of an entry")
+            raise EngineError("cannot diff the commits: git diff-tree stopped in the middle of an entry")
         if head is not None:
             yield from _parent_diffs(head, diffs)
 
