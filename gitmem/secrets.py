@@ -29,6 +29,7 @@ a comment:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -134,20 +135,22 @@ class Scanner:
         used: dict[str, list[list]] = {}
         result = Scan([])
         found: dict[tuple[str, str, str], Finding] = {}
-        for commit in self.engine.changes_from_parents(list(commits)):
-            for path, new, olds in _changed(commit):
-                key = ":".join([new, *sorted(o or "" for o in olds)])
-                hits = known.get(key)
-                if hits is None:
-                    hits = self._scan_version(new, olds, result)
-                else:
-                    result.known_files += 1
-                used[key] = hits
-                if hits:
-                    lines = self.engine.read_blob(new).split(b"\n")
-                    for number, kind in hits:
-                        mark = fingerprint(path, lines[number - 1])
-                        found.setdefault((path, mark, kind), Finding(path, number, kind, mark, commit.id))
+        # closed as the scan ends, however it ends: git is not left running
+        with contextlib.closing(self.engine.changes_from_parents(list(commits))) as changes:
+            for commit in changes:
+                for path, new, olds in _changed(commit):
+                    key = ":".join([new, *sorted(o or "" for o in olds)])
+                    hits = known.get(key)
+                    if hits is None:
+                        hits = self._scan_version(new, olds, result)
+                    else:
+                        result.known_files += 1
+                    used[key] = hits
+                    if hits:
+                        lines = self.engine.read_blob(new).split(b"\n")
+                        for number, kind in hits:
+                            mark = fingerprint(path, lines[number - 1])
+                            found.setdefault((path, mark, kind), Finding(path, number, kind, mark, commit.id))
         result.findings = list(found.values())
         if result.scanned_files:
             self._remember(used)

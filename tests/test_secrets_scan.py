@@ -4,6 +4,10 @@ a first pass that lets through every line holding one of the scan's words."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from gitmem.git.base import DamagedObject, EngineError
@@ -96,3 +100,40 @@ def test_every_word_of_the_first_pass_reaches_the_patterns(mem, line, kind):
         (first, numbers[0], kind)}
     assert {(f.commit, f.line, f.kind) for f in scan(mem.engine, [appended])} == {
         (appended, numbers[1], kind)}
+
+
+def _git_children() -> list[str]:
+    """The command lines of this process's child git processes still running."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            command = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and "git" in command:
+            found.append(command)
+    return found
+
+
+def test_a_scan_stopped_by_a_damaged_blob_leaves_no_git_running(mem, git):
+    """2,000 commits of plain git (more than a pipe holds of git's answer), then one whose
+    blob was cut short: the scan raises at once, and git's process is gone with it."""
+    stream = ["reset refs/heads/many\n"]
+    for n in range(2000):
+        stream.append(f"commit refs/heads/many\nmark :{n + 1}\n"
+                      f"committer A <a@example.org> {1_700_000_000 + n} +0000\ndata 2\nc\n"
+                      + (f"from refs/heads/main^0\n" if n == 0 else "")
+                      + f"M 100644 inline memory/agents/a{n:04d}.md\ndata 5\nnote\n\n")
+    subprocess.run(["git", "-C", str(mem.engine.workdir), "fast-import", "--quiet"],
+                   input="".join(stream).encode(), check=True)
+    many = git("rev-list", "--reverse", "many", "^main").split()
+    (mem.engine.workdir / "notes.txt").write_text("a note that will be cut short\n")
+    damaged = _commit_all(git, "a note")
+    blob = git("rev-parse", f"{damaged}:notes.txt").strip()
+    loose = mem.engine.gitdir / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(loose.read_bytes()[:-4])
+    with pytest.raises(DamagedObject):
+        scan(mem.engine, [damaged, *many])
+    assert _git_children() == []
