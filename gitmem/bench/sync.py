@@ -13,7 +13,8 @@ the same repositories: ``git push``, ``git pull --no-rebase`` + ``git push``,
 Each is timed once (a sync of that size cannot be repeated on the same repositories).
 ``merge_large_markdown`` times the merge of one large diverged markdown file alone.
 ``secret_scan`` times sync's scan of 80 MB of new records against ``grep -E`` of the
-same words over the same files, and again with everything remembered.
+same words over the same files, the first scan of the process on its own, and again
+with everything remembered.
 ``sync_many_machines``: 12 clones append and sync at the same moment through one bare
 remote, 10 rounds: every sync lands within its deadline, nothing is lost, one head.
 
