@@ -137,3 +137,4 @@ def test_a_scan_stopped_by_a_damaged_blob_leaves_no_git_running(mem, git):
     with pytest.raises(DamagedObject):
         scan(mem.engine, [damaged, *many])
     assert _git_children() == []
+

@@ -46,6 +46,8 @@ def changes_from_parents(gitdir: str | os.PathLike, commits: list[str], *,
     the commits that change nothing. Raises EngineError when git fails."""
     if not all(len(c) == 40 and is_hex(c) for c in commits):
         raise EngineError("not a commit id")
+    if not commits:
+        return
     with tempfile.TemporaryFile() as stdin:  # each once: a commit's diffs come one after another
         stdin.write("".join(f"{c}\n" for c in dict.fromkeys(commits)).encode())
         stdin.seek(0)
