@@ -6,11 +6,13 @@ high-entropy values assigned to names like token, secret or password. A finding
 names the file, line and kind, and a fingerprint; never the secret itself.
 
 A line is added when the file had no such line before (in none of a merge's
-parents). Each version of a file is scanned once: what it added is remembered by
-blob ids in ``.git/gitmem/secret-scan.json`` (the kinds and line numbers found,
-never a line), so a sync that retries, or runs again after a refused push, scans
-nothing it scanned before. Only lines holding one of a few literal words (found
-on a lower-cased copy of the added text) go through the patterns.
+parents); which files each commit changed comes from one ``git diff-tree``, read
+while the scan goes on (:mod:`gitmem.git.parentdiffs`). Each version of a file is
+scanned once: what it added is remembered by blob ids in
+``.git/gitmem/secret-scan.json`` (the kinds and line numbers found, never a line),
+so a sync that retries, or runs again after a refused push, scans nothing it scanned
+before. Only lines holding one of a few literal words (found on a lower-cased copy
+of the added text) go through the patterns.
 
 Findings can be allowed in ``.gitmem-allow-secrets`` at the top of the repository
 (commit it with git to share it between machines). One entry a line, ``#`` starts
@@ -27,6 +29,7 @@ a comment:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -34,11 +37,12 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from fnmatch import fnmatchcase
 
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
+from gitmem.git.parentdiffs import ParentDiffs
 
 log = logging.getLogger("gitmem.secrets")
 
@@ -53,10 +57,12 @@ _CANDIDATE = re.compile(
 # The same first pass over many lines at once, on a lower-cased copy: every match of
 # _CANDIDATE holds a match of one of these ("key" stands for "private key", "api.?key"
 # and "access.?key"). Each starts with a literal, which re finds quickly; a few such
-# passes are far quicker than one pass of the alternation.
+# passes are far quicker than one pass of the alternation. Words sharing a letter are
+# found in one pass from it, looking behind for the rest: "key", "sk-", "token" and
+# "akia" from their "k", "secret" and "credential" from their "cre".
 _PREFILTER = tuple(re.compile(pattern) for pattern in (
-    rb"key", rb"sk-", rb"token", rb"secret", rb"credential", rb"gh(?:[pousr]_|ithub_pat_)",
-    rb"a[ks]ia", rb"p(?:assw|wd)"))
+    rb"k(?:ey|(?<=sk)-|(?<=tok)en|(?<=ak)ia)", rb"cre(?:(?<=secre)t|dential)", rb"asia",
+    rb"g(?:h[pousr]_|ithub_pat_)", rb"w(?:d(?<=pwd)|(?<=passw))"))
 _KINDS = (  # (kind, pattern, whether a match must also look random)
     ("private key block", re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
      False),
@@ -129,20 +135,22 @@ class Scanner:
         used: dict[str, list[list]] = {}
         result = Scan([])
         found: dict[tuple[str, str, str], Finding] = {}
-        for info in self.engine.commit_infos(list(commits)):
-            for path, new, olds in self._changed(info.id, info.parents):
-                key = ":".join([new, *sorted(o or "" for o in olds)])
-                hits = known.get(key)
-                if hits is None:
-                    hits = self._scan_version(new, olds, result)
-                else:
-                    result.known_files += 1
-                used[key] = hits
-                if hits:
-                    lines = self.engine.read_blob(new).split(b"\n")
-                    for number, kind in hits:
-                        mark = fingerprint(path, lines[number - 1])
-                        found.setdefault((path, mark, kind), Finding(path, number, kind, mark, info.id))
+        # closed as the scan ends, however it ends: git is not left running
+        with contextlib.closing(self.engine.changes_from_parents(list(commits))) as changes:
+            for commit in changes:
+                for path, new, olds in _changed(commit):
+                    key = ":".join([new, *sorted(o or "" for o in olds)])
+                    hits = known.get(key)
+                    if hits is None:
+                        hits = self._scan_version(new, olds, result)
+                    else:
+                        result.known_files += 1
+                    used[key] = hits
+                    if hits:
+                        lines = self.engine.read_blob(new).split(b"\n")
+                        for number, kind in hits:
+                            mark = fingerprint(path, lines[number - 1])
+                            found.setdefault((path, mark, kind), Finding(path, number, kind, mark, commit.id))
         result.findings = list(found.values())
         if result.scanned_files:
             self._remember(used)
@@ -150,23 +158,15 @@ class Scanner:
                  result.scanned_bytes, result.scanned_files, result.known_files)
         return result
 
-    def _changed(self, commit: str, parents: tuple[str, ...]):
-        """``(path, new blob id, [blob id in each parent])`` for each file ``commit`` changed
-        from every one of its parents."""
-        changes = [self.engine.changed_files(parent, commit) for parent in parents or (None,)]
-        for path, (_, new) in changes[0].items():
-            if new is not None and all(path in other for other in changes[1:]):
-                yield path, new, [change[path][0] for change in changes]
-
     def _scan_version(self, new: str, olds: list[str | None], result: Scan) -> list[list]:
         """``[[line number, kind], ...]`` in the lines blob ``new`` adds to blobs ``olds``."""
         data = self.engine.read_blob(new)
         result.scanned_files += 1
         if b"\0" in data[:8000]:  # binary, as git tells it
             return []
-        block, numbers = _added_lines(data, [self.engine.read_blob(o) for o in olds if o])
+        block, line_number = _added_lines(data, [self.engine.read_blob(o) for o in olds if o])
         result.scanned_bytes += len(block)
-        return [[numbers[index], kind] for index, line in _candidate_lines(block)
+        return [[line_number(index), kind] for index, line in _candidate_lines(block)
                 for kind in scan_line(line)]
 
     def _remembered(self) -> dict[str, list[list]]:
@@ -188,20 +188,30 @@ class Scanner:
             log.info("secret scan: not remembered (%s)", exc)
 
 
-def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Sequence[int]]:
+def _changed(commit: ParentDiffs) -> Iterator[tuple[str, str, list[str | None]]]:
+    """``(path, new blob id, [blob id in each parent])`` for each file ``commit`` changed
+    from every one of its parents."""
+    if not commit.changed_from_every_parent():
+        return
+    first, *others = commit.diffs
+    for path, (_, new) in first.items():
+        if new is not None and all(path in other for other in others):
+            yield path, new, [diff[path][0] for diff in commit.diffs]
+
+
+def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Callable[[int], int]]:
     """The lines of ``data`` that none of ``olds`` has, as one text (lines joined by
-    newlines), and the line number in ``data`` of each of its lines."""
+    newlines), and the line number in ``data`` of its line at an index (lines are counted
+    only for a finding)."""
     if not olds:
-        return data, range(1, data.count(b"\n") + 2)
+        return data, lambda index: index + 1
     if len(olds) == 1 and data.startswith(olds[0]):  # an append: the lines after the old text
         cut = olds[0].rfind(b"\n") + 1  # an unfinished last line counts as changed
-        first = olds[0].count(b"\n", 0, cut) + 1
-        block = data[cut:]
-        return block, range(first, first + block.count(b"\n") + 1)
+        return data[cut:], lambda index: olds[0].count(b"\n", 0, cut) + 1 + index
     lines = data.split(b"\n")
     had = set().union(*(old.split(b"\n") for old in olds))
     numbers = [n for n, line in enumerate(lines, 1) if line not in had]
-    return b"\n".join(lines[n - 1] for n in numbers), numbers
+    return b"\n".join(lines[n - 1] for n in numbers), numbers.__getitem__
 
 
 def _candidate_lines(block: bytes) -> list[tuple[int, bytes]]:

@@ -13,9 +13,10 @@ One module per concept, the lower ones first:
   revisions, trees and cached blobs;
 - ``worktree``: atomic work-tree writes that never overwrite a person's save;
 - ``index``: the index kept in step with HEAD, and crash recovery;
-- ``log``: history and diffs; ``remote``: fetch and push; ``refs``: the reflog, rescue
-  and backup refs; ``pack``: packing and fsck; ``facts``: a repository looked at before
-  it is opened;
+- ``log``: history and diffs; ``parentdiffs``: the files each of many commits changed
+  from each parent (one ``git diff-tree``, for the secret scan); ``remote``: fetch and
+  push; ``refs``: the reflog, rescue and backup refs; ``pack``: packing and fsck;
+  ``facts``: a repository looked at before it is opened;
 - ``engine``: :class:`GitEngine`, which commits (compare-and-swap on ``main``), merges
   and moves ``main``, made of the pieces above; the stores and edges use it alone.
 

@@ -30,7 +30,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -46,6 +46,7 @@ from gitmem.git.lock import FileLock
 from gitmem.git.log import ChangedCommit, FileChange, FileDiff, History, tree_changes
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.pack import Packer
+from gitmem.git.parentdiffs import ParentDiffs, changes_from_parents
 from gitmem.git.refs import Refs
 from gitmem.git.remote import Remotes
 from gitmem.git.snapshot import Reader, Snapshot
@@ -273,6 +274,13 @@ class GitEngine:
         """``{path: (blob id in old, blob id in new)}`` for every file that differs between
         two commits (None: no commit, or no file there)."""
         return self._log.changed_files(old, new)
+
+    def changes_from_parents(self, commits: list[str]) -> Iterator[ParentDiffs]:
+        """What each of ``commits`` (ids) changed from each of its parents, read by one git
+        process while the caller goes on (see :mod:`gitmem.git.parentdiffs`). Each commit
+        is checked first: git passes over a missing one in silence."""
+        self.commit_infos(commits)
+        return changes_from_parents(self.gitdir, commits)
 
     def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
         """The files at or under ``path`` ("" for all) that differ from revision ``old``
