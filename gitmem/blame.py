@@ -86,14 +86,15 @@ class _Lines:
         self.lines[start:end] = added
         self._first, self._last = self._ends()
         shift = len(added) - removed
-        # a block before the change and its status: from the one before the first the
-        # change touches (a line's own blankness, and whether it lies between the first
-        # and last line, is all that decides where blocks end)
+        # Where blocks end depends only on each line's blankness and whether it lies
+        # between the first and the last line: split again from the block holding the
+        # first line whose place may have changed (the change's, or a last line that
+        # moved) to the first block after the change; the blocks before and after stay.
         near = min(start, old_last, self._last)
         if start <= max(old_first, self._first) or near < 0:
             begin = 0
         else:
-            begin = max(bisect.bisect_right(self._starts, near) - 2, 0)
+            begin = max(bisect.bisect_right(self._starts, near) - 1, 0)
         until = len(self._split)
         if end <= old_last and old_first < end and self._first < end + shift:
             until = bisect.bisect_right(self._starts, end)
