@@ -153,3 +153,12 @@ def test_blocks_kept_from_changed_lines_are_the_blocks_of_the_whole_version(seed
             assert kept.lines == after
             assert kept.blocks() == blocks(text), (text, changes)
             before = after
+
+
+def test_a_block_put_among_repeated_ones_is_the_only_new_one(mem):
+    """The blocks a replace leaves in place at either end keep their commits, repeated
+    ones too: matching the whole versions as a sequence gave the first rule the replace."""
+    first = mem.memory.write("---\n\n---\n\n---", agent_id="a")
+    second = mem.memory.write("---\n\nnew between\n\n---\n\n---", agent_id="a")
+    assert [(b.value, b.commit.id) for b in mem.blame("agent:a")] == [
+        ("---", first), ("new between", second), ("---", first), ("---", first)]
