@@ -169,10 +169,10 @@ def blame(mem: Records, record: str) -> list[Blamed]:
     """Each part of ``record`` as it is now, with the commit that introduced it."""
     parsed = layout.parse_record(record)
     versions = [v.id for v in reversed(mem.record_index.versions(parsed.path))]
-    found = None
+    by_hunks = None
     if parsed.kind in ("user", "agent") and len(versions) >= READ_AHEAD_FROM:
-        found = _memory_by_hunks(mem, parsed.path, versions)
-    values, owners = found or _by_versions(mem, parsed, versions)
+        by_hunks = _memory_by_hunks(mem, parsed.path, versions)
+    values, owners = by_hunks or _by_versions(mem, parsed, versions)
     infos = {c.id: c for c in mem.engine.commit_infos(sorted({o for found in owners.values() for o in found}))}
     return [Blamed(kind, i, value, infos[owner])
             for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind]))]

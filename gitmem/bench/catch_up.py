@@ -234,8 +234,9 @@ def catch_up_floor(bench: Bench) -> None:
 def catch_up_big_memory(bench: Bench) -> None:
     """``gitmem log`` and ``blame`` of a memory of about 50 MB and a few hundred versions
     (fast-imported) against ``git log --numstat`` and ``git blame`` of its file. Each run
-    reads every version, so the four take turns, one run each, a few times, untimed once
-    first (the record index built)."""
+    reads and diffs every version (git's own runs take a minute or two at the full size),
+    so the four take turns, one run each (three turns with ``--quick``), after one untimed
+    ``gitmem log`` (the record index built)."""
     size, versions = bench.pick((5_000_000, 100), (50_000_000, 200))
     path = build_big_memory(bench.workdir / "catch-up-big-memory", size, versions)
     setting = f"fast-import, a memory of {size / 1e6:g} MB in {versions} versions"
@@ -247,7 +248,7 @@ def catch_up_big_memory(bench: Bench) -> None:
     }
     operations["gitmem log BIG"](0)
     samples: dict[str, list[float]] = {what: [] for what in operations}
-    for turn in range(bench.pick(3, 2)):
+    for turn in range(bench.pick(3, 1)):
         for what, operation in operations.items():
             started = time.perf_counter()
             operation(turn)
