@@ -186,7 +186,8 @@ def _memory_by_hunks(mem: Records, path: str, versions: list[str]) -> tuple[dict
     keys: list[str] = []
     owners: list[str] = []
     try:
-        for commit, hunks in zip(versions, version_hunks(mem.engine.gitdir, path, versions), strict=True):
+        trees = [mem.engine.snapshot_of(commit).tree_id("") for commit in versions]
+        for commit, hunks in zip(versions, version_hunks(mem.engine.gitdir, path, trees), strict=True):
             for hunk in reversed(hunks):  # later lines first: the earlier hunks' line numbers hold
                 lines.change(hunk.start, hunk.removed, hunk.added)
             new_keys = lines.blocks()

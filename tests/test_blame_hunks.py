@@ -162,3 +162,29 @@ def test_a_block_put_among_repeated_ones_is_the_only_new_one(mem):
     second = mem.memory.write("---\n\nnew between\n\n---\n\n---", agent_id="a")
     assert [(b.value, b.commit.id) for b in mem.blame("agent:a")] == [
         ("---", first), ("new between", second), ("---", first), ("---", first)]
+
+
+def test_a_memory_first_made_by_a_merge(repo_path, git):
+    """A merge that brings a memory neither side had is its first version: diffed from
+    nothing, not from the merge's parents (git diff-tree shows a lone merge no diff)."""
+    with Gitmem.open(repo_path) as mem:
+        mem.memory.write("on main", agent_id="other")
+    git("switch", "-q", "-c", "side", "HEAD~1")
+    (repo_path / "side.txt").write_text("side\n")
+    git("add", "side.txt")
+    git("commit", "-q", "-m", "side")
+    git("switch", "-q", "main")
+    git("merge", "-q", "--no-commit", "side")
+    (repo_path / "memory/agents/merged.md").write_text("made by the merge\n\nsecond block\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "merge with a new memory")
+    merge = git("rev-parse", "HEAD").strip()
+    with Gitmem.open(repo_path) as mem:
+        for i in range(20):
+            mem.memory.write(f"fact {i}", agent_id="merged", mode="append")
+        record = layout.parse_record("agent:merged")
+        versions = [v.id for v in reversed(mem.record_index.versions(record.path))]
+        assert versions[0] == merge
+        through_lines = _memory_by_hunks(mem, record.path, versions)
+        assert through_lines == _by_versions(mem, record, versions)
+        assert through_lines[1]["block"][:2] == [merge, merge]

@@ -5,14 +5,14 @@ What ``gitmem blame`` of a big memory follows: git reads and diffs the versions,
 only the lines that changed come out, so the caller's work is what the changes cost,
 not the file's length times its versions.
 
-    for hunks in version_hunks(gitdir, "memory/agents/a.md", commits):   # oldest first
+    for hunks in version_hunks(gitdir, "memory/agents/a.md", trees):   # oldest first
         for hunk in reversed(hunks):    # later ones first: earlier line numbers stay true
             lines[hunk.start:hunk.start + hunk.removed] = hunk.added
 
-The first commit's hunks make the file from nothing; each other one's make it as that
-commit holds it from as the commit before it in the list holds it (not from its parent:
-the list is the caller's own order of versions). A version without the file has it
-empty.
+``trees`` are the root trees of the versions' commits. The first one's hunks make the
+file from nothing; each other one's make it as that tree holds it from as the tree before
+it in the list holds it (not from a parent: the list is the caller's own order of
+versions, a merge's included). A version without the file has it empty.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from gitmem.git import gitproc
 TIMEOUT = 600.0  # seconds for the whole run
 READ_SIZE = 1 << 20
 _HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_COMMIT = re.compile(rb"[0-9a-f]{40}")
+_PAIR = re.compile(rb"[0-9a-f]{40} [0-9a-f]{40}")  # the two trees of the next diff
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 _MODES = (b"100644", b"100755")
 # the lines of a file's patch before its first hunk, as git writes them for a regular file
 _HEADERS = (b"index ", b"--- ", b"+++ ", b"old mode ", b"new mode ")
@@ -43,24 +44,24 @@ class Hunk:
     added: list[bytes]  # the new lines, without their newlines
 
 
-def version_hunks(gitdir: str | os.PathLike, path: str, commits: list[str], *,
+def version_hunks(gitdir: str | os.PathLike, path: str, trees: list[str], *,
                   timeout: float = TIMEOUT) -> Iterator[list[Hunk]]:
-    """For each of ``commits`` in order, the hunks that turn file ``path`` as the commit
-    before it holds it into ``path`` as it holds it. Raises as :func:`gitproc.stream`
-    does, and ValueError when git's output is not a regular file's text patch (a
-    symlink, a folder, a name git quotes): then read the versions whole."""
-    if not all(_COMMIT.fullmatch(c.encode()) for c in commits):
-        raise ValueError("not a commit id")
+    """For each of ``trees`` in order, the hunks that turn file ``path`` as the tree
+    before it holds it (nothing, for the first) into ``path`` as it holds it. Raises as
+    :func:`gitproc.stream` does, and ValueError when git's output is not a regular file's
+    text patch (a symlink, a folder, a name git quotes): then read the versions whole."""
+    pairs = "".join(f"{old} {new}\n" for old, new in zip([EMPTY_TREE] + trees, trees)).encode()
+    if not all(_PAIR.fullmatch(pair) for pair in pairs.splitlines()):
+        raise ValueError("not a tree id")
     with tempfile.TemporaryFile() as stdin:
-        stdin.write(b"".join(b"%s %s\n" % (new.encode(), old.encode()) if at else b"%s\n" % new.encode()
-                             for at, (old, new) in enumerate(zip([""] + commits, commits))))
+        stdin.write(pairs)
         stdin.seek(0)
         command = ["--git-dir", str(gitdir), "--literal-pathspecs", "diff-tree", "--stdin", "--always",
-                   "--root", "-p", "-U0", "--text", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
-                   "--inter-hunk-context=0", "--no-relative",
-                   "--src-prefix=a/", "--dst-prefix=b/", "--", path]
+                   "-p", "-U0", "--text", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
+                   "--inter-hunk-context=0", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/",
+                   "--", path]
         lines = _lines(gitproc.stream(command, cwd=gitdir, timeout=timeout, stdin=stdin, chunk=READ_SIZE))
-        yield from _parse(lines, path.encode(), len(commits))
+        yield from _parse(lines, path.encode(), len(trees))
 
 
 def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
@@ -78,12 +79,12 @@ def _parse(lines: Iterator[bytes], path: bytes, expected: int) -> Iterator[list[
     given = 0
     line = next(lines, None)
     while line is not None:
-        if _COMMIT.fullmatch(line):
+        if _PAIR.fullmatch(line):
             if hunks is not None:
                 yield hunks
             hunks, given = [], given + 1
         elif hunks is None:
-            raise ValueError("git diff-tree's output does not start with a commit")
+            raise ValueError("git diff-tree's output does not start with its trees")
         elif line.startswith(b"diff --git "):
             if hunks:
                 raise ValueError("more than one file changed")
