@@ -1,7 +1,8 @@
 """``gitmem bench`` scenarios for issue 25's history at git's speed: a repository that
 gitmem did not build (a fast-import, a fresh clone), its first history command against
 ``git log --raw main``, a record's history and blame against git's, the floor of
-``gitmem log -n 1`` as the repository grows, and a write's tail through ``gitmem serve``.
+``gitmem log -n 1`` as the repository grows, a write's tail through ``gitmem serve``, and
+``log`` and ``blame`` of a big memory against git's of its file.
 
 The repositories are made by ``git fast-import`` (:func:`build_imported`): every commit
 changes one session of many (a new one, or one more message), every tenth one appends a
@@ -27,6 +28,8 @@ RECORD_PATH = "memory/agents/target.md"
 SESSION_TYPE = "cc"
 START = 1_700_000_000  # the first commit's time; one commit a minute after it
 OWN_EVERY = 10  # every tenth commit appends to RECORD
+BIG_RECORD, BIG_PATH = "agent:big", "memory/agents/big.md"
+REPLACE_EVERY = 10  # every tenth version of the big memory rewrites it, the others append
 FLOOR_RECORD = f"session:{SESSION_TYPE}/s0"  # a few versions, whatever the size (commits 0, sessions, 2 * sessions...)
 
 
@@ -68,6 +71,43 @@ def build_imported(path: Path, commits: int, sessions: int, *, own_every: int = 
         for name, content in files:
             inline(name, content)
     fast_import(path, stream)
+    return path
+
+
+def build_big_memory(path: Path, size: int, versions: int, *, replace_every: int = REPLACE_EVERY) -> Path:
+    """A repository holding one memory (:data:`BIG_PATH`) that grows to about ``size``
+    bytes in ``versions`` commits made by ``git fast-import``: appends of blocks of twenty
+    lines (every seventh one a ``---`` rule, the same text each time), and every
+    ``replace_every``-th version a replace as an agent rewrites its memory (a block edited,
+    one deleted, one added)."""
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True, env=GIT_ENV)
+    per_append = size // versions
+
+    def stream():
+        found: list[str] = []
+        made = 0
+        for version in range(versions):
+            if version % replace_every == replace_every - 1 and len(found) > 4:
+                middle = len(found) // 2
+                found[middle] += " (edited)"
+                del found[middle // 2]
+                found.insert(middle + 3, f"a rewritten block {version}")
+                op = "memory.replace"
+            else:
+                added = 0
+                while added < per_append:
+                    found.append("\n".join(f"- note {made}.{line}: the reviewer prefers small, focused "
+                                           "changes with tests" for line in range(20)) if made % 7 else "---")
+                    added += len(found[-1]) + 2
+                    made += 1
+                op = "memory.append"
+            data = ("\n\n".join(found) + "\n").encode()
+            message = f"memory: {op}\n\nGitmem-Op: {op}\nGitmem-Id: {BIG_RECORD}\n".encode()
+            yield (b"commit refs/heads/main\ncommitter bench <bench@localhost> %d +0000\ndata %d\n%s"
+                   % (START + 60 * version, len(message), message))
+            yield b"M 100644 inline %s\ndata %d\n%s\n" % (BIG_PATH.encode(), len(data), data)
+
+    fast_import(path, stream())
     return path
 
 
@@ -191,4 +231,31 @@ def catch_up_floor(bench: Bench) -> None:
                   ratio=p99 / statistics.median(times), target=3.0))
 
 
-SCENARIOS = [catch_up_imported, catch_up_clone, catch_up_floor]
+def catch_up_big_memory(bench: Bench) -> None:
+    """``gitmem log`` and ``blame`` of a memory of about 50 MB and a few hundred versions
+    (fast-imported) against ``git log --numstat`` and ``git blame`` of its file. Each run
+    reads and diffs every version (git's own runs take a minute or two at the full size),
+    so the four take turns, one run each (three turns with ``--quick``), after one untimed
+    ``gitmem log`` (the record index built)."""
+    size, versions = bench.pick((5_000_000, 100), (50_000_000, 200))
+    path = build_big_memory(bench.workdir / "catch-up-big-memory", size, versions)
+    setting = f"fast-import, a memory of {size / 1e6:g} MB in {versions} versions"
+    operations = {
+        "gitmem log BIG": command(*GITMEM, "log", BIG_RECORD, "--repo", str(path)),
+        "git log --numstat -- BIG_PATH": command("git", "-C", str(path), "log", "--numstat", "--", BIG_PATH),
+        "gitmem blame BIG": command(*GITMEM, "blame", BIG_RECORD, "--repo", str(path)),
+        "git blame BIG_PATH": command("git", "-C", str(path), "blame", "--", BIG_PATH),
+    }
+    operations["gitmem log BIG"](0)
+    samples: dict[str, list[float]] = {what: [] for what in operations}
+    for turn in range(bench.pick(3, 1)):
+        for what, operation in operations.items():
+            started = time.perf_counter()
+            operation(turn)
+            samples[what].append((time.perf_counter() - started) * 1000)
+    rows = {what: bench.add(Row("catch-up", setting, what, samples=times)) for what, times in samples.items()}
+    bench.compare(rows["gitmem log BIG"], rows["git log --numstat -- BIG_PATH"], 2.0)
+    bench.compare(rows["gitmem blame BIG"], rows["git blame BIG_PATH"], 2.0)
+
+
+SCENARIOS = [catch_up_imported, catch_up_clone, catch_up_floor, catch_up_big_memory]

@@ -17,7 +17,7 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,10 +118,18 @@ def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProces
     return done
 
 
-def fast_import(path: Path, stream: list[bytes]) -> None:
-    """Feed ``git fast-import`` the commands in ``stream`` (on ``main``) and check ``main`` out."""
-    subprocess.run(["git", "-C", str(path), "fast-import", "--quiet", "--force"],
-                   input=b"".join(stream), check=True, env=GIT_ENV)
+def fast_import(path: Path, stream: Iterable[bytes]) -> None:
+    """Feed ``git fast-import`` the commands in ``stream`` (on ``main``; a generator's
+    written as they come, never all held at once) and check ``main`` out."""
+    args = ["git", "-C", str(path), "fast-import", "--quiet", "--force"]
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, env=GIT_ENV)
+    try:
+        for data in stream:
+            proc.stdin.write(data)
+    finally:
+        proc.stdin.close()
+        if proc.wait() != 0:
+            raise subprocess.CalledProcessError(proc.returncode, args)
     git(path, "checkout", "-q", "-f", "main")
 
 
