@@ -65,3 +65,28 @@ def test_a_replaced_blob_is_read_as_pygit2_reads_it(repo):
     assert not opened
     assert quick == full_search(repo, "marmoset", history=True)
     assert "Checks types first, a **marmoset** habit." in [hit["snippet"] for hit in quick]
+
+
+def test_a_stamp_copied_from_a_clone_at_the_same_commit_vouches_for_nothing(repo, tmp_path):
+    """A stamp speaks of one work tree: the same paths in a clone at the same commit, one of
+    them edited by hand, are not vouched for by a stamp (and in-flight note) copied from
+    the first."""
+    settled(repo)
+    clone = tmp_path / "clone"
+    Git(tmp_path)("clone", "-q", str(repo), str(clone))
+    for folder in ("memory/agents", "sessions", "threads"):  # what git does not keep: empty folders
+        (clone / folder).mkdir(parents=True, exist_ok=True)
+    search(clone, "marmoset")  # opened there once, as gitmem does
+    with open(clone / "memory" / "agents" / "reviewer.md", "a") as file:
+        file.write("\n\nA capybara note, by hand in the clone.\n")
+    os.chmod(repo / "memory" / "agents" / "reviewer.md", 0o644)  # a change: the next look stamps anew
+    settled(repo)
+    private = repo / ".git" / "gitmem"
+    shutil.copytree(private / "stamps", clone / ".git" / "gitmem" / "stamps", dirs_exist_ok=True)
+    shutil.copy(private / "in-flight", clone / ".git" / "gitmem" / "in-flight")
+    assert Git(clone)("rev-parse", "HEAD") == Git(repo)("rev-parse", "HEAD")
+    quick = quick_search(clone, "capybara", limit=100)
+    shutil.rmtree(clone / ".git" / "gitmem" / "stamps")  # the full path, looking at the work tree
+    full = full_search(clone, "capybara")
+    assert full
+    assert quick is None or [hit.as_json() for hit in quick] == full

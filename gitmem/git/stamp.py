@@ -87,7 +87,7 @@ def take(gitdir: Path, workdir: Path, head: str, folders: Iterable[str], started
         except NotADirectoryError:
             continue
     stamp = {"head": head, "in_flight": in_flight, "looked_ns": started_ns, "paths": paths,
-             "files": files}
+             "files": files, "work_tree": _identity(workdir)}
     return stamp if _unchanged(workdir, stamp) else None
 
 
@@ -101,7 +101,18 @@ def holds(gitdir: Path, workdir: Path, stamp: dict) -> bool:
     """True while nothing the stamp vouches for has moved (see the module's docstring)."""
     head = stamp.get("head")
     return (isinstance(head, str) and main_commit(gitdir) == head
-            and _in_flight(gitdir) == stamp.get("in_flight") and _unchanged(workdir, stamp))
+            and _in_flight(gitdir) == stamp.get("in_flight")
+            and stamp.get("work_tree") == _identity(workdir) and _unchanged(workdir, stamp))
+
+
+def _identity(workdir: Path) -> list[int] | None:
+    """The work tree's folder as the file system knows it (device, inode): a stamp copied
+    from another repository, a clone at the same commit say, vouches for nothing here."""
+    try:
+        st = os.stat(workdir)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
 
 
 def _in_flight(gitdir: Path) -> str | None | bool:
