@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,27 @@ def test_a_stamp_copied_from_a_clone_at_the_same_commit_vouches_for_nothing(repo
     full = full_search(clone, "capybara")
     assert full
     assert quick is None or [hit.as_json() for hit in quick] == full
+
+
+def _gitmem_within(repo: Path, *args: str, seconds: float = 30) -> subprocess.CompletedProcess:
+    """``gitmem --repo REPO ARGS``, which must end within ``seconds`` (a hang fails the test)."""
+    from conftest import SUBPROCESS_ENV
+    return subprocess.run([sys.executable, "-m", "gitmem", "--repo", str(repo), *args],
+                          capture_output=True, env=SUBPROCESS_ENV, timeout=seconds)
+
+
+@pytest.mark.parametrize("fifo", ["memory/user.md", "sessions/claude-code/s1/meta.json",
+                                  "sessions/claude-code/s1/messages/000000.jsonl"])
+def test_a_named_pipe_in_place_of_a_record_file_hangs_no_quick_answer(repo, fifo):
+    """A look leaves what is not a regular file alone (never committed, never deleted); a
+    quick answer must not open it then wait forever for a writer."""
+    run_gitmem("memory", "write", "--user", repo=repo, input="Prefers marmoset answers.")
+    settled(repo)
+    for _ in range(20):
+        if not gitmem_opening("session", "read", "claude-code", "s1", repo=repo)[1]:
+            break
+    (repo / fifo).unlink()
+    os.mkfifo(repo / fifo)
+    for _ in range(3):  # the first looks again; the next ones would be quick
+        assert _gitmem_within(repo, "search", "marmoset").returncode == 0
+        _gitmem_within(repo, "session", "read", "claude-code", "s1")

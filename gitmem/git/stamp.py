@@ -78,12 +78,13 @@ def take(gitdir: Path, workdir: Path, head: str, folders: Iterable[str], started
         try:
             with os.scandir(workdir / folder) as entries:
                 for entry in entries:
-                    if entry.is_symlink():  # what lies behind one is not the work tree's to vouch for
-                        return None
-                    path = f"{folder}/{entry.name}"
-                    paths.append(path)
+                    # What lies behind a link is not the work tree's to vouch for, and a
+                    # named pipe or a device would hold a quick reader opening it.
                     if entry.is_dir(follow_symlinks=False):
-                        pending.append(path)
+                        pending.append(f"{folder}/{entry.name}")
+                    elif not entry.is_file(follow_symlinks=False):
+                        return None
+                    paths.append(f"{folder}/{entry.name}")
         except NotADirectoryError:
             continue
     stamp = {"head": head, "in_flight": in_flight, "looked_ns": started_ns, "paths": paths,
