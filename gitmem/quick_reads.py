@@ -52,10 +52,12 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
     workdir = workdir.resolve()
     gitdir = workdir / ".git"
     kept = stamp.kept(gitdir, folder)
-    if kept is None or not isinstance(kept.get("files"), list) or not stamp.holds(gitdir, workdir, kept):
+    files = kept.get("files") if kept is not None else None
+    if (not isinstance(files, list) or not all(isinstance(path, str) for path in files)
+            or not stamp.holds(gitdir, workdir, kept)):  # none, or of another shape
         return None
     messages = f"{folder}/messages/"
-    chunks = sorted(path for path in kept["files"] if path.startswith(messages)
+    chunks = sorted(path for path in files if path.startswith(messages)
                     and "/" not in path[len(messages):] and path.endswith(layout.JSONL_SUFFIX))
     try:
         runs = []
@@ -65,7 +67,7 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
                 return None
             runs.append(run)
         meta_path = f"{folder}/{layout.META}"
-        meta = parse_meta(_read(workdir, meta_path)) if meta_path in kept["files"] else {}
+        meta = parse_meta(_read(workdir, meta_path)) if meta_path in files else {}
     except (OSError, ValueError):  # gone meanwhile, or what the full read says more of
         return None
     if not stamp.holds(gitdir, workdir, kept):  # changed while it was read
