@@ -136,3 +136,19 @@ def test_a_damaged_stamp_of_a_session_is_no_error(repo):
             damaged += 1
     assert damaged == 1
     assert session_read(repo)[0] == expected
+
+
+def test_a_named_pipe_in_place_of_a_stamp_file_hangs_nothing(repo):
+    """What is not a regular file in the stamps folder is no stamp: it is never opened and
+    waited on (nor read from without end, as a link to /dev/zero would be)."""
+    settled(repo)
+    for _ in range(20):
+        if not session_read(repo)[1]:
+            break
+    stamps = list((repo / ".git" / "gitmem" / "stamps").iterdir())
+    assert len(stamps) == 2
+    for file in stamps:
+        file.unlink()
+        os.mkfifo(file)
+    assert _gitmem_within(repo, "session", "read", "claude-code", "s1").returncode == 0
+    assert _gitmem_within(repo, "search", "marmoset").returncode == 0

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gitmem.git.files import GITMEM_DIR, IN_FLIGHT_FILE, REF, write_private
+from gitmem.git.statcache import read_regular
 
 RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
 COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
@@ -164,9 +165,10 @@ def keep(gitdir: Path, scope: str, stamp: dict) -> None:
 
 def kept(gitdir: Path, scope: str) -> dict | None:
     """The stamp kept for ``scope`` (None: none, or unreadable)."""
+    read = read_regular(gitdir / GITMEM_DIR / FOLDER / _file_name(scope))  # no pipe waited on
     try:
-        found = json.loads((gitdir / GITMEM_DIR / FOLDER / _file_name(scope)).read_bytes())
-    except (OSError, ValueError):
+        found = json.loads(read[0]) if read is not None else None
+    except ValueError:
         return None
     return found if isinstance(found, dict) and found.get("scope") == scope else None
 
