@@ -49,7 +49,10 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
     work tree of the repository at ``workdir``; None when no stamp vouches for it now, or
     it holds images (they are restored from their blobs by the full read)."""
     folder = layout.session_dir(agent_type, session_id)
-    workdir = workdir.resolve()
+    try:
+        workdir = workdir.resolve()
+    except OSError:  # relative to a removed current folder: the full path says so
+        return None
     gitdir = workdir / ".git"
     kept = stamp.kept(gitdir, folder)
     files = kept.get("files") if kept is not None else None

@@ -222,7 +222,10 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
     expression = to_fts(query)
     check_options(kind, limit)
     path = layout.parse_record(record).path if record is not None else None
-    workdir = workdir.resolve()
+    try:
+        workdir = workdir.resolve()
+    except OSError:  # relative to a removed current folder: the full path says so
+        return None
     gitdir = workdir / ".git"
     index = gitdir / GITMEM_DIR / FILE
     if not index.is_file():

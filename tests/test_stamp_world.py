@@ -152,3 +152,23 @@ def test_a_named_pipe_in_place_of_a_stamp_file_hangs_nothing(repo):
         os.mkfifo(file)
     assert _gitmem_within(repo, "session", "read", "claude-code", "s1").returncode == 0
     assert _gitmem_within(repo, "search", "marmoset").returncode == 0
+
+
+@pytest.mark.parametrize("command", [("search", "marmoset"), ("session", "read", "claude-code", "s1")])
+def test_a_removed_current_folder_is_said_as_the_full_path_says_it(repo, tmp_path, command):
+    """`--repo` relative to a current folder that was removed: the quick path has no
+    answer of its own; the one line on stderr is the full path's (memory read's)."""
+    from conftest import SUBPROCESS_ENV
+    gone = tmp_path / "gone"
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        gone.mkdir()
+        script = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m gitmem --repo ../repo "$@"'
+        return subprocess.run(["sh", "-c", script, "sh", *args], capture_output=True, text=True,
+                              env=SUBPROCESS_ENV, timeout=60)
+
+    settled(repo)
+    expected = run("memory", "read", "--user")
+    assert expected.returncode != 0 and "Traceback" not in expected.stderr
+    done = run(*command)
+    assert (done.returncode, done.stderr) == (expected.returncode, expected.stderr)
