@@ -222,13 +222,13 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
     expression = to_fts(query)
     check_options(kind, limit)
     path = layout.parse_record(record).path if record is not None else None
-    try:
+    try:  # none there, a name too long, a removed current folder: the full path says so
         workdir = workdir.resolve()
-    except OSError:  # relative to a removed current folder: the full path says so
-        return None
-    gitdir = workdir / ".git"
-    index = gitdir / GITMEM_DIR / FILE
-    if not index.is_file():
+        gitdir = workdir / ".git"
+        index = gitdir / GITMEM_DIR / FILE
+        if not index.is_file():
+            return None
+    except OSError:
         return None
     try:
         db = sqlite3.connect(f"{index.as_uri()}?mode=ro", uri=True, isolation_level=None)

@@ -172,3 +172,12 @@ def test_a_removed_current_folder_is_said_as_the_full_path_says_it(repo, tmp_pat
     assert expected.returncode != 0 and "Traceback" not in expected.stderr
     done = run(*command)
     assert (done.returncode, done.stderr) == (expected.returncode, expected.stderr)
+
+
+@pytest.mark.parametrize("command", [("search", "marmoset"), ("session", "read", "claude-code", "s1")])
+def test_a_repository_name_too_long_is_said_as_the_full_path_says_it(tmp_path, command):
+    repo = str(tmp_path / ("z" * 300))
+    expected = run_gitmem("memory", "read", "--user", repo=Path(repo), check=False)
+    assert expected.returncode != 0 and "Traceback" not in expected.stderr
+    done = run_gitmem(*command, repo=Path(repo), check=False)
+    assert (done.returncode, done.stderr) == (expected.returncode, expected.stderr)
