@@ -4,8 +4,9 @@ A process that has just found nothing waiting in the work tree (no hand edit, no
 in flight) takes a stamp of the folders it looked at. A later process checks the stamp
 with ``lstat`` calls and two small file reads, without git or pygit2: HEAD still on main,
 main at the same commit, no write noted in flight since (gitmem notes each commit before
-main moves to it, ``.git/gitmem/in-flight``), and no entry under those
-folders changed, added or removed. Each of those changes sets a ctime, which no program
+main moves to it, ``.git/gitmem/in-flight``), the same work-tree folder (not a clone's
+with a stamp copied in), and no entry under those folders changed, added or removed
+(nothing there but files and folders: no link, pipe or device). Each of those changes sets a ctime, which no program
 can set back, so a stamp can go stale but never lies.
 
     stamp = take(gitdir, workdir, head, ["memory", "sessions"], started_ns)
