@@ -117,8 +117,8 @@ def test_a_named_pipe_in_place_of_a_record_file_hangs_no_quick_answer(repo, fifo
         _gitmem_within(repo, "session", "read", "claude-code", "s1")
 
 
-def session_read(repo: Path) -> tuple[bytes, bool]:
-    return gitmem_opening("session", "read", "claude-code", "s1", repo=repo)
+def session_read(repo: Path, warning: str = "") -> tuple[bytes, bool]:
+    return gitmem_opening("session", "read", "claude-code", "s1", repo=repo, warning=warning)
 
 
 def test_a_damaged_stamp_of_a_session_is_no_error(repo):
@@ -181,3 +181,43 @@ def test_a_repository_name_too_long_is_said_as_the_full_path_says_it(tmp_path, c
     assert expected.returncode != 0 and "Traceback" not in expected.stderr
     done = run_gitmem(*command, repo=Path(repo), check=False)
     assert (done.returncode, done.stderr) == (expected.returncode, expected.stderr)
+
+
+def test_main_moved_by_hand_during_a_reads_look_is_not_vouched_for(repo):
+    """`git update-ref` moves main while a full `session read` looks at the work tree (slow
+    here: many files gitmem does not watch). The look compared the files with the old
+    main; a stamp of the new main over them would give the old bytes, quick, where the
+    full read gives the new ones (and brings the work tree to them)."""
+    import time
+    git = Git(repo)
+    chunk = repo / "sessions" / "claude-code" / "s1" / "messages" / "000000.jsonl"
+    old = git("rev-parse", "HEAD").strip()
+    with open(chunk, "a") as file:
+        file.write('{"role": "user", "content": "moved by update-ref"}\n')
+    git("commit", "-qam", "the next version, by plain git")
+    new = git("rev-parse", "HEAD").strip()
+    git("reset", "-q", "--hard", old)
+    folder = chunk.parent.parent
+    for n in range(60_000):
+        (folder / f".junk{n}").touch()
+    started = time.monotonic()
+    run_gitmem("session", "read", "claude-code", "s1", repo=repo)
+    took = time.monotonic() - started
+    from conftest import SUBPROCESS_ENV
+    differing = []
+    for step in range(1, 8):
+        git("update-ref", "refs/heads/main", old)
+        git("checkout", "-q", "-f", "main")
+        shutil.rmtree(repo / ".git" / "gitmem" / "stamps", ignore_errors=True)
+        time.sleep(0.1)
+        reading = subprocess.Popen([sys.executable, "-m", "gitmem", "--repo", str(repo), "session", "read",
+                                    "claude-code", "s1"], stdout=subprocess.DEVNULL, env=SUBPROCESS_ENV)
+        time.sleep(took * step / 8)  # main moves at some moment of that read
+        git("update-ref", "refs/heads/main", new)
+        reading.wait(timeout=120)
+        quick, opened = session_read(repo, warning="after an interrupted write")
+        if not opened:
+            shutil.rmtree(repo / ".git" / "gitmem" / "stamps")
+            if quick != session_read(repo, warning="after an interrupted write")[0]:
+                differing.append(step)
+    assert differing == []
