@@ -11,11 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import Git, gitmem_opening, run_gitmem
+from conftest import SUBPROCESS_ENV, Git, gitmem_opening, run_gitmem
 from gitmem.repository import Gitmem
 from gitmem.search_query import quick_search
 
@@ -95,7 +96,6 @@ def test_a_stamp_copied_from_a_clone_at_the_same_commit_vouches_for_nothing(repo
 
 def _gitmem_within(repo: Path, *args: str, seconds: float = 30) -> subprocess.CompletedProcess:
     """``gitmem --repo REPO ARGS``, which must end within ``seconds`` (a hang fails the test)."""
-    from conftest import SUBPROCESS_ENV
     return subprocess.run([sys.executable, "-m", "gitmem", "--repo", str(repo), *args],
                           capture_output=True, env=SUBPROCESS_ENV, timeout=seconds)
 
@@ -158,7 +158,6 @@ def test_a_named_pipe_in_place_of_a_stamp_file_hangs_nothing(repo):
 def test_a_removed_current_folder_is_said_as_the_full_path_says_it(repo, tmp_path, command):
     """`--repo` relative to a current folder that was removed: the quick path has no
     answer of its own; the one line on stderr is the full path's (memory read's)."""
-    from conftest import SUBPROCESS_ENV
     gone = tmp_path / "gone"
 
     def run(*args: str) -> subprocess.CompletedProcess:
@@ -188,7 +187,6 @@ def test_main_moved_by_hand_during_a_reads_look_is_not_vouched_for(repo):
     here: many files gitmem does not watch). The look compared the files with the old
     main; a stamp of the new main over them would give the old bytes, quick, where the
     full read gives the new ones (and brings the work tree to them)."""
-    import time
     git = Git(repo)
     chunk = repo / "sessions" / "claude-code" / "s1" / "messages" / "000000.jsonl"
     old = git("rev-parse", "HEAD").strip()
@@ -203,7 +201,6 @@ def test_main_moved_by_hand_during_a_reads_look_is_not_vouched_for(repo):
     started = time.monotonic()
     run_gitmem("session", "read", "claude-code", "s1", repo=repo)
     took = time.monotonic() - started
-    from conftest import SUBPROCESS_ENV
     differing = []
     for step in range(1, 8):
         git("update-ref", "refs/heads/main", old)
