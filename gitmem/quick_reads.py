@@ -16,12 +16,12 @@ opens the repository.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem import layout
 from gitmem.git import stamp
+from gitmem.git.files import read_regular
 from gitmem.jsontexts import json_array, jsonl_run
 from gitmem.meta import parse_meta
 
@@ -49,13 +49,18 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
     work tree of the repository at ``workdir``; None when no stamp vouches for it now, or
     it holds images (they are restored from their blobs by the full read)."""
     folder = layout.session_dir(agent_type, session_id)
-    workdir = workdir.resolve()
+    try:
+        workdir = workdir.resolve()
+    except OSError:  # relative to a removed current folder: the full path says so
+        return None
     gitdir = workdir / ".git"
     kept = stamp.kept(gitdir, folder)
-    if kept is None or not isinstance(kept.get("files"), list) or not stamp.holds(gitdir, workdir, kept):
+    files = kept.get("files") if kept is not None else None
+    if (not isinstance(files, list) or not all(isinstance(path, str) for path in files)
+            or not stamp.holds(gitdir, workdir, kept)):  # none, or of another shape
         return None
     messages = f"{folder}/messages/"
-    chunks = sorted(path for path in kept["files"] if path.startswith(messages)
+    chunks = sorted(path for path in files if path.startswith(messages)
                     and "/" not in path[len(messages):] and path.endswith(layout.JSONL_SUFFIX))
     try:
         runs = []
@@ -65,7 +70,7 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
                 return None
             runs.append(run)
         meta_path = f"{folder}/{layout.META}"
-        meta = parse_meta(_read(workdir, meta_path)) if meta_path in kept["files"] else {}
+        meta = parse_meta(_read(workdir, meta_path)) if meta_path in files else {}
     except (OSError, ValueError):  # gone meanwhile, or what the full read says more of
         return None
     if not stamp.holds(gitdir, workdir, kept):  # changed while it was read
@@ -74,8 +79,9 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
 
 
 def _read(workdir: Path, path: str) -> bytes:
-    """The work tree's file at ``path``, never through a symbolic link at its end (the
-    stamp vouches for the folders on the way)."""
-    fd = os.open(workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
-    with open(fd, "rb") as file:
-        return file.read()
+    """The work tree's regular file at ``path``, never through a symbolic link at its end
+    (the stamp vouches for the folders on the way); OSError when there is none."""
+    found = read_regular(workdir / path)
+    if found is None:
+        raise FileNotFoundError(path)
+    return found[0]

@@ -251,11 +251,12 @@ class Gitmem:
         process reads it from the work tree (:func:`gitmem.quick_reads.session_json`)."""
         folder = self.sessions.folder(agent_type, session_id)
         started = time.time_ns()
+        looked_at = self.engine.head()  # main moved during the look: it was not compared with this HEAD
         hand_edits = self.engine.hand_edits
         settled = hand_edits is not None and hand_edits.before_access(folder)
         head = self.engine.snapshot()
         found = self.sessions.read_json_pieces(agent_type, session_id, snapshot=head)
-        if settled and self.engine.writable:
+        if settled and self.engine.writable and head.id == looked_at:
             quick_reads.keep_stamp(self.engine, folder, head, started)
         return found
 

@@ -118,9 +118,10 @@ class SearchIndex:
         db = self._open()
         if not self._stamp_holds(db):
             started = time.time_ns()
+            looked_at = self.engine.head()  # main moved during the look: it was not compared with this HEAD
             settled = self._take_in_hand_edits(path)
             db = self.catch_up(progress)
-            if settled:
+            if settled and meta(db, "tip") == looked_at:
                 self._stamp(db, started)
         return answer(db, expression, self._read_blobs, history=history, kind=kind, path=path,
                       window=window, limit=limit)

@@ -13,7 +13,6 @@ Otherwise :func:`quick_search` says None, and the repository is opened.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from typing import Any, NamedTuple
 from gitmem import layout
 from gitmem.errors import BadQuery, InvalidInput
 from gitmem.git import stamp
-from gitmem.git.files import GITMEM_DIR
+from gitmem.git.files import GITMEM_DIR, read_regular
 from gitmem.units import unit_key, units_of
 
 FILE = "search.sqlite"  # in .git/gitmem/
@@ -154,7 +153,7 @@ def answer(db: sqlite3.Connection, expression: str, read_blobs: ReadBlobs, *, hi
         " JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
         " LEFT JOIN commits cr ON cr.id = u.removed"
         f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
-        [*params, limit]).fetchall()
+        [*params, min(limit, 2**62)]).fetchall()  # SQLite's integers end at 2**63
     texts = _unit_texts([(r[0], r[2], r[3], r[4], r[5]) for r in rows], read_blobs, read_file)
     snippets = _snippets(db, expression, texts)
     return [SearchHit(name, unit, snippets.get(unit_id, ""), round(-score, 6), added,
@@ -222,10 +221,13 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
     expression = to_fts(query)
     check_options(kind, limit)
     path = layout.parse_record(record).path if record is not None else None
-    workdir = workdir.resolve()
-    gitdir = workdir / ".git"
-    index = gitdir / GITMEM_DIR / FILE
-    if not index.is_file():
+    try:  # none there, a name too long, a removed current folder: the full path says so
+        workdir = workdir.resolve()
+        gitdir = workdir / ".git"
+        index = gitdir / GITMEM_DIR / FILE
+        if not index.is_file():
+            return None
+    except OSError:
         return None
     try:
         db = sqlite3.connect(f"{index.as_uri()}?mode=ro", uri=True, isolation_level=None)
@@ -244,16 +246,12 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
 
 
 def _read_file(workdir: Path, path: str) -> bytes | None:
-    """The work tree's file at ``path`` (what HEAD holds, or a refused hand edit, while the
-    stamp holds), never through a symbolic link; None when there is none."""
+    """The work tree's regular file at ``path`` (what HEAD holds while the stamp holds),
+    never through a symbolic link; None when there is none."""
     if layout.record_path(path) is None or ".." in path.split("/"):
         return None
-    try:
-        fd = os.open(workdir / path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    with open(fd, "rb") as file:
-        return file.read()
+    found = read_regular(workdir / path)
+    return found[0] if found is not None else None
 
 
 def _read_blobs(gitdir: Path, ids: list[str]) -> dict[str, bytes]:

@@ -154,3 +154,16 @@ def test_a_refused_hand_edit_a_long_lived_process_knows_is_not_vouched_for(repo)
             assert len(json.loads(b"".join(pieces))) == 30
     found, opened = read(repo, warning="not committing hand edit")
     assert opened and len(found["messages"]) == 30
+
+
+def test_a_folder_named_like_a_chunk_is_no_chunk(repo):
+    """A person's plain git commit of a folder `messages/000001.jsonl/`: every read failed
+    ("'NoneType' is not iterable"); the folder is not a chunk."""
+    folder = repo / CHUNK.with_name("000001.jsonl")
+    folder.mkdir()
+    (folder / "note.txt").write_text("not a chunk\n")
+    Git(repo)("add", "-A")
+    Git(repo)("commit", "-q", "-m", "a folder by hand")
+    for _ in range(3):
+        found, _ = read(repo)
+        assert len(found["messages"]) == 30

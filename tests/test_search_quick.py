@@ -25,7 +25,8 @@ from gitmem.search_query import quick_search
 def search(repo: Path, query: str, *options: str) -> tuple[list[tuple[str, str, str]], bool]:
     """(hits as (record, unit, snippet), whether it opened the repository) of ``gitmem
     search --json OPTIONS -- QUERY``."""
-    out, opened = gitmem_opening("search", "--json", "--limit", "100", *options, "--", query, repo=repo)
+    limit = () if "--limit" in options else ("--limit", "100")
+    out, opened = gitmem_opening("search", "--json", *limit, *options, "--", query, repo=repo)
     return [(h["record"], h["unit"], h["snippet"]) for h in json.loads(out)], opened
 
 
@@ -155,3 +156,10 @@ def test_a_deleted_or_damaged_index_is_rebuilt_by_the_full_search(repo):
         (repo / ".git" / "gitmem" / name).unlink(missing_ok=True)
     assert quick_search(repo, "marmoset") is None
     assert len(search(repo, "marmoset")[0]) == 2
+
+
+def test_a_limit_beyond_sqlites_integers_gives_every_hit(repo):
+    """`--limit` of 10**30 printed SQLite's overflow error; it means no limit."""
+    for _ in range(2):
+        hits, _ = search(repo, "marmoset", "--limit", str(10**30))
+        assert {record for record, _, _ in hits} == {"agent:reviewer", "session:claude-code/s1"}

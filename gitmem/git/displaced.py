@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitmem.git.base import unlink
-from gitmem.git.statcache import git_blob_id, read_regular
+from gitmem.git.files import read_regular
+from gitmem.git.statcache import git_blob_id
 
 log = logging.getLogger("gitmem.engine")
 

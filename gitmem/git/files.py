@@ -1,4 +1,5 @@
-"""gitmem's own files in ``.git/gitmem/`` (caches, states): replaced whole, atomically. No pygit2.
+"""gitmem's own files in ``.git/gitmem/`` (caches, states): replaced whole, atomically, and
+read only when they are regular files. No pygit2.
 
     write_private(private_dir / "thread-listing.json", data)
 """
@@ -6,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -33,3 +35,18 @@ def write_private(target: Path, data: bytes) -> None:
     except OSError:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def read_regular(file: os.PathLike) -> tuple[bytes, os.stat_result] | None:
+    """The bytes of regular file ``file`` and its stat data as they were after the read; None
+    for no file, a symlink (never followed) or anything else that is not a regular file."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # no file, or a symlink (ELOOP)
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before open(): it refuses a folder
+        os.close(fd)
+        return None
+    with open(fd, "rb") as opened:
+        data = opened.read()
+        return data, os.fstat(fd)

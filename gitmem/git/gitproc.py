@@ -170,8 +170,9 @@ def read_objects(gitdir: str | os.PathLike, names: list[str], *, timeout: float)
         stdin.write("".join(f"{name}\n" for name in names).encode())
         stdin.seek(0)
         buffer, answered = bytearray(), 0
-        for data in stream(["--git-dir", os.fspath(gitdir), "cat-file", "--batch"], cwd=gitdir,
-                           timeout=timeout, stdin=stdin):
+        # Objects as they are, as pygit2 reads them: no `git replace` swapped in.
+        for data in stream(["--no-replace-objects", "--git-dir", os.fspath(gitdir), "cat-file", "--batch"],
+                           cwd=gitdir, timeout=timeout, stdin=stdin):
             buffer += data
             while (end := buffer.find(b"\n")) >= 0:
                 fields = bytes(buffer[:end]).split(b" ")

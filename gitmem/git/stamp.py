@@ -4,8 +4,9 @@ A process that has just found nothing waiting in the work tree (no hand edit, no
 in flight) takes a stamp of the folders it looked at. A later process checks the stamp
 with ``lstat`` calls and two small file reads, without git or pygit2: HEAD still on main,
 main at the same commit, no write noted in flight since (gitmem notes each commit before
-main moves to it, ``.git/gitmem/in-flight``), and no entry under those
-folders changed, added or removed. Each of those changes sets a ctime, which no program
+main moves to it, ``.git/gitmem/in-flight``), the same work-tree folder (not a clone's
+with a stamp copied in), and no entry under those folders changed, added or removed
+(nothing there but files and folders: no link, pipe or device). Each of those changes sets a ctime, which no program
 can set back, so a stamp can go stale but never lies.
 
     stamp = take(gitdir, workdir, head, ["memory", "sessions"], started_ns)
@@ -23,6 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gitmem.git.files import GITMEM_DIR, IN_FLIGHT_FILE, REF, write_private
+from gitmem.git.files import read_regular
 
 RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
 COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
@@ -78,16 +80,17 @@ def take(gitdir: Path, workdir: Path, head: str, folders: Iterable[str], started
         try:
             with os.scandir(workdir / folder) as entries:
                 for entry in entries:
-                    if entry.is_symlink():  # what lies behind one is not the work tree's to vouch for
-                        return None
-                    path = f"{folder}/{entry.name}"
-                    paths.append(path)
+                    # What lies behind a link is not the work tree's to vouch for, and a
+                    # named pipe or a device would hold a quick reader opening it.
                     if entry.is_dir(follow_symlinks=False):
-                        pending.append(path)
+                        pending.append(f"{folder}/{entry.name}")
+                    elif not entry.is_file(follow_symlinks=False):
+                        return None
+                    paths.append(f"{folder}/{entry.name}")
         except NotADirectoryError:
             continue
     stamp = {"head": head, "in_flight": in_flight, "looked_ns": started_ns, "paths": paths,
-             "files": files}
+             "files": files, "work_tree": _identity(workdir)}
     return stamp if _unchanged(workdir, stamp) else None
 
 
@@ -101,7 +104,18 @@ def holds(gitdir: Path, workdir: Path, stamp: dict) -> bool:
     """True while nothing the stamp vouches for has moved (see the module's docstring)."""
     head = stamp.get("head")
     return (isinstance(head, str) and main_commit(gitdir) == head
-            and _in_flight(gitdir) == stamp.get("in_flight") and _unchanged(workdir, stamp))
+            and _in_flight(gitdir) == stamp.get("in_flight")
+            and stamp.get("work_tree") == _identity(workdir) and _unchanged(workdir, stamp))
+
+
+def _identity(workdir: Path) -> list[int] | None:
+    """The work tree's folder as the file system knows it (device, inode): a stamp copied
+    from another repository, a clone at the same commit say, vouches for nothing here."""
+    try:
+        st = os.stat(workdir)
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
 
 
 def _in_flight(gitdir: Path) -> str | None | bool:
@@ -152,9 +166,10 @@ def keep(gitdir: Path, scope: str, stamp: dict) -> None:
 
 def kept(gitdir: Path, scope: str) -> dict | None:
     """The stamp kept for ``scope`` (None: none, or unreadable)."""
+    read = read_regular(gitdir / GITMEM_DIR / FOLDER / _file_name(scope))  # no pipe waited on
     try:
-        found = json.loads((gitdir / GITMEM_DIR / FOLDER / _file_name(scope)).read_bytes())
-    except (OSError, ValueError):
+        found = json.loads(read[0]) if read is not None else None
+    except ValueError:
         return None
     return found if isinstance(found, dict) and found.get("scope") == scope else None
 

@@ -19,11 +19,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import stat
 import threading
 from pathlib import Path
 
-from gitmem.git.files import write_private
+from gitmem.git.files import read_regular, write_private
 
 log = logging.getLogger("gitmem.statcache")
 
@@ -45,21 +44,6 @@ def git_blob_id(data: bytes) -> str:
     digest = hashlib.sha1(b"blob %d\0" % len(data))
     digest.update(data)
     return digest.hexdigest()
-
-
-def read_regular(file: os.PathLike) -> tuple[bytes, os.stat_result] | None:
-    """The bytes of regular file ``file`` and its stat data as they were after the read; None
-    for no file, a symlink (never followed) or anything else that is not a regular file."""
-    try:
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:  # no file, or a symlink (ELOOP)
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):  # before open(): it refuses a folder
-        os.close(fd)
-        return None
-    with open(fd, "rb") as opened:
-        data = opened.read()
-        return data, os.fstat(fd)
 
 
 class StatCache:

@@ -32,7 +32,8 @@ from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.journal import Journal
 from gitmem.git.snapshot import Snapshot
 from gitmem.git.stamp import racy
-from gitmem.git.statcache import StatCache, git_blob_id, read_regular, stat_key
+from gitmem.git.files import read_regular
+from gitmem.git.statcache import StatCache, git_blob_id, stat_key
 
 log = logging.getLogger("gitmem.engine")
 

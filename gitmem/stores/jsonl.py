@@ -115,8 +115,9 @@ class ChunkedJsonl:
         self.blobs = blob_refs.Blobs(f"{folder}/{blob_refs.FOLDER}") if blobs else None
 
     def chunk_paths(self, snapshot: Snapshot) -> list[str]:
-        return [f"{self.folder}/{name}" for name in sorted(snapshot.list(self.folder))
-                if name.endswith(SUFFIX)]
+        """The log's chunk files, in order (a folder that a person named like one is none)."""
+        paths = (f"{self.folder}/{name}" for name in sorted(snapshot.list(self.folder)) if name.endswith(SUFFIX))
+        return [path for path in paths if snapshot.blob_id(path) is not None]
 
     def chunks(self, snapshot: Snapshot) -> list[tuple[str, Chunk]]:
         return [(path, snapshot.read_parsed(path, parse_chunk)) for path in self.chunk_paths(snapshot)]
