@@ -1,13 +1,13 @@
 """A stamp that vouches, by stat data alone, that main and the work tree are as they were.
 
-A process that has just found nothing waiting in the work tree (no hand edit, no write
-in flight) takes a stamp of the folders it looked at. A later process checks the stamp
-with ``lstat`` calls and two small file reads, without git or pygit2: HEAD still on main,
-main at the same commit, no write noted in flight since (gitmem notes each commit before
-main moves to it, ``.git/gitmem/in-flight``), the same work-tree folder (not a clone's
-with a stamp copied in), and no entry under those folders changed, added or removed
-(nothing there but files and folders: no link, pipe or device). Each of those changes sets a ctime, which no program
-can set back, so a stamp can go stale but never lies.
+A process that has just found every file of the folders it looked at holding HEAD's
+version takes a stamp of them. A later process checks the stamp with ``lstat`` calls and
+a few small file reads, without git or pygit2: HEAD still on main, main at the same
+commit, no write noted in flight since (gitmem notes each commit before main moves to it,
+``.git/gitmem/in-flight``), the same work-tree folder (not a clone's with a stamp copied
+in), and no entry under those folders changed, added or removed (nothing there but files
+and folders: no link, pipe or device). Each of those changes sets a ctime, which no
+program can set back (:func:`racy`, git's rule), so a stamp can go stale but never lies.
 
     stamp = take(gitdir, workdir, head, ["memory", "sessions"], started_ns)
     keep(gitdir, "", stamp)                  # for the next process
@@ -23,8 +23,7 @@ import zlib
 from collections.abc import Iterable
 from pathlib import Path
 
-from gitmem.git.files import GITMEM_DIR, IN_FLIGHT_FILE, REF, write_private
-from gitmem.git.files import read_regular
+from gitmem.git.files import GITMEM_DIR, IN_FLIGHT_FILE, REF, read_regular, write_private
 
 RACY_NS = 50_000_000  # well beyond the kernel's timestamp tick
 COARSE_RACY_NS = 2_000_000_000  # file systems keeping milliseconds or less (FAT: 2 s)
