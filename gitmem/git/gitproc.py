@@ -108,20 +108,29 @@ def git_date(text: str, *, timeout: float = 10.0) -> float | None:
     return time.time() if seconds >= 2 ** 63 - 1 else float(seconds)  # git's "now" is its end of time
 
 
-def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, stdin=None,
+def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, input: bytes | None = None,
            chunk: int = 1 << 16) -> Iterator[bytes]:
     """Run ``git ARGS`` in ``cwd`` as :func:`run` does and yield its standard output in
-    pieces of up to ``chunk`` bytes while it runs (``stdin``: a file it reads, else none). Raises GitTimeout when git is not done
-    within ``timeout`` seconds, subprocess.CalledProcessError (its stderr in ``stderr``)
-    when it fails. Leaving the loop early ends git."""
+    pieces of up to ``chunk`` bytes while it runs (``input``: its standard input, else
+    none). Raises GitTimeout when git is not done within ``timeout`` seconds,
+    subprocess.CalledProcessError (its stderr in ``stderr``) when it fails. Leaving the
+    loop early ends git."""
     errors = tempfile.TemporaryFile()  # never a full pipe while stdout is read
+    given = None
+    if input is not None:  # a file, read at git's pace: no pipe to keep fed beside stdout
+        given = tempfile.TemporaryFile()
+        given.write(input)
+        given.seek(0)
     try:
         proc = subprocess.Popen(["git", *args], cwd=cwd, env=environment(),
-                                stdin=subprocess.DEVNULL if stdin is None else stdin,
+                                stdin=subprocess.DEVNULL if given is None else given,
                                 stdout=subprocess.PIPE, stderr=errors, start_new_session=True)
     except FileNotFoundError:
         errors.close()
         raise GitMissing("the `git` command is not installed") from None
+    finally:
+        if given is not None:
+            given.close()  # git reads its own copy
     with _running_lock:
         _running.add(proc)
         stopping = _stopped
@@ -166,30 +175,27 @@ def read_objects(gitdir: str | os.PathLike, names: list[str], *, timeout: float)
     :func:`stream`; ValueError when git's answer is not what was asked."""
     if any("\n" in name for name in names):
         raise ValueError("an object name holds a line break")
-    with tempfile.TemporaryFile() as stdin:
-        stdin.write("".join(f"{name}\n" for name in names).encode())
-        stdin.seek(0)
-        buffer, answered = bytearray(), 0
-        # Objects as they are, as pygit2 reads them: no `git replace` swapped in.
-        for data in stream(["--no-replace-objects", "--git-dir", os.fspath(gitdir), "cat-file", "--batch"],
-                           cwd=gitdir, timeout=timeout, stdin=stdin):
-            buffer += data
-            while (end := buffer.find(b"\n")) >= 0:
-                fields = bytes(buffer[:end]).split(b" ")
-                if len(fields) != 3:  # "<name> missing" (or "ambiguous")
-                    del buffer[:end + 1]
-                    answered += 1
-                    yield "", b""
-                    continue
-                size = int(fields[2])
-                if len(buffer) < end + 1 + size + 1:
-                    break
-                blob = bytes(buffer[end + 1:end + 1 + size])
-                del buffer[:end + 1 + size + 1]
+    buffer, answered = bytearray(), 0
+    # Objects as they are, as pygit2 reads them: no `git replace` swapped in.
+    for data in stream(["--no-replace-objects", "--git-dir", os.fspath(gitdir), "cat-file", "--batch"],
+                       cwd=gitdir, timeout=timeout, input="".join(f"{name}\n" for name in names).encode()):
+        buffer += data
+        while (end := buffer.find(b"\n")) >= 0:
+            fields = bytes(buffer[:end]).split(b" ")
+            if len(fields) != 3:  # "<name> missing" (or "ambiguous")
+                del buffer[:end + 1]
                 answered += 1
-                yield (fields[0].decode(), blob) if fields[1] == b"blob" else ("", b"")
-        if buffer or answered != len(names):
-            raise ValueError("git cat-file's answer does not match what was asked")
+                yield "", b""
+                continue
+            size = int(fields[2])
+            if len(buffer) < end + 1 + size + 1:
+                break
+            blob = bytes(buffer[end + 1:end + 1 + size])
+            del buffer[:end + 1 + size + 1]
+            answered += 1
+            yield (fields[0].decode(), blob) if fields[1] == b"blob" else ("", b"")
+    if buffer or answered != len(names):
+        raise ValueError("git cat-file's answer does not match what was asked")
 
 
 def stop_all(grace: float = STOP_GRACE, *, final: bool = False) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 
 from gitmem.git import gitproc
@@ -53,15 +52,12 @@ def version_hunks(gitdir: str | os.PathLike, path: str, trees: list[str], *,
     pairs = "".join(f"{old} {new}\n" for old, new in zip([EMPTY_TREE] + trees, trees)).encode()
     if not all(_PAIR.fullmatch(pair) for pair in pairs.splitlines()):
         raise ValueError("not a tree id")
-    with tempfile.TemporaryFile() as stdin:
-        stdin.write(pairs)
-        stdin.seek(0)
-        command = ["--git-dir", str(gitdir), "--literal-pathspecs", "diff-tree", "--stdin", "--always",
-                   "-p", "-U0", "--text", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
-                   "--inter-hunk-context=0", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/",
-                   "--", path]
-        lines = _lines(gitproc.stream(command, cwd=gitdir, timeout=timeout, stdin=stdin, chunk=READ_SIZE))
-        yield from _parse(lines, path.encode(), len(trees))
+    command = ["--git-dir", str(gitdir), "--literal-pathspecs", "diff-tree", "--stdin", "--always",
+               "-p", "-U0", "--text", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color",
+               "--inter-hunk-context=0", "--no-relative", "--src-prefix=a/", "--dst-prefix=b/",
+               "--", path]
+    lines = _lines(gitproc.stream(command, cwd=gitdir, timeout=timeout, input=pairs, chunk=READ_SIZE))
+    yield from _parse(lines, path.encode(), len(trees))
 
 
 def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 
 import pygit2
@@ -325,40 +324,38 @@ class History:
 
     def _git_changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
         for pair in pairs:  # a revision's syntax never reaches git's stdin
-            if not all(c is None or (len(c) == 40 and all(x in "0123456789abcdef" for x in c)) for c in pair):
+            if not all(c is None or (len(c) == 40 and is_hex(c)) for c in pair):
                 raise ValueError("not a commit id")
         lines = "".join(f"{new} {old}\n" if old else f"{new}\n" for old, new in pairs)
-        with tempfile.TemporaryFile() as stdin:
-            stdin.write(lines.encode())
-            stdin.seek(0)
-            command = ["--git-dir", self._repo.path, "--literal-pathspecs", "diff-tree", "--stdin",
-                       "--always", "--root", "-r", "-z", "--raw", "--numstat", "--no-renames",
-                       "--no-ext-diff", "--no-textconv", "--", *([path] if path else [])]
-            found: list[list[FileChange]] = []
-            status: dict[str, str] = {}
-            files: list[FileChange] = []
-            raw: bytes | None = None  # a ":modes ids status" entry whose path comes next
-            rest = b""
-            for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT, stdin=stdin):
-                *tokens, rest = (rest + data).split(b"\0")
-                for token in tokens:
-                    if raw is not None:
-                        fields = raw.split(b" ")
-                        if fields[2] != fields[3]:  # a change of mode alone is no change
-                            status[token.decode("utf-8", "surrogateescape")] = _STATUS.get(fields[4][:1], "modified")
-                        raw = None
-                    elif token.startswith(b":"):
-                        raw = token
-                    elif b"\t" in token:
-                        added, removed, name = token.split(b"\t", 2)
-                        file = name.decode("utf-8", "surrogateescape")
-                        if file in status:
-                            binary = added == b"-"
-                            files.append(FileChange(file, status[file], 0 if binary else int(added),
-                                                    0 if binary else int(removed), binary))
-                    elif token:  # the next pair's commit id
-                        found.append(files)
-                        files, status = [], {}
+        command = ["--git-dir", self._repo.path, "--literal-pathspecs", "diff-tree", "--stdin",
+                   "--always", "--root", "-r", "-z", "--raw", "--numstat", "--no-renames",
+                   "--no-ext-diff", "--no-textconv", "--", *([path] if path else [])]
+        found: list[list[FileChange]] = []
+        status: dict[str, str] = {}
+        files: list[FileChange] = []
+        raw: bytes | None = None  # a ":modes ids status" entry whose path comes next
+        rest = b""
+        for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT,
+                                   input=lines.encode()):
+            *tokens, rest = (rest + data).split(b"\0")
+            for token in tokens:
+                if raw is not None:
+                    fields = raw.split(b" ")
+                    if fields[2] != fields[3]:  # a change of mode alone is no change
+                        status[token.decode("utf-8", "surrogateescape")] = _STATUS.get(fields[4][:1], "modified")
+                    raw = None
+                elif token.startswith(b":"):
+                    raw = token
+                elif b"\t" in token:
+                    added, removed, name = token.split(b"\t", 2)
+                    file = name.decode("utf-8", "surrogateescape")
+                    if file in status:
+                        binary = added == b"-"
+                        files.append(FileChange(file, status[file], 0 if binary else int(added),
+                                                0 if binary else int(removed), binary))
+                elif token:  # the next pair's commit id
+                    found.append(files)
+                    files, status = [], {}
         found.append(files)
         if rest or raw is not None or len(found) != len(pairs) + 1:
             raise ValueError("git diff-tree's output does not match what was asked")
@@ -389,7 +386,7 @@ class History:
         """``(blob id, bytes)`` of file ``path`` in each of ``commits`` that has it, in order,
         read by one ``git cat-file --batch`` (whose delta cache makes a run of one file's
         versions cheap), until ``budget`` bytes are read. Raises as :func:`gitproc.stream`."""
-        if not all(len(c) == 40 and all(x in "0123456789abcdef" for x in c) for c in commits):
+        if not all(len(c) == 40 and is_hex(c) for c in commits):
             raise ValueError("not a commit id")
         read = 0
         for blob_id, blob in gitproc.read_objects(self._repo.path, [f"{c}:{path}" for c in commits],

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import tempfile
 from collections.abc import Iterator
 
 from gitmem.git import gitproc
@@ -49,37 +48,33 @@ def changes_from_parents(gitdir: str | os.PathLike, commits: list[str], *,
         raise EngineError("not a commit id")
     if not commits:
         return
-    with tempfile.TemporaryFile() as stdin:  # each once: a commit's diffs come one after another
-        stdin.write("".join(f"{c}\n" for c in dict.fromkeys(commits)).encode())
-        stdin.seek(0)
-        args = ["--git-dir", str(gitdir), "diff-tree", "--stdin", "-r",
-                "-m", "--root", "--no-renames", "--no-abbrev", "--no-color", "-z", "--format=%H %P"]
-        head: list[bytes] | None = None  # the commit and parents of the diffs being read
-        diffs: list[dict[str, tuple[str | None, str | None]]] = []
-        try:
-            for header, changes in raw_log(gitproc.stream(args, cwd=gitdir, timeout=timeout,
-                                                          stdin=stdin, chunk=READ_SIZE)):
-                fields = (header or b"").split(b" ")  # "commit parent...": a diff of it, or of the next
-                if head is not None and fields != head:
-                    yield from _parent_diffs(head, diffs)
-                    diffs = []
-                head = fields
-                diff: dict[str, tuple[str | None, str | None]] = {}
-                diffs.append(diff)
-                for entry, path in changes:
-                    old, new = (None if blob == _NO_BLOB else blob.decode() for blob in entry[2:4])
-                    if old != new:  # a change of mode alone is no change
-                        diff[path.decode("utf-8", "surrogateescape")] = (old, new)
-        except (gitproc.GitMissing, gitproc.GitTimeout) as exc:
-            raise EngineError(f"cannot diff the commits: {exc}") from None
-        except subprocess.CalledProcessError as exc:
-            lines = (exc.stderr or "").strip().splitlines()
-            raise EngineError("cannot diff the commits: "
-                              + (lines[-1] if lines else "git diff-tree failed")) from None
-        except ValueError as exc:
-            raise EngineError(f"cannot diff the commits: {exc}") from None
-        if head is not None:
-            yield from _parent_diffs(head, diffs)
+    listed = "".join(f"{c}\n" for c in dict.fromkeys(commits)).encode()  # each once: a commit's diffs come together
+    args = ["--git-dir", str(gitdir), "diff-tree", "--stdin", "-r",
+            "-m", "--root", "--no-renames", "--no-abbrev", "--no-color", "-z", "--format=%H %P"]
+    head: list[bytes] | None = None  # the commit and parents of the diffs being read
+    diffs: list[dict[str, tuple[str | None, str | None]]] = []
+    try:
+        for header, changes in raw_log(gitproc.stream(args, cwd=gitdir, timeout=timeout,
+                                                      input=listed, chunk=READ_SIZE)):
+            fields = (header or b"").split(b" ")  # "commit parent...": a diff of it, or of the next
+            if head is not None and fields != head:
+                yield from _parent_diffs(head, diffs)
+                diffs = []
+            head = fields
+            diff: dict[str, tuple[str | None, str | None]] = {}
+            diffs.append(diff)
+            for entry, path in changes:
+                old, new = (None if blob == _NO_BLOB else blob.decode() for blob in entry[2:4])
+                if old != new:  # a change of mode alone is no change
+                    diff[path.decode("utf-8", "surrogateescape")] = (old, new)
+    except (gitproc.GitMissing, gitproc.GitTimeout, ValueError) as exc:
+        raise EngineError(f"cannot diff the commits: {exc}") from None
+    except subprocess.CalledProcessError as exc:
+        lines = (exc.stderr or "").strip().splitlines()
+        raise EngineError("cannot diff the commits: "
+                          + (lines[-1] if lines else "git diff-tree failed")) from None
+    if head is not None:
+        yield from _parent_diffs(head, diffs)
 
 
 def _parent_diffs(head: list[bytes], diffs: list[dict[str, tuple[str | None, str | None]]]) \
