@@ -250,10 +250,10 @@ class HandEdits:
 
     def _look(self, scopes: list[str] | None) -> bool:
         head = self.engine.snapshot()
-        if not self._differing(self._files(scopes, head), head):
-            return True
-        self._commit(scopes, EMPTY_SETTLE)
-        return False
+        differing = self._differing(self._files(scopes, head), head)
+        if differing:
+            self._commit_found(scopes, EMPTY_SETTLE, head, differing)
+        return not differing
 
     def commit_pending(self, scopes: Iterable[str] | None = None) -> str | None:
         """Commit the edits under ``scopes`` (files or folders; None: every layout folder).
@@ -266,19 +266,28 @@ class HandEdits:
         return self._commit(None if scopes is None else list(scopes), 0.0)
 
     def _commit(self, scopes: list[str] | None, hold_empty: float) -> str | None:
+        head = self.engine.snapshot()
+        return self._commit_found(scopes, hold_empty, head, self._differing(self._files(scopes, head), head))
+
+    def _commit_found(self, scopes: list[str] | None, hold_empty: float, looked_at: Snapshot,
+                      differing: list[tuple[str, str | None]]) -> str | None:
+        """:meth:`_commit`, given what a look at HEAD ``looked_at`` found ``differing``."""
         engine = self.engine
 
-        def ready(head: Snapshot) -> list[str]:
-            dirty = self._dirty(self._files(scopes, head), head)
-            return [path for path in dirty if not self._emptied_within(path, head, hold_empty)]
+        def ready(head: Snapshot, differing: list[tuple[str, str | None]]) -> list[str]:
+            return [path for path in self._unrefused(differing)
+                    if not self._emptied_within(path, head, hold_empty)]
 
-        if not ready(engine.snapshot()) or not engine.worktree_is_main():
+        def look(head: Snapshot) -> list[str]:
+            return ready(head, self._differing(self._files(scopes, head), head))
+
+        if not ready(looked_at, differing) or not engine.worktree_is_main():
             return None  # the common case, decided without the lock
         with engine.lock:
             head = engine.snapshot()
-            dirty = ready(head)
+            dirty = look(head)
             if dirty and self._wait_to_settle(dirty):
-                dirty = ready(head)
+                dirty = look(head)
             plan = self._plan(dirty, head)
             self._log_refusals(plan.refused)
             if plan.repairs and engine.head() != head.id:
@@ -455,9 +464,9 @@ class HandEdits:
             found.update(self.engine.worktree_files(scope))
         return sorted(path for path in found if is_watched(path))
 
-    def _dirty(self, paths: list[str], head: Snapshot) -> list[str]:
-        """The paths whose work-tree file differs from HEAD, less those already refused as they are."""
-        return [path for path, on_disk in self._differing(paths, head)
+    def _unrefused(self, differing: list[tuple[str, str | None]]) -> list[str]:
+        """The paths of ``differing`` (:meth:`_differing`), less those already refused as they are."""
+        return [path for path, on_disk in differing
                 if (refused := self._refused.get(path)) is None or refused.blob_id != on_disk]
 
     def _differing(self, paths: list[str], head: Snapshot) -> list[tuple[str, str | None]]:
