@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import logging
 import os
 import sys
 
@@ -31,18 +30,6 @@ class CliError(Exception):
 
 class UsageError(CliError):
     """A command given the wrong arguments, found after parsing: exit 2, as argparse's."""
-
-
-class _OneLine(logging.Formatter):
-    """``gitmem: message`` on one line; an exception logged with it is named on that line,
-    never shown as a traceback."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = " ".join(record.getMessage().split())
-        if record.exc_info and record.exc_info[1] is not None:
-            error = record.exc_info[1]
-            text += f": {' '.join(str(error).split()) or type(error).__name__}"
-        return f"gitmem: {text}"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,16 +61,13 @@ class _Commands(argparse._SubParsersAction):
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Warnings (a refused hand edit, a packing failure) go to stderr as one line each;
-    # `gitmem serve` sends everything to its log file instead.
-    stderr = logging.StreamHandler()
-    stderr.setFormatter(_OneLine())
-    logging.basicConfig(level=logging.WARNING, handlers=[stderr])
     parser = build_parser(complete=False)
     args = parser.parse_args(argv)
     if not hasattr(args, "run"):
         parser.print_help(sys.stderr)
         return 2
+    if not getattr(args.run, "quick_first", False):
+        warn_on_stderr()
     try:
         return args.run(args) or 0
     except KeyboardInterrupt:
@@ -96,6 +80,34 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # one line, never a traceback, for anything the user can fix
         print(f"gitmem: {one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def warn_on_stderr() -> None:
+    """Send warnings (a refused hand edit, a packing failure) to stderr, one line each
+    (``gitmem serve`` sends everything to its log file instead)."""
+    import logging  # only here: a quick answer (quick_first) never loads it
+
+    class OneLine(logging.Formatter):
+        """``gitmem: message`` on one line; an exception logged with it is named on that
+        line, never shown as a traceback."""
+
+        def format(self, record: logging.LogRecord) -> str:
+            text = " ".join(record.getMessage().split())
+            if record.exc_info and record.exc_info[1] is not None:
+                error = record.exc_info[1]
+                text += f": {' '.join(str(error).split()) or type(error).__name__}"
+            return f"gitmem: {text}"
+
+    stderr = logging.StreamHandler()
+    stderr.setFormatter(OneLine())
+    logging.basicConfig(level=logging.WARNING, handlers=[stderr])  # once: then the root has one
+
+
+def quick_first(run):
+    """Mark command ``run`` as one that first tries to answer without opening the
+    repository (and without logging); :func:`open_repo` sets up its warnings."""
+    run.quick_first = True
+    return run
 
 
 def one_line(exc: BaseException) -> str:
@@ -318,11 +330,13 @@ def open_repo(args, *, create: bool = False):
     from gitmem.location import locate_repo
     from gitmem.repository import Gitmem, private_umask
     from gitmem.rewrites import look
+    warn_on_stderr()
     private_umask()
     mem = Gitmem.open(locate_repo(args.repo)[0], create=create)
     try:  # what a person's git commit or reset dropped: put back, or kept and said once
         look(mem.engine)
     except Exception as exc:  # a damaged repository: the command itself says what it finds
+        import logging
         logging.getLogger("gitmem.cli").info("main's moves not looked at: %s", exc)
     return mem
 

@@ -8,7 +8,8 @@ import argparse
 import json
 import sys
 
-from gitmem.cli import NO_PAGER_HELP, CliError, UsageError, open_repo, positive_int, print_json, takes_repo
+from gitmem.cli import (NO_PAGER_HELP, CliError, UsageError, open_repo, positive_int, print_json, quick_first,
+                        takes_repo)
 from gitmem.cli.names import missing, printable, say_missing
 
 RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
@@ -91,6 +92,7 @@ def add_search(sub) -> None:
     sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
 
 
+@quick_first
 def cmd_search(args) -> None:
     from gitmem.errors import BadQuery
     from gitmem.location import locate_repo

@@ -6,7 +6,7 @@ import json
 import sys
 
 from gitmem import strictjson
-from gitmem.cli import CliError, UsageError, command, open_repo, write_pieces
+from gitmem.cli import CliError, UsageError, command, open_repo, quick_first, write_pieces
 from gitmem.cli.names import did_you_mean, printable, say_missing
 
 
@@ -118,6 +118,7 @@ def cmd_memory_list(args) -> None:
             print(f"{printable(listed.record)}\t{listed.size}\t{when}")
 
 
+@quick_first
 def cmd_session_read(args) -> None:
     from gitmem.location import locate_repo
     from gitmem.quick_reads import session_json
