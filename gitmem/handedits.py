@@ -176,6 +176,16 @@ class Scan:
 
 
 @dataclasses.dataclass(frozen=True)
+class SettledLook:
+    """A look that found every file it compared holding HEAD's version: when it began
+    (``time.time_ns()``) and the HEAD it compared with, what a stamp of it is taken from
+    (:mod:`gitmem.git.stamp`)."""
+
+    started_ns: int
+    head: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class _Save:
     """A person's save: its content (None: deleted), blob id, and the version it was made from."""
 
@@ -224,6 +234,14 @@ class HandEdits:
         if self.engine.moved_elsewhere():
             rewrites.look(self.engine)
         return is_watched(scope) and self._look([scope])
+
+    def settled_look(self, scope: str | None) -> SettledLook | None:
+        """:meth:`before_access` of record ``scope`` (None: :meth:`before_access_all`);
+        the look when it found every file there holding HEAD's version, else None."""
+        started = time.time_ns()
+        looked_at = self.engine.head()  # main moved during the look: it was not compared with this HEAD
+        settled = self.before_access(scope) if scope is not None else self.before_access_all()
+        return SettledLook(started, looked_at) if settled else None
 
     def merge_displaced(self, path: str, base_id: str, data: bytes) -> str | None:
         """Commit ``data`` as the person's save of ``path`` made from version ``base_id``:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -250,14 +249,12 @@ class Gitmem:
         when the work tree then held HEAD's files of it, a stamp is kept so that the next
         process reads it from the work tree (:func:`gitmem.quick_reads.session_json`)."""
         folder = self.sessions.folder(agent_type, session_id)
-        started = time.time_ns()
-        looked_at = self.engine.head()  # main moved during the look: it was not compared with this HEAD
         hand_edits = self.engine.hand_edits
-        settled = hand_edits is not None and hand_edits.before_access(folder)
+        look = hand_edits.settled_look(folder) if hand_edits is not None else None
         head = self.engine.snapshot()
         found = self.sessions.read_json_pieces(agent_type, session_id, snapshot=head)
-        if settled and self.engine.writable and head.id == looked_at:
-            quick_reads.keep_stamp(self.engine, folder, head, started)
+        if look is not None and self.engine.writable and head.id == look.head:
+            quick_reads.keep_stamp(self.engine, folder, head, look.started_ns)
         return found
 
     @property

@@ -32,7 +32,6 @@ import contextlib
 import itertools
 import os
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 
@@ -42,7 +41,7 @@ from gitmem.git.base import EngineError
 from gitmem.git.changes import StepsUnavailable, count_steps, first_parent_steps
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
-from gitmem.handedits import HandEdits
+from gitmem.handedits import HandEdits, SettledLook
 from gitmem.history import HistoryError, parse_time, resolve_when
 from gitmem.search_query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, SearchHit, answer, check_options,
                                  meta, stamp_holds, to_fts)
@@ -117,12 +116,10 @@ class SearchIndex:
                progress: ProgressCallback | None) -> list[SearchHit]:
         db = self._open()
         if not self._stamp_holds(db):
-            started = time.time_ns()
-            looked_at = self.engine.head()  # main moved during the look: it was not compared with this HEAD
-            settled = self._take_in_hand_edits(path)
+            look = self._take_in_hand_edits(path)
             db = self.catch_up(progress)
-            if settled and meta(db, "tip") == looked_at:
-                self._stamp(db, started)
+            if look is not None and meta(db, "tip") == look.head:
+                self._stamp(db, look.started_ns)
         return answer(db, expression, self._read_blobs, history=history, kind=kind, path=path,
                       window=window, limit=limit)
 
@@ -146,15 +143,14 @@ class SearchIndex:
             raise HistoryError(f"{when!r} names no commit")
         return self.engine.commit_info(commit).time
 
-    def _take_in_hand_edits(self, path: str | None) -> bool:
+    def _take_in_hand_edits(self, path: str | None) -> SettledLook | None:
         """What a read does first: commit the hand edits waiting (of ``path``'s record, or
-        all). True when it looked at every record and found each holding HEAD's version."""
+        all). The look when it was at every record and found each holding HEAD's version
+        (the stamp is of a look at them all)."""
         if self.engine.hand_edits is None:
-            return False
-        if path is not None:
-            self.engine.hand_edits.before_access(path)
-            return False
-        return HandEdits.of(self.engine).before_access_all()
+            return None
+        look = HandEdits.of(self.engine).settled_look(path)
+        return look if path is None else None
 
     def _stamp_holds(self, db: sqlite3.Connection) -> bool:
         """True when a search needs neither a look at the work tree nor a catch-up
