@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -245,3 +246,25 @@ def test_deletes_say_what_they_deleted_and_name_the_closest_of_what_is_not_there
     user = cli("memory", "delete", "--user")
     assert user.stdout == "" and "no user memory to delete" in user.stderr
     assert git.count() == count
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="giving the repository to another user needs root")
+def test_a_repository_of_another_user_is_refused_as_git_refuses_it_with_the_way_out(repo, tmp_path):
+    """git refuses a repository another user owns (its config could run commands); so does
+    gitmem, in one line naming git's own remedy, which then lets it in."""
+    run_gitmem("memory", "write", "--user", repo=repo, input="Likes tea.")
+    for path in [repo, *repo.rglob("*")]:
+        os.lchown(path, 65534, 65534)  # nobody's, as a folder copied from another account
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home)}  # libgit2 reads the global config from $HOME/.gitconfig
+    for args in (["memory", "read", "--user"], ["log", "user"], ["search", "tea"]):
+        refused = run_gitmem(*args, repo=repo, env=env, check=False)
+        assert_one_line_error(refused)
+        assert "belongs to another user" in refused.stderr
+        assert f"git config --global --add safe.directory {repo.resolve()}" in refused.stderr
+    trust = refused.stderr.split("run `", 1)[1].split("`", 1)[0].split()
+    subprocess.run(trust, check=True, env={**SUBPROCESS_ENV, **env,
+                                           "GIT_CONFIG_GLOBAL": str(home / ".gitconfig")})
+    assert run_gitmem("memory", "read", "--user", repo=repo, env=env).stdout == "Likes tea.\n"

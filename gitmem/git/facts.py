@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitmem.git.base import GITMEM_DIR
+from gitmem.git.base import GITMEM_DIR, EngineError
 from gitmem.git.objects import LooseObjectDamaged, read_loose_object
 
 
@@ -29,7 +29,7 @@ def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
     found = pygit2.discover_repository(str(path)) if path.is_dir() else None
     if not found or Path(found).resolve() != (path / ".git").resolve():
         return None
-    repo = pygit2.Repository(str(path))
+    repo = open_trusted(path)
     head = repo.references.get("HEAD")
     target = head.target if head is not None else None
     branch = target[len("refs/heads/"):] if isinstance(target, str) and \
@@ -39,6 +39,18 @@ def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
     if not opened and not repo.head_is_unborn:
         names = _top_names(repo)
     return RepositoryFacts(branch, not repo.head_is_unborn, names, opened)
+
+
+def open_trusted(path: Path) -> pygit2.Repository:
+    """The repository at ``path``; :class:`EngineError` saying how to trust it when it
+    belongs to another user (git refuses those too: their config could run commands)."""
+    try:
+        return pygit2.Repository(str(path))
+    except pygit2.GitError as exc:
+        if "not owned by current user" not in str(exc):
+            raise
+        raise EngineError(f"{path} belongs to another user, so git does not trust it; if you "
+                          f"do, run `git config --global --add safe.directory {path.resolve()}`") from None
 
 
 def _top_names(repo: pygit2.Repository) -> tuple[str, ...]:
