@@ -621,9 +621,10 @@ def test_the_adapter_with_a_gitmem_from_before_the_handshake(tmp_path, version):
         pytest.skip(f"no commit {BEFORE_THE_HANDSHAKE} here (a shallow clone?)")
     old = tmp_path / "old"
     old.mkdir()
-    archive = subprocess.run(["git", "-C", str(root), "archive", BEFORE_THE_HANDSHAKE, "gitmem"],
+    archive = subprocess.run(["git", "-C", str(root), "archive", BEFORE_THE_HANDSHAKE, "gitmem", "templates"],
                              capture_output=True, check=True).stdout
     subprocess.run(["tar", "-x", "-C", str(old)], input=archive, check=True)
+    (old / "templates").rename(old / "gitmem" / "templates")  # where its wheel put them
     init = old / "gitmem" / "__init__.py"
     init.write_text(re.sub(r'__version__ = "[^"]*"', f'__version__ = "{version}"', init.read_text()))
     wrapper = tmp_path / "gitmem"
