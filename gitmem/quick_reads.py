@@ -75,15 +75,15 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
         runs = []
         for path in chunks:
             data = _read(root, path)
-            run = written_run(data, known=True) if files[path] in written else None
-            if run is None:
-                run = written_run(data)
-                if run is None:
-                    run = jsonl_run(data)
-                elif _REFERENCE not in run:
-                    found_written.append(files[path])
-                if _REFERENCE in run:
-                    return None
+            if files[path] in written:  # its lines and its want of images known already
+                runs.append(written_run(data, known=True))
+                continue
+            run = written_run(data)
+            if run is not None and _REFERENCE not in run:
+                found_written.append(files[path])
+            run = run if run is not None else jsonl_run(data)
+            if _REFERENCE in run:
+                return None
             runs.append(run)
         meta_path = f"{folder}/{layout.META}"
         meta = parse_meta(_read(root, meta_path)) if meta_path in files else {}
