@@ -44,10 +44,16 @@ def jsonl_values(data: bytes) -> list[bytes]:
 def jsonl_run(data: bytes) -> bytes:
     """The values of a committed JSONL text joined by commas (see :func:`jsonl_values`):
     one run for :func:`json_array`, made without decoding the text."""
-    body = _written_lines(data)
-    if body is not None:
-        return body.replace(b"\n", b",")
-    return b",".join(jsonl_values(data))
+    run = written_run(data)
+    return run if run is not None else b",".join(jsonl_values(data))
+
+
+def written_run(data: bytes, known: bool = False) -> bytes | None:
+    """What :func:`jsonl_run` gives of ``data`` when its lines are as gitmem writes them,
+    else None. ``known``: a call before said so of these very bytes (a reader remembers it
+    by blob id), so the lines are not looked at again; the run is then a copy, no more."""
+    body = data.rstrip(b"\n") if known else _written_lines(data)
+    return body.replace(b"\n", b",") if body is not None else None
 
 
 def json_array(runs: Iterable[bytes]) -> list[bytes]:

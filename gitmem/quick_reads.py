@@ -6,7 +6,10 @@ stamp of the record's folder (:mod:`gitmem.git.stamp`: stat data, main's commit,
 files there). While it holds, the next process reads the same bytes from the work tree
 with no pygit2, no object inflated and no look: :func:`session_json` gives what
 :meth:`gitmem.stores.SessionStore.read_json_pieces` gives, or None, and the caller
-opens the repository.
+opens the repository. The stamp keeps the blob id of each file, and the quick read adds
+to it the chunks it found written as gitmem writes them, with no image: those are spliced
+without a look at their lines the next time, and in the stamps after it while their blob
+is the same (a session's read after an append looks at its new chunk alone).
 
     found = session_json(Path("~/gitmem").expanduser(), "claude-code", "s1")
     if found is None:
@@ -16,16 +19,18 @@ opens the repository.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gitmem import layout
 from gitmem.git import stamp
 from gitmem.git.files import read_regular
-from gitmem.jsontexts import json_array, jsonl_run
+from gitmem.jsontexts import json_array, jsonl_run, written_run
 from gitmem.meta import parse_meta
 
 _REFERENCE = ('"' + layout.NAMESPACE).encode()  # an image's reference in a line: the full read restores it
+_WRITTEN = "written_chunks"  # in a session's stamp: blob ids of chunks written as gitmem writes them, no image
 
 if TYPE_CHECKING:
     from gitmem.git.engine import GitEngine
@@ -36,12 +41,13 @@ def keep_stamp(engine: GitEngine, folder: str, head: Snapshot, started_ns: int) 
     """Keep a stamp of record ``folder`` at snapshot ``head`` (HEAD), for a look at it that
     started at ``started_ns`` and found every file holding HEAD's version."""
     from gitmem.handedits import is_watched  # the full read's side: loaded there already
-    files = sorted(head.files(folder))
+    files = {path: head.blob_id(path) for path in sorted(head.files(folder))}
     if not files or not all(map(is_watched, files)):  # a file no look compares: not vouched for
         return
     taken = stamp.take(engine.gitdir, engine.workdir, head.id, [folder], started_ns, files=files)
     if taken is not None:
-        stamp.keep(engine.gitdir, folder, taken)
+        written = _written(stamp.kept(engine.gitdir, folder)).intersection(files.values())
+        stamp.keep(engine.gitdir, folder, {**taken, _WRITTEN: sorted(written)})
 
 
 def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[bytes], str] | None:
@@ -56,32 +62,51 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
     gitdir = workdir / ".git"
     kept = stamp.kept(gitdir, folder)
     files = kept.get("files") if kept is not None else None
-    if (not isinstance(files, list) or not all(isinstance(path, str) for path in files)
+    if (not isinstance(files, dict) or not all(isinstance(blob, str) for blob in files.values())
             or not stamp.holds(gitdir, workdir, kept)):  # none, or of another shape
         return None
     messages = f"{folder}/messages/"
     chunks = sorted(path for path in files if path.startswith(messages)
                     and "/" not in path[len(messages):] and path.endswith(layout.JSONL_SUFFIX))
+    root = os.fspath(workdir)
+    written = _written(kept)
+    found_written = []
     try:
         runs = []
         for path in chunks:
-            run = jsonl_run(_read(workdir, path))
+            data = _read(root, path)
+            if files[path] in written:  # its lines and its want of images known already
+                runs.append(written_run(data, known=True))
+                continue
+            run = written_run(data)
+            if run is not None and _REFERENCE not in run:
+                found_written.append(files[path])
+            run = run if run is not None else jsonl_run(data)
             if _REFERENCE in run:
                 return None
             runs.append(run)
         meta_path = f"{folder}/{layout.META}"
-        meta = parse_meta(_read(workdir, meta_path)) if meta_path in files else {}
+        meta = parse_meta(_read(root, meta_path)) if meta_path in files else {}
     except (OSError, ValueError):  # gone meanwhile, or what the full read says more of
         return None
     if not stamp.holds(gitdir, workdir, kept):  # changed while it was read
         return None
+    if found_written:  # vouched for by the stamp that held all along
+        stamp.keep(gitdir, folder, {**kept, _WRITTEN: sorted(written.union(found_written))})
     return json_array(runs), meta.get("agentSessionId", "")
 
 
-def _read(workdir: Path, path: str) -> bytes:
-    """The work tree's regular file at ``path``, never through a symbolic link at its end
-    (the stamp vouches for the folders on the way); OSError when there is none."""
-    found = read_regular(workdir / path)
+def _written(kept: dict | None) -> set[str]:
+    """The blob ids a session's stamp ``kept`` names as chunks written as gitmem writes
+    them, with no image (none for no stamp, or one of another shape)."""
+    found = kept.get(_WRITTEN) if kept is not None else None
+    return {blob for blob in found if isinstance(blob, str)} if isinstance(found, list) else set()
+
+
+def _read(root: str, path: str) -> bytes:
+    """The regular file at ``path`` in the work tree at ``root``, never through a symbolic
+    link at its end (the stamp vouches for the folders on the way); OSError when there is none."""
+    found = read_regular(f"{root}/{path}")  # no Path made for each of hundreds of chunks
     if found is None:
         raise FileNotFoundError(path)
     return found[0]

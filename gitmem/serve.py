@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-import fcntl
 import logging
 import os
 import signal
@@ -26,6 +25,7 @@ from typing import BinaryIO
 from gitmem import __version__, logfile, rescue
 from gitmem.git import gitproc
 from gitmem.maintenance import Maintenance
+from gitmem.pipes import PIPE_SIZE, widen_pipe
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods
@@ -39,7 +39,6 @@ log = logging.getLogger("gitmem.serve")
 LOG_NAME = logfile.SERVE_LOG
 LATE_WINDOW_ENV = "GITMEM_LATE_WINDOW"
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
-PIPE_SIZE = 1 << 20  # bytes; Linux lets anyone set up to /proc/sys/fs/pipe-max-size (1 MiB)
 SHUTDOWN_METHODS = ("storage.shutdown", "extension.shutdown")  # answered even when not serving
 MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit (its git is ended)
 SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at exit
@@ -291,7 +290,7 @@ def _fix_for_a_folder_not_made(repo: Path, problem: OSError) -> str:
 def _claim_stdout() -> BinaryIO:
     """Keep fd 1 for protocol lines only: anything else printing to stdout goes to stderr."""
     protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
-    _widen_pipe(protocol_out.fileno())
+    widen_pipe(protocol_out.fileno())
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
@@ -300,16 +299,8 @@ def _claim_stdout() -> BinaryIO:
 
 def _protocol_in() -> BinaryIO:
     """stdin, read in large pieces: a request of a long session is one line of megabytes."""
-    _widen_pipe(sys.stdin.fileno())
+    widen_pipe(sys.stdin.fileno())
     return os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=PIPE_SIZE)
-
-
-def _widen_pipe(fd: int) -> None:
-    """A big pipe passes a big line in a few writes instead of one per 64 KB."""
-    try:
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_SIZE)
-    except (AttributeError, OSError):  # not Linux, not a pipe, or above the system's limit
-        pass
 
 
 def _keep_big_buffers_in_the_heap() -> None:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitmem.jsontexts import json_array, jsonl_run, jsonl_values
+from gitmem.jsontexts import json_array, jsonl_run, jsonl_values, written_run
 from gitmem.stores.jsonl import parse_chunk
 from nui_client import NuiHost, install_as_nui
 
@@ -84,6 +84,27 @@ def test_the_splice_of_a_chunk_is_the_values_it_parses_to(lines, last_newline):
     assert b"\n" not in run and b"\r" not in run  # an answer line holds no line break
     assert json.loads(b"".join(json_array([run]))) == values
     assert [json.loads(text) for text in jsonl_values(data)] == values
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINES, max_size=8), st.booleans())
+def test_a_chunk_known_as_written_splices_as_one_looked_at(lines, last_newline):
+    """What a reader remembers of a chunk (its lines as gitmem writes them) gives the same
+    run without a look at them."""
+    data = ("\n".join(lines) + ("\n" if last_newline else "")).encode()
+    try:
+        parse_chunk(data)
+    except ValueError:
+        return
+    run = written_run(data)
+    if run is not None:
+        assert written_run(data, known=True) == run == jsonl_run(data)
+
+
+@pytest.mark.parametrize("data", [b' {"a":1}\n', b'{"a":1}\r\n', b'{"a":1}\n\n{"b":2}\n', b"\n{}"])
+def test_a_chunk_of_lines_gitmem_does_not_write_is_not_said_to_be_written(data):
+    assert written_run(data) is None
+    assert written_run(b'{"a":1}\n2\n"x"\n') == b'{"a":1},2,"x"'
 
 
 def test_json_array_joins_runs_and_skips_empty_ones():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -167,3 +168,138 @@ def test_a_folder_named_like_a_chunk_is_no_chunk(repo):
     for _ in range(3):
         found, _ = read(repo)
         assert len(found["messages"]) == 30
+
+
+# -- chunks spliced without a look at their lines ---------------------------------------------
+# A quick read remembers, by blob id in the stamp, the chunks it found written as gitmem
+# writes them; the next reads splice those without looking at their lines. Whatever a person
+# does to a chunk after, its bytes are a new blob, looked at again.
+
+LONG_CHUNK = CHUNK.with_name("000001.jsonl")
+
+
+@pytest.fixture
+def long_repo(tmp_path: Path) -> Path:
+    """A session of 2,500 messages: three chunks of up to 1,000 lines."""
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    messages = [{"role": "user", "content": f"message {i}"} for i in range(2500)]
+    run_gitmem("session", "write", "claude-code", "s1", repo=repo,
+               input=json.dumps({"messages": messages, "agentSessionId": "resume-1"}))
+    return repo
+
+
+def quick_read(repo: Path) -> bytes:
+    """The output of the first of some reads that comes from the work tree."""
+    for _ in range(20):
+        out, opened = gitmem_opening("session", "read", "claude-code", "s1", repo=repo)
+        if not opened:
+            return out
+    raise AssertionError("no read came from the work tree alone")
+
+
+def stampless_read(repo: Path) -> bytes:
+    """The output of the full read: no stamp kept, the repository opened."""
+    shutil.rmtree(repo / ".git" / "gitmem" / "stamps", ignore_errors=True)
+    out, opened = gitmem_opening("session", "read", "claude-code", "s1", repo=repo)
+    assert opened
+    return out
+
+
+def kept_stamp(repo: Path) -> dict:
+    """The session's stamp, as kept in the repository."""
+    stamps = [json.loads(file.read_bytes()) for file in (repo / ".git" / "gitmem" / "stamps").iterdir()]
+    (kept,) = [found for found in stamps if found.get("scope") == "sessions/claude-code/s1"]
+    return kept
+
+
+def remembered(repo: Path) -> set[str]:
+    """The blob ids the session's stamp names as chunks spliced without a look."""
+    return set(kept_stamp(repo)["written_chunks"])
+
+
+def blob_ids(repo: Path) -> dict[str, str]:
+    """HEAD's blob id of each chunk of the session, as git tells it."""
+    listed = Git(repo)("ls-tree", "HEAD", f"{CHUNK.parent}/")
+    return {line.split("\t")[1]: line.split()[2] for line in listed.splitlines()}
+
+
+def _odd_lines_in_an_editor(repo: Path) -> None:
+    """Spaces before a line, a CR before its newline, blank lines, spaces around the JSON
+    and escapes in a string, and no newline after the last line."""
+    chunk = repo / LONG_CHUNK
+    lines = chunk.read_bytes().split(b"\n")
+    lines[0] = b"   " + lines[0]
+    lines[1] += b"\r"
+    lines[2] += b"\n\n \t"
+    lines[3] = b'{"role": "user" , "content": "caf\\u00e9 \\"quoted\\"\\n\\t"}\t'
+    chunk.write_bytes(b"\n".join(lines).rstrip(b"\n"))
+
+
+def _spaced_line_with_shell_append(repo: Path) -> None:
+    subprocess.run(f"""printf '%s\\n' '  {{"role": "user", "content": "spaced"}}' >> {repo / LONG_CHUNK}""",
+                   shell=True, check=True)
+
+
+def _last_line_without_newline(repo: Path) -> None:
+    subprocess.run(f"""printf '%s' '{{"role": "user", "content": "no newline"}}' >> {repo / LONG_CHUNK}""",
+                   shell=True, check=True)
+
+
+@pytest.mark.parametrize("edit", [_odd_lines_in_an_editor, _spaced_line_with_shell_append,
+                                  _last_line_without_newline])
+def test_a_chunk_edited_by_hand_after_it_was_spliced_reads_as_the_full_read(long_repo, edit):
+    quick_read(long_repo)
+    before = blob_ids(long_repo)
+    assert remembered(long_repo) == set(before.values())  # every chunk written as gitmem writes it
+    assert quick_read(long_repo) == stampless_read(long_repo)
+    edit(long_repo)
+    out, opened = gitmem_opening("session", "read", "claude-code", "s1", repo=long_repo)
+    assert opened  # the edit taken in, a new blob in HEAD
+    assert out == quick_read(long_repo) == quick_read(long_repo) == stampless_read(long_repo)
+    assert blob_ids(long_repo)[str(LONG_CHUNK)] != before[str(LONG_CHUNK)]
+    messages = json.loads(out)["messages"]
+    assert len(messages) >= 2500 and messages == full_read(long_repo)["messages"]
+
+
+def test_an_odd_chunk_is_never_remembered_as_written(long_repo):
+    _odd_lines_in_an_editor(long_repo)
+    quick_read(long_repo)
+    quick_read(long_repo)
+    ids = blob_ids(long_repo)
+    assert remembered(long_repo) == set(ids.values()) - {ids[str(LONG_CHUNK)]}
+    assert json.loads(quick_read(long_repo))["messages"][1003] == {
+        "role": "user", "content": 'caf\u00e9 "quoted"\n\t'}
+
+
+def test_a_write_keeps_what_was_remembered_of_the_chunks_it_left_alone(long_repo):
+    """An append changes the last chunk: the stamp after it still names the first two,
+    and names no blob the session no longer holds."""
+    quick_read(long_repo)
+    first = blob_ids(long_repo)
+    run_gitmem("session", "append", "claude-code", "s1", repo=long_repo,
+               input=json.dumps({"messages": [{"role": "assistant", "content": "appended"}]}))
+    head = Git(long_repo)("rev-parse", "HEAD").strip()
+    for _ in range(20):  # full reads until one keeps a stamp (the append may be too fresh for it)
+        out, opened = gitmem_opening("session", "read", "claude-code", "s1", repo=long_repo)
+        assert opened and json.loads(out)["messages"][-1] == {"role": "assistant", "content": "appended"}
+        if kept_stamp(long_repo)["head"] == head:
+            break
+    now = blob_ids(long_repo)
+    last = str(CHUNK.with_name("000002.jsonl"))
+    assert now[last] != first[last]
+    assert remembered(long_repo) == {first[str(CHUNK)], first[str(LONG_CHUNK)]}
+    out = quick_read(long_repo)
+    assert remembered(long_repo) == set(now.values())
+    assert out == stampless_read(long_repo)
+
+
+@pytest.mark.parametrize("damage", [{"a": 1}, [1, None, ["x"]], "0" * 40])
+def test_a_damaged_list_of_remembered_chunks_is_no_error(long_repo, damage):
+    quick_read(long_repo)
+    expected = quick_read(long_repo)
+    for file in (long_repo / ".git" / "gitmem" / "stamps").iterdir():
+        kept = json.loads(file.read_bytes())
+        if "written_chunks" in kept:
+            file.write_text(json.dumps({**kept, "written_chunks": damage}))
+    assert quick_read(long_repo) == expected == stampless_read(long_repo)

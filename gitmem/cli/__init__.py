@@ -344,7 +344,8 @@ def open_repo(args, *, create: bool = False):
 def write_pieces(pieces: list[bytes]) -> None:
     """``pieces`` on stdout in order, handed to the kernel up to a thousand at a time
     (``writev``): a big answer is neither joined into one more copy nor written a piece a
-    system call."""
+    system call, and a pipe it goes into is widened first (:mod:`gitmem.pipes`)."""
+    from gitmem.pipes import DEFAULT_PIPE_SIZE, widen_pipe
     sys.stdout.flush()
     try:
         fd = sys.stdout.fileno()
@@ -352,6 +353,8 @@ def write_pieces(pieces: list[bytes]) -> None:
         sys.stdout.buffer.writelines(pieces)
         sys.stdout.flush()
         return
+    if sum(map(len, pieces)) > DEFAULT_PIPE_SIZE:  # a big answer: in a few turns with the reader
+        widen_pipe(fd)
     for start in range(0, len(pieces), 1024):
         batch = [memoryview(piece) for piece in pieces[start:start + 1024] if piece]
         first = 0

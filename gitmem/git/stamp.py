@@ -61,11 +61,11 @@ def _packed_ref(packed: Path) -> str | None:
 
 
 def take(gitdir: Path, workdir: Path, head: str, folders: Iterable[str], started_ns: int,
-         files: list[str] | None = None) -> dict | None:
+         files: dict[str, str] | None = None) -> dict | None:
     """A stamp of ``folders`` of the work tree at main's commit ``head``, for a look at them
     that started at ``started_ns`` (``time.time_ns()``) and found every file there holding
-    HEAD's version (``files``: HEAD's files there, kept with it); None when something there
-    changed too close to the look to be vouched for."""
+    HEAD's version (``files``: HEAD's files there with their blob ids, kept with it); None
+    when something there changed too close to the look to be vouched for."""
     in_flight = _in_flight(gitdir)
     if main_commit(gitdir) != head or in_flight is False:
         return None
