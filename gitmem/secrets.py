@@ -57,14 +57,14 @@ _CANDIDATE = re.compile(
     rb"(?i:token|secret|passw(?:or)?d|pwd|api.?key|access.?key|credential)")
 # The same first pass over many lines at once: every match of _CANDIDATE holds a match
 # of _PREFILTER ("key" stands for "private key", "api.?key" and "access.?key") in the
-# text translated by _FOLDED, which lower-cases it and folds c, g, w and an upper-case A
-# (A[KS]IA is upper-case only) into k. re finds a pattern led by a literal quickly (it
-# runs its matcher only where that byte is), far quicker than an alternation, and the
-# fold gives every word a k to be found from, looking behind for the rest: one pass, not
-# one for each leading letter. Written folded ("[ak]": an a of either case), the words
-# are key, token, sk-, AKIA, ASIA, ghp_ to ghr_, github_pat_, secret, credential, pwd,
-# passwd and password.
-_FOLDED = bytes(range(256)).replace(b"A", b"K").lower().translate(bytes.maketrans(b"cgw", b"kkk"))
+# text translated by the table _FOLD, which lower-cases it and folds c, g, w and an
+# upper-case A (A[KS]IA is upper-case only) into k. re finds a pattern led by a literal
+# quickly (it runs its matcher only where that byte is), far quicker than an
+# alternation, and the fold gives every word a k to be found from, looking behind for
+# the rest: one pass, not one for each leading letter. Written folded ("[ak]": an a of
+# either case), the words are key, token, sk-, AKIA, ASIA, ghp_ to ghr_, github_pat_,
+# secret, credential, pwd, passwd and password.
+_FOLD = bytes(range(256)).replace(b"A", b"K").lower().translate(bytes.maketrans(b"cgw", b"kkk"))
 _PREFILTER = re.compile(
     rb"k(?:e(?:y|n(?<=token))|-(?<=sk-)|kik|sik|ithub_pat_|h[pousr]_|re(?:t(?<=sekret)|denti[ak]l)|"
     rb"d(?:(?<=pkd)|(?<=p[ak]sskd))|or(?<=p[ak]sskor))")
@@ -83,7 +83,7 @@ _ASSIGNED = re.compile(
 _WORDS = re.compile(rb"[a-z]+(?:[_-][a-z0-9]+){2,}")
 # What the remembered findings were found with: another scanner forgets them.
 _SCANNER = hashlib.sha256(repr((
-    MIN_ENTROPY, _FOLDED, _PREFILTER.pattern, _CANDIDATE.pattern, _ASSIGNED.pattern,
+    MIN_ENTROPY, _FOLD, _PREFILTER.pattern, _CANDIDATE.pattern, _ASSIGNED.pattern,
     _WORDS.pattern, [(kind, p.pattern, random) for kind, p, random in _KINDS])).encode()).hexdigest()[:16]
 
 
@@ -221,7 +221,7 @@ def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Callable[[int],
 
 def _candidate_lines(block: bytes) -> list[tuple[int, bytes]]:
     """``(index, line)`` of each line of ``block`` that the prefilter lets through."""
-    folded = block.translate(_FOLDED)
+    folded = block.translate(_FOLD)
     found = []
     index = counted = 0
     match = _PREFILTER.search(folded)
