@@ -11,8 +11,9 @@ while the scan goes on (:mod:`gitmem.git.parentdiffs`). Each version of a file i
 scanned once: what it added is remembered by blob ids in
 ``.git/gitmem/secret-scan.json`` (the kinds and line numbers found, never a line),
 so a sync that retries, or runs again after a refused push, scans nothing it scanned
-before. Only lines holding one of a few literal words (found on a lower-cased copy
-of the added text) go through the patterns.
+before. Only lines holding one of a few literal words go through the patterns; they
+are found in one pass of one pattern over a lower-cased copy of the added text in which
+a few rare letters are one letter, k.
 
 Findings can be allowed in ``.gitmem-allow-secrets`` at the top of the repository
 (commit it with git to share it between machines). One entry a line, ``#`` starts
@@ -53,16 +54,20 @@ MIN_ENTROPY = 3.5  # bits a character (less for short values, which cannot reach
 # A cheap first pass: a line matching none of these holds nothing we look for.
 _CANDIDATE = re.compile(
     rb"PRIVATE KEY|A[KS]IA|gh[pousr]_|github_pat_|sk-|"
-    rb"(?i:token|secret|passw|pwd|api.?key|access.?key|credential)")
-# The same first pass over many lines at once, on a lower-cased copy: every match of
-# _CANDIDATE holds a match of one of these ("key" stands for "private key", "api.?key"
-# and "access.?key"). Each starts with a literal, which re finds quickly; a few such
-# passes are far quicker than one pass of the alternation. Words sharing a letter are
-# found in one pass from it, looking behind for the rest: "key", "sk-", "token" and
-# "akia" from their "k", "secret" and "credential" from their "cre".
-_PREFILTER = tuple(re.compile(pattern) for pattern in (
-    rb"k(?:ey|(?<=sk)-|(?<=tok)en|(?<=ak)ia)", rb"cre(?:(?<=secre)t|dential)", rb"asia",
-    rb"g(?:h[pousr]_|ithub_pat_)", rb"w(?:d(?<=pwd)|(?<=passw))"))
+    rb"(?i:token|secret|passw(?:or)?d|pwd|api.?key|access.?key|credential)")
+# The same first pass over many lines at once: every match of _CANDIDATE holds a match
+# of _PREFILTER ("key" stands for "private key", "api.?key" and "access.?key") in the
+# text translated by the table _FOLD, which lower-cases it and folds c, g, w and an
+# upper-case A (A[KS]IA is upper-case only) into k. re finds a pattern led by a literal
+# quickly (it runs its matcher only where that byte is), far quicker than an
+# alternation, and the fold gives every word a k to be found from, looking behind for
+# the rest: one pass, not one for each leading letter. Written folded ("[ak]": an a of
+# either case), the words are key, token, sk-, AKIA, ASIA, ghp_ to ghr_, github_pat_,
+# secret, credential, pwd, passwd and password.
+_FOLD = bytes(range(256)).replace(b"A", b"K").lower().translate(bytes.maketrans(b"cgw", b"kkk"))
+_PREFILTER = re.compile(
+    rb"k(?:e(?:y|n(?<=token))|-(?<=sk-)|kik|sik|ithub_pat_|h[pousr]_|re(?:t(?<=sekret)|denti[ak]l)|"
+    rb"d(?:(?<=pkd)|(?<=p[ak]sskd))|or(?<=p[ak]sskor))")
 _KINDS = (  # (kind, pattern, whether a match must also look random)
     ("private key block", re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
      False),
@@ -78,7 +83,7 @@ _ASSIGNED = re.compile(
 _WORDS = re.compile(rb"[a-z]+(?:[_-][a-z0-9]+){2,}")
 # What the remembered findings were found with: another scanner forgets them.
 _SCANNER = hashlib.sha256(repr((
-    MIN_ENTROPY, [p.pattern for p in _PREFILTER], _CANDIDATE.pattern, _ASSIGNED.pattern,
+    MIN_ENTROPY, _FOLD, _PREFILTER.pattern, _CANDIDATE.pattern, _ASSIGNED.pattern,
     _WORDS.pattern, [(kind, p.pattern, random) for kind, p, random in _KINDS])).encode()).hexdigest()[:16]
 
 
@@ -216,21 +221,17 @@ def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Callable[[int],
 
 def _candidate_lines(block: bytes) -> list[tuple[int, bytes]]:
     """``(index, line)`` of each line of ``block`` that the prefilter lets through."""
-    lowered = block.lower()
-    starts = set()
-    for pattern in _PREFILTER:
-        match = pattern.search(lowered)
-        while match:
-            starts.add(lowered.rfind(b"\n", 0, match.start()) + 1)
-            end = lowered.find(b"\n", match.end())
-            match = None if end < 0 else pattern.search(lowered, end)
+    folded = block.translate(_FOLD)
     found = []
     index = counted = 0
-    for start in sorted(starts):
-        index += block.count(b"\n", counted, start)
+    match = _PREFILTER.search(folded)
+    while match:
+        start = folded.rfind(b"\n", 0, match.start()) + 1
+        end = folded.find(b"\n", match.end())
+        index += folded.count(b"\n", counted, start)
         counted = start
-        end = block.find(b"\n", start)
         found.append((index, block[start:] if end < 0 else block[start:end]))
+        match = None if end < 0 else _PREFILTER.search(folded, end)
     return found
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gitmem.git.base import DamagedObject, EngineError
-from gitmem.secrets import scan
+from gitmem.secrets import scan, scan_line
 
 from tests.test_secrets import GITHUB_TOKEN
 
@@ -100,6 +100,60 @@ def test_every_word_of_the_first_pass_reaches_the_patterns(mem, line, kind):
         (first, numbers[0], kind)}
     assert {(f.commit, f.line, f.kind) for f in scan(mem.engine, [appended])} == {
         (appended, numbers[1], kind)}
+
+
+VALUE = "Zx9kQ2mP7wL4rT8v"  # random enough to be a finding when assigned to a secret-like name
+
+
+@pytest.mark.parametrize("name", ["PassWord", "PASSWORD", "Passwd", "pWd", "API_KEY", "Api-Key",
+                                  "ACCESS_KEY", "ToKeN", "SeCrEt", "CREDENTIAL", "Credentials"])
+def test_a_word_in_any_case_is_found_first_and_last_on_a_line_and_in_a_file(mem, git, name):
+    """The word first on the file's first line, the value last on its last line with no
+    newline after it; in a new file, in an append to it, and in a file rewritten."""
+    work = mem.engine.workdir
+    notes = work / "notes.txt"
+    notes.write_bytes(f"{name}={VALUE}\n{FILLER}x {name}: {VALUE}".encode())
+    new = _commit_all(git, "notes")
+    with open(notes, "ab") as file:  # the unfinished last line ends, and another comes
+        file.write(f"\n{FILLER}{name}={VALUE}".encode())
+    appended = _commit_all(git, "more notes")
+    notes.write_bytes(f"{name} = {VALUE}\n".encode() + notes.read_bytes().replace(b"x ", b"y "))
+    rewritten = _commit_all(git, "notes rewritten")
+    kind = "high-entropy value assigned to a secret-like name"
+    assert {(f.line, f.kind) for f in scan(mem.engine, [new])} == {(1, kind), (42, kind)}
+    assert {(f.line, f.kind) for f in scan(mem.engine, [appended])} == {(42, kind), (83, kind)}
+    assert {(f.line, f.kind) for f in scan(mem.engine, [rewritten])} == {(1, kind), (43, kind)}
+
+
+def _spellings(word: str) -> list[str]:
+    return [word, word.upper(), word.title(), "".join(c.upper() if i % 2 else c for i, c in enumerate(word))]
+
+
+def test_the_first_pass_lets_through_every_line_the_patterns_find(mem, git):
+    """Every word in four spellings, in lines of many shapes, among lines holding the
+    letters the first pass folds (c, g, w, k, A): the scan finds the lines that
+    scan_line finds when given every line, no more and no fewer."""
+    secrets = [f"{name}={VALUE}" for word in ("token", "secret", "password", "passwd", "pwd", "api_key",
+                                              "apikey", "api-key", "access_key", "accesskey", "credential")
+               for name in _spellings(word)]
+    secrets += ["-----BEGIN EC PRIVATE KEY-----", "AKIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE",
+                GITHUB_TOKEN, "gho_" + GITHUB_TOKEN[4:], "sk-proj-4f8Ab29xQz7LmN3pR5tV8wY1",
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD"]
+    near = ["akia", "asia", "Asia", "sekret", "passkord", "kredential", "PWD", "ken", "kkik", "gh_", "sk -",
+            "github pat", "Access Key", "a KEY", "catalog of wigwams and kayaks"]
+    lines = []
+    for n, secret in enumerate(secrets):
+        lines += [secret, f"  {secret}  ", f'{{"k":"{secret}","w":1}}', f"{near[n % len(near)]} {secret}"]
+        lines += [f"{near[n % len(near)]} = {VALUE}", FILLER.split("\n")[n % 40]]
+    (mem.engine.workdir / "notes.txt").write_text("\n".join(lines))  # no newline after the last
+    commit = _commit_all(git, "many lines")
+    first_of_each = {}  # a line found again (stripped, in the same file) is the same finding
+    for n, line in enumerate(lines, 1):
+        for kind in scan_line(line.encode()):
+            first_of_each.setdefault((line.strip(), kind), n)
+    assert len(first_of_each) > len(secrets) * 3
+    assert {(f.line, f.kind) for f in scan(mem.engine, [commit])} == {
+        (n, kind) for (_, kind), n in first_of_each.items()}
 
 
 def _git_children() -> list[str]:
