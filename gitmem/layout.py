@@ -13,6 +13,7 @@ history command: ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>``,
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from gitmem.ids import check, encode
@@ -24,6 +25,8 @@ SESSIONS = "sessions"
 THREADS = "threads"
 META = "meta.json"
 JSONL_SUFFIX = ".jsonl"  # of a log's chunks
+MESSAGES = "messages"  # the folder of a session's or a thread's messages, in the record's folder
+EVENTS = "events"  # the folder of a thread's AG-UI events, in its folder
 NAMESPACE = "gitmem:"  # how a string gitmem puts into a log starts (an image's blob reference)
 TOP_FOLDERS = (MEMORY, SESSIONS, THREADS)
 
@@ -40,6 +43,14 @@ def session_dir(agent_type: str, session_id: str) -> str:
 
 def thread_dir(thread_id: str) -> str:
     return f"{THREADS}/{encode(check(thread_id, 'thread id'))}"
+
+
+def chunk_files(folder: str, paths: Iterable[str]) -> list[str]:
+    """The chunk files of the log in ``folder`` among ``paths``: those right in it whose
+    name ends :data:`JSONL_SUFFIX`, in the order they are read."""
+    start = len(folder) + 1
+    return sorted(path for path in paths if path.startswith(f"{folder}/") and "/" not in path[start:]
+                  and path.endswith(JSONL_SUFFIX))
 
 
 class BadRecordName(ValueError):

@@ -65,9 +65,7 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
     if (not isinstance(files, dict) or not all(isinstance(blob, str) for blob in files.values())
             or not stamp.holds(gitdir, workdir, kept)):  # none, or of another shape
         return None
-    messages = f"{folder}/messages/"
-    chunks = sorted(path for path in files if path.startswith(messages)
-                    and "/" not in path[len(messages):] and path.endswith(layout.JSONL_SUFFIX))
+    chunks = layout.chunk_files(f"{folder}/{layout.MESSAGES}", files)
     root = os.fspath(workdir)
     written = _written(kept)
     found_written = []

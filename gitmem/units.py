@@ -46,11 +46,11 @@ def unit_kind(path: str) -> tuple[str, str] | None:
     if record == path:
         return (record, "block") if path.endswith(".md") else None
     rest = path[len(record) + 1:].split("/")
-    if len(rest) != 2 or not rest[1].endswith(".jsonl"):
+    if len(rest) != 2 or not rest[1].endswith(layout.JSONL_SUFFIX):
         return None
-    if rest[0] == "messages":
+    if rest[0] == layout.MESSAGES:
         return record, "message"
-    if rest[0] == "events" and record.startswith(layout.THREADS + "/"):
+    if rest[0] == layout.EVENTS and record.startswith(layout.THREADS + "/"):
         return record, "event"
     return None
 

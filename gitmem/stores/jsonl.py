@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from gitmem import strictjson
-from gitmem.layout import JSONL_SUFFIX as SUFFIX
+from gitmem.layout import JSONL_SUFFIX as SUFFIX, chunk_files
 from gitmem.strictjson import same_json
 from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
@@ -116,7 +116,7 @@ class ChunkedJsonl:
 
     def chunk_paths(self, snapshot: Snapshot) -> list[str]:
         """The log's chunk files, in order (a folder that a person named like one is none)."""
-        paths = (f"{self.folder}/{name}" for name in sorted(snapshot.list(self.folder)) if name.endswith(SUFFIX))
+        paths = chunk_files(self.folder, (f"{self.folder}/{name}" for name in snapshot.list(self.folder)))
         return [path for path in paths if snapshot.blob_id(path) is not None]
 
     def chunks(self, snapshot: Snapshot) -> list[tuple[str, Chunk]]:

@@ -61,7 +61,7 @@ class SessionStore:
         return layout.session_dir(agent_type, session_id)
 
     def _log(self, agent_type: str, session_id: str) -> ChunkedJsonl:
-        return ChunkedJsonl(f"{self.folder(agent_type, session_id)}/messages", blobs=True)
+        return ChunkedJsonl(f"{self.folder(agent_type, session_id)}/{layout.MESSAGES}", blobs=True)
 
     def read(self, agent_type: str, session_id: str, *,
              snapshot: Snapshot | None = None) -> tuple[list[Any], str]:

@@ -93,10 +93,10 @@ class ThreadStore:
         return layout.thread_dir(thread_id)
 
     def _events(self, thread_id: str) -> ChunkedJsonl:
-        return ChunkedJsonl(f"{self.folder(thread_id)}/events", blobs=True)
+        return ChunkedJsonl(f"{self.folder(thread_id)}/{layout.EVENTS}", blobs=True)
 
     def _messages(self, thread_id: str) -> ChunkedJsonl:
-        return ChunkedJsonl(f"{self.folder(thread_id)}/messages", blobs=True)
+        return ChunkedJsonl(f"{self.folder(thread_id)}/{layout.MESSAGES}", blobs=True)
 
     def _snapshot(self, thread_id: str, snapshot: Snapshot | None) -> Snapshot:
         return snapshot or self.engine.snapshot(scope=self.folder(thread_id))
