@@ -28,6 +28,7 @@ from gitmem.git.lock import FileLock
 from gitmem.repository import Gitmem
 from gitmem.search import FILE, LOCK_FILE, to_fts
 from nui_client import NuiHost, install_as_nui
+from test_cli import assert_one_line_error
 
 SESSIONS = "gitmem-sessions"
 AGENT_MEMORY = "gitmem-agent-memory"
@@ -211,6 +212,22 @@ def test_a_merge_made_by_hand_where_this_machines_line_is_the_second_parent(tmp_
 
 
 # -- history ----------------------------------------------------------------------------
+
+
+def test_a_damaged_version_in_the_history_stops_the_index_with_one_line_naming_it(tmp_path):
+    """The index reads a history's versions through git cat-file; a version git cannot
+    read is read through the engine, which names the damage as every command does."""
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    for n in range(3):
+        run_gitmem("memory", "write", "--agent", "a", "--append", repo=repo, input=f"part {n} zanzibar")
+    blob = Git(repo)("rev-parse", "HEAD~1:memory/agents/a.md").strip()
+    loose = repo / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.chmod(0o600)
+    loose.write_bytes(loose.read_bytes()[:10])  # truncated, as by a full disk
+    done = run_gitmem("search", "zanzibar", repo=repo, check=False)
+    assert_one_line_error(done, says=f"object {blob} is damaged")
+    assert "gitmem fsck" in done.stderr
 
 
 def test_a_word_replaced_away_is_found_only_in_history_with_the_commit_that_removed_it(tmp_path):
