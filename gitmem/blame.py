@@ -179,7 +179,9 @@ def _memory_by_hunks(mem: Records, path: str, versions: list[str]) -> tuple[dict
     keys: list[str] = []
     owners: list[str] = []
     try:
-        trees = [mem.engine.snapshot_of(commit).tree_id("") for commit in versions]
+        # Scoped: git reads the trees; only the folders on the way to the memory are checked
+        # here (the whole tree of each version was 2,000 walks of a 4,000-session tree: 12 s).
+        trees = [mem.engine.snapshot_of(commit, scope=path).tree_id("") for commit in versions]
         for commit, hunks in zip(versions, version_hunks(mem.engine.gitdir, path, trees), strict=True):
             for hunk in reversed(hunks):  # later lines first: the earlier hunks' line numbers hold
                 lines.change(hunk.start, hunk.removed, hunk.added)

@@ -18,7 +18,7 @@ from conftest import SUBPROCESS_ENV, Git, run_gitmem
 from gitmem import layout
 from gitmem.blame import _by_versions, _Lines, _memory_by_hunks
 from gitmem.units import blocks
-from gitmem.bench.catch_up import BIG_PATH, BIG_RECORD, build_big_memory
+from gitmem.bench.catch_up import BIG_PATH, BIG_RECORD, RECORD, build_big_memory, build_imported
 from gitmem.repository import Gitmem
 
 NO_GIT = {"PATH": str(Path(sys.executable).parent)}  # gitmem finds no `git` to run
@@ -189,3 +189,25 @@ def test_a_memory_first_made_by_a_merge(repo_path, git):
         through_lines = _memory_by_hunks(mem, record.path, versions)
         assert through_lines == _by_versions(mem, record, versions)
         assert through_lines[1]["block"][:2] == [merge, merge]
+
+
+def test_a_damaged_folder_elsewhere_in_an_old_commit_leaves_a_memorys_blame_alone(tmp_path):
+    """Blame by hunks checks, in each version, only the folders on the way to the memory,
+    as reading one old version does: a damaged tree of an old commit's sessions neither
+    stops it nor is walked (walking every version's whole tree made the blame of a memory
+    with 2,000 versions among 4,000 sessions take 8 s against git blame's 0.5 s)."""
+    path = build_imported(tmp_path / "imported", 400, 40)
+    clean = run_gitmem("blame", RECORD, "--json", repo=path).stdout
+    git = Git(path)
+    (pack,) = (path / ".git" / "objects" / "pack").glob("*.pack")
+    moved = tmp_path / "the.pack"
+    pack.rename(moved)
+    pack.with_suffix(".idx").unlink()
+    subprocess.run(["git", "-C", str(path), "unpack-objects", "-q"], input=moved.read_bytes(), check=True,
+                   env=SUBPROCESS_ENV)  # loose objects, as a repository never packed
+    tree = git("rev-parse", "HEAD~200:sessions/cc").strip()
+    assert tree != git("rev-parse", "HEAD:sessions/cc").strip()
+    loose = path / ".git" / "objects" / tree[:2] / tree[2:]
+    loose.chmod(0o600)
+    loose.write_bytes(loose.read_bytes()[:10])  # truncated
+    assert run_gitmem("blame", RECORD, "--json", repo=path).stdout == clean
