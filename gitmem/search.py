@@ -37,8 +37,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from gitmem import layout
-from gitmem.git.base import EngineError
 from gitmem.git import gitproc, stamp
+from gitmem.git.base import EngineError
 from gitmem.git.changes import TIMEOUT, Step, StepsUnavailable, count_steps, first_parent_steps
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
