@@ -37,23 +37,35 @@ def full_read(repo: Path) -> dict:
     return {"messages": json.loads(b"".join(pieces)), "agentSessionId": agent_session_id}
 
 
-def settled(repo: Path) -> None:
-    """Reads until one comes from the work tree (a write a moment before the first read is
-    too fresh for its stamp; the next read's look vouches for it)."""
+def quick_read(repo: Path) -> bytes:
+    """The output of the first of some reads that comes from the work tree (a write a
+    moment before the first read is too fresh for its stamp; the next read's look vouches
+    for it)."""
     for _ in range(20):
-        if not read(repo)[1]:
-            return
+        out, opened = gitmem_opening("session", "read", "claude-code", "s1", repo=repo)
+        if not opened:
+            return out
     raise AssertionError("no read came from the work tree alone")
+
+
+def settled(repo: Path) -> None:
+    """Reads until one comes from the work tree."""
+    quick_read(repo)
+
+
+def session_repo(tmp_path: Path, count: int) -> Path:
+    """A repository holding session claude-code/s1 of ``count`` messages."""
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    messages = [{"role": "user", "content": f"message {i}"} for i in range(count)]
+    run_gitmem("session", "write", "claude-code", "s1", repo=repo,
+               input=json.dumps({"messages": messages, "agentSessionId": "resume-1"}))
+    return repo
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    repo = tmp_path / "repo"
-    run_gitmem("init", str(repo))
-    messages = [{"role": "user", "content": f"message {i}"} for i in range(30)]
-    run_gitmem("session", "write", "claude-code", "s1", repo=repo,
-               input=json.dumps({"messages": messages, "agentSessionId": "resume-1"}))
-    return repo
+    return session_repo(tmp_path, 30)
 
 
 def test_the_next_read_comes_from_the_work_tree_with_the_same_bytes(repo):
@@ -181,21 +193,7 @@ LONG_CHUNK = CHUNK.with_name("000001.jsonl")
 @pytest.fixture
 def long_repo(tmp_path: Path) -> Path:
     """A session of 2,500 messages: three chunks of up to 1,000 lines."""
-    repo = tmp_path / "repo"
-    run_gitmem("init", str(repo))
-    messages = [{"role": "user", "content": f"message {i}"} for i in range(2500)]
-    run_gitmem("session", "write", "claude-code", "s1", repo=repo,
-               input=json.dumps({"messages": messages, "agentSessionId": "resume-1"}))
-    return repo
-
-
-def quick_read(repo: Path) -> bytes:
-    """The output of the first of some reads that comes from the work tree."""
-    for _ in range(20):
-        out, opened = gitmem_opening("session", "read", "claude-code", "s1", repo=repo)
-        if not opened:
-            return out
-    raise AssertionError("no read came from the work tree alone")
+    return session_repo(tmp_path, 2500)
 
 
 def stampless_read(repo: Path) -> bytes:
