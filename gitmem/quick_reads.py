@@ -77,11 +77,13 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
                 runs.append(written_run(data, known=True))
                 continue
             run = written_run(data)
-            if run is not None and _REFERENCE not in run:
-                found_written.append(files[path])
-            run = run if run is not None else jsonl_run(data)
-            if _REFERENCE in run:
+            as_written = run is not None
+            if not as_written:
+                run = jsonl_run(data)
+            if _REFERENCE in run:  # an image: the full read restores it
                 return None
+            if as_written:
+                found_written.append(files[path])
             runs.append(run)
         meta_path = f"{folder}/{layout.META}"
         meta = parse_meta(_read(root, meta_path)) if meta_path in files else {}
