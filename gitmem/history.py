@@ -28,7 +28,8 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from gitmem import layout
-from gitmem.meta import meta_bytes, now_iso, parse_meta, printable, read_meta, record_trailers
+from gitmem.ids import printable
+from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError
 from gitmem.git.engine import GitEngine

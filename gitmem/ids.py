@@ -118,3 +118,14 @@ def _shorten(name: str, id_: str) -> str:
     if last != -1 and last > keep - 3:
         cut = cut[:last]
     return f"{cut}~{digest}"
+
+
+_CONTROL = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\\\]")
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (newlines, tabs, escape sequences, U+2028) and
+    backslashes escaped as Python writes them: one line, unambiguous."""
+    return _CONTROL.sub(lambda m: _ESCAPES.get(m[0]) or (
+        f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"), text)

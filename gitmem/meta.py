@@ -14,12 +14,12 @@ the sync merge alike.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from gitmem import layout, strictjson
+from gitmem.ids import printable
 
 if TYPE_CHECKING:
     from gitmem.git.snapshot import Snapshot
@@ -51,17 +51,6 @@ def read_meta(snapshot: Snapshot, folder: str) -> dict[str, Any] | None:
     """The metadata of the record in ``folder`` (a fresh dict); None when it has none."""
     meta = snapshot.read_parsed(f"{folder}/{layout.META}", parse_meta)
     return dict(meta) if meta is not None else None
-
-
-_CONTROL = re.compile("[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029\\\\]")
-_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}
-
-
-def printable(text: str) -> str:
-    """``text`` with control characters (newlines, tabs, escape sequences, U+2028) and
-    backslashes escaped as Python writes them: one line, unambiguous."""
-    return _CONTROL.sub(lambda m: _ESCAPES.get(m[0]) or (
-        f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}"), text)
 
 
 def record_trailers(op: str, record: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -99,20 +99,20 @@ class SearchIndex:
         """The units matching ``query``, best first: those at HEAD, or with ``history``
         every unit main ever held. ``since``/``until`` (WHENs, as ``gitmem log`` takes)
         keep the hits that came or went in between."""
-        expression = to_fts(query)
+        to_fts(query)  # a query that cannot be parsed is refused before anything is opened
         check_options(kind, limit)
         path = layout.parse_record(record).path if record is not None else None
         window = (self._moment(since), self._moment(until))
         try:
-            return self._query(expression, history, kind, path, window, limit, progress)
+            return self._query(query, history, kind, path, window, limit, progress)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
                 raise
         with self._locked():  # damaged inside (a disk error, a bad copy): built anew
             self._start_over()
-        return self._query(expression, history, kind, path, window, limit, progress)
+        return self._query(query, history, kind, path, window, limit, progress)
 
-    def _query(self, expression: str, history: bool, kind: str | None, path: str | None,
+    def _query(self, query: str, history: bool, kind: str | None, path: str | None,
                window: tuple[int | None, int | None], limit: int,
                progress: ProgressCallback | None) -> list[SearchHit]:
         db = self._open()
@@ -121,7 +121,7 @@ class SearchIndex:
             db = self.catch_up(progress)
             if look is not None and meta(db, "tip") == look.head:
                 self._stamp(db, look.started_ns)
-        return answer(db, expression, self._read_blobs, history=history, kind=kind, path=path,
+        return answer(db, query, self._read_blobs, history=history, kind=kind, path=path,
                       window=window, limit=limit)
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:

@@ -23,7 +23,7 @@ from gitmem import layout
 from gitmem.errors import BadQuery, InvalidInput
 from gitmem.git import stamp
 from gitmem.git.files import GITMEM_DIR, read_regular
-from gitmem.units import unit_key, units_of
+from gitmem.units import pieces, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
 FORMAT = "2"  # of the tables: another one is built anew
@@ -74,6 +74,25 @@ class _Term(NamedTuple):
 
 def to_fts(query: str) -> str:
     """``query`` in FTS5's syntax; :class:`BadQuery` when it cannot be parsed."""
+    clauses = []
+    for group in _groups(query):
+        wanted = [term.fts() for term in group if not term.negated]
+        if not wanted:
+            raise BadQuery("-word only leaves words out: give at least one word to find "
+                           "beside it")
+        clause = "(" + " AND ".join(wanted) + ")"
+        clauses.append(clause + "".join(" NOT " + t.fts() for t in group if t.negated))
+    return " OR ".join(f"({clause})" for clause in clauses)
+
+
+def wanted_words(query: str) -> list[str]:
+    """The words ``query`` looks for (not those it leaves out), in lower case."""
+    return [word.lower() for group in _groups(query) for term in group if not term.negated
+            for word in term.text.split()]
+
+
+def _groups(query: str) -> list[list[_Term]]:
+    """The terms of ``query``, in groups that OR joins."""
     if query.count('"') % 2:
         raise BadQuery('unbalanced quote: a " opens a phrase that no " closes')
     groups: list[list[_Term]] = [[]]
@@ -104,15 +123,7 @@ def to_fts(query: str) -> str:
         raise BadQuery("OR needs a word on each side")
     if not any(groups):
         raise BadQuery("empty query: give at least one word to search for")
-    clauses = []
-    for group in groups:
-        wanted = [term.fts() for term in group if not term.negated]
-        if not wanted:
-            raise BadQuery("-word only leaves words out: give at least one word to find "
-                           "beside it")
-        clause = "(" + " AND ".join(wanted) + ")"
-        clauses.append(clause + "".join(" NOT " + t.fts() for t in group if t.negated))
-    return " OR ".join(f"({clause})" for clause in clauses)
+    return groups
 
 
 def check_options(kind: str | None, limit: int) -> None:
@@ -126,12 +137,13 @@ def check_options(kind: str | None, limit: int) -> None:
 # -- answers ----------------------------------------------------------------------
 
 
-def answer(db: sqlite3.Connection, expression: str, read_blobs: ReadBlobs, *, history: bool,
+def answer(db: sqlite3.Connection, query: str, read_blobs: ReadBlobs, *, history: bool,
            kind: str | None, path: str | None, window: tuple[int | None, int | None],
            limit: int, read_file: ReadFile | None = None) -> list[SearchHit]:
-    """The hits of FTS5 ``expression`` in index ``db``, best first (see
+    """The hits of ``query`` in index ``db``, best first (see
     :meth:`gitmem.search.SearchIndex.search` for the options). Each hit's text is looked
     for in ``read_file(path)`` first, when given, then in its blob."""
+    expression = to_fts(query)
     where, params = ["unit_search MATCH ?"], [expression]
     if not history:
         where.append("u.removed IS NULL")
@@ -154,7 +166,8 @@ def answer(db: sqlite3.Connection, expression: str, read_blobs: ReadBlobs, *, hi
         " LEFT JOIN commits cr ON cr.id = u.removed"
         f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
         [*params, min(limit, 2**62)]).fetchall()  # SQLite's integers end at 2**63
-    texts = _unit_texts([(r[0], r[2], r[3], r[4], r[5]) for r in rows], read_blobs, read_file)
+    texts = _unit_texts([(r[0], r[2], r[3], r[4], r[5]) for r in rows], wanted_words(query),
+                        read_blobs, read_file)
     snippets = _snippets(db, expression, texts)
     return [SearchHit(name, unit, snippets.get(unit_id, ""), round(-score, 6), added,
                       added_date, removed, removed_date, file)
@@ -162,32 +175,41 @@ def answer(db: sqlite3.Connection, expression: str, read_blobs: ReadBlobs, *, hi
             removed_date in rows]
 
 
-def _unit_texts(hits: list[tuple[int, str, str, str, int]], read_blobs: ReadBlobs,
+def _unit_texts(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
                 read_file: ReadFile | None) -> list[tuple[int, str]]:
     """(unit id, text) for hits (unit id, unit, path, blob, key): the unit whose text has
     that key, found in the file at ``path`` (a text with the key is the text indexed),
-    else in the blob that brought it (missing: gone after a rewrite and a gc)."""
+    else in the blob that brought it (missing: gone after a rewrite and a gc). The units
+    holding one of ``words`` as they are written are tried first."""
     texts, left = [], []
     files: dict[str, bytes | None] = {}
     for unit_id, unit, path, blob, key in hits:
         if read_file is not None and path not in files:
             files[path] = read_file(path)
         data = files.get(path)
-        text = _unit_text(unit, data, key) if data is not None else None
+        text = _unit_text(unit, data, key, words) if data is not None else None
         if text is None:
             left.append((unit_id, unit, blob, key))
         else:
             texts.append((unit_id, text))
     blobs = read_blobs(sorted({blob for _, _, blob, _ in left})) if left else {}
     for unit_id, unit, blob, key in left:
-        text = _unit_text(unit, blobs[blob], key) if blob in blobs else None
+        text = _unit_text(unit, blobs[blob], key, words) if blob in blobs else None
         if text is not None:
             texts.append((unit_id, text))
     return texts
 
 
-def _unit_text(unit: str, data: bytes, key: int) -> str | None:
-    return next((t for t in units_of(unit, data) if unit_key(unit, t) == key), None)
+def _unit_text(unit: str, data: bytes, key: int, words: list[str]) -> str | None:
+    # A hit's unit holds the words it matched, though folded (accents, JSON escapes) perhaps
+    # not as written: the others are tried too, but a text is made of only a few units.
+    found = pieces(unit, data)
+    likely = [piece for piece in found if any(word in piece.lower() for word in words)]
+    for piece in (*likely, *found):
+        text = unit_text(unit, piece)
+        if unit_key(unit, text) == key:
+            return text
+    return None
 
 
 def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, str]]) -> dict[int, str]:
@@ -218,7 +240,7 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
     """The hits of ``query`` in the repository at ``workdir``, answered from its search index
     without opening the repository; None when the index cannot vouch for main and the work
     tree as they are now (see the module's docstring). Raises as the full search does."""
-    expression = to_fts(query)
+    to_fts(query)  # a query that cannot be parsed is refused before anything is opened
     check_options(kind, limit)
     path = layout.parse_record(record).path if record is not None else None
     try:  # none there, a name too long, a removed current folder: the full path says so
@@ -236,7 +258,7 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
     try:
         if meta(db, "format") != FORMAT or not stamp_holds(db, gitdir, workdir):
             return None
-        return answer(db, expression, lambda ids: _read_blobs(gitdir, ids), history=history,
+        return answer(db, query, lambda ids: _read_blobs(gitdir, ids), history=history,
                       kind=kind, path=path, window=(None, None), limit=limit,
                       read_file=lambda file: _read_file(workdir, file))
     except Exception:  # git missing, slow or failing, a damaged index: the full search

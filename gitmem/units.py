@@ -6,6 +6,7 @@ would search for (a JSON line's strings, less ids, types and image data).
 
     units_of("block", b"Prefers short answers.\n\nChecks types first.\n")
     # ['Prefers short answers.', 'Checks types first.']
+    unit_text("message", '{"role": "user", "content": "hi"}')   # 'hi'
 """
 
 from __future__ import annotations
@@ -115,10 +116,21 @@ def _strings(value: Any, key: str | None) -> Iterator[str]:
 
 def units_of(unit: str, data: bytes) -> list[str]:
     """The units (texts) of file content ``data`` holding units of kind ``unit``."""
+    return [unit_text(unit, piece) for piece in pieces(unit, data)]
+
+
+def pieces(unit: str, data: bytes) -> list[str]:
+    """The pieces of file content ``data`` that hold one unit each: a memory's blocks, a
+    log's lines (:func:`unit_text` makes a piece a unit)."""
     text = data.decode("utf-8", "replace")
     if unit == "block":
-        return [scrub(block) for block in blocks(text)]
-    return [line_text(line) for line in text.splitlines() if line.strip()]
+        return blocks(text)
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def unit_text(unit: str, piece: str) -> str:
+    """The text of a unit of kind ``unit`` held in ``piece`` (:func:`pieces`)."""
+    return scrub(piece) if unit == "block" else line_text(piece)
 
 
 def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[str], list[str]]:

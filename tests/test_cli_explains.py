@@ -11,7 +11,7 @@ import pytest
 
 from conftest import Git, run_gitmem
 from test_cli import assert_one_line_error
-from gitmem.cli import build_parser
+from gitmem.cli.parser import build_parser
 
 
 @pytest.fixture

@@ -163,3 +163,18 @@ def test_a_limit_beyond_sqlites_integers_gives_every_hit(repo):
     for _ in range(2):
         hits, _ = search(repo, "marmoset", "--limit", str(10**30))
         assert {record for record, _, _ in hits} == {"agent:reviewer", "session:claude-code/s1"}
+
+
+def test_a_hits_snippet_is_found_when_its_words_are_written_otherwise(repo):
+    # Lines appended with >>: the accented word escaped as JSON writes it, and a line before
+    # it that holds the word as written but only in an id, which is not searched.
+    chunk = repo / "sessions" / "claude-code" / "s1" / "messages" / "000000.jsonl"
+    with chunk.open("ab") as file:
+        file.write(b'{"role": "user", "content": "unrelated words", "id": "creme-1"}\n'
+                   b'{"role": "assistant", "content": "cr\\u00e8me for dessert"}\n')
+    first, opened = search(repo, "creme")
+    assert opened
+    settled(repo)
+    again, opened = search(repo, "creme")
+    assert not opened
+    assert first == again == [("session:claude-code/s1", "message", "**crème** for dessert")]

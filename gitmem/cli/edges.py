@@ -11,8 +11,9 @@ import threading
 import time
 from pathlib import Path
 
-from gitmem.cli import CliError, command, open_repo, positive_seconds, seconds, takes_repo, whole_number
+from gitmem.cli.base import CliError, open_repo
 from gitmem.cli.names import printable
+from gitmem.cli.parser import command, positive_seconds, seconds, takes_repo, whole_number
 
 
 def add_import(importing) -> None:

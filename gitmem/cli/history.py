@@ -1,5 +1,5 @@
-"""``gitmem log``, ``blame``, ``show``, ``diff``, ``restore`` and ``search``: a record's history
-(:mod:`gitmem.history`, :mod:`gitmem.blame`, :mod:`gitmem.search`). ``log`` pages and colours on a terminal,
+"""``gitmem log``, ``blame``, ``show``, ``diff`` and ``restore``: a record's history
+(:mod:`gitmem.history`, :mod:`gitmem.blame`). ``log`` pages and colours on a terminal,
 as ``git log`` does."""
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ import argparse
 import json
 import sys
 
-from gitmem.cli import (NO_PAGER_HELP, CliError, UsageError, open_repo, positive_int, print_json, quick_first,
-                        takes_repo)
+from gitmem.cli.base import CliError, open_repo, print_json
 from gitmem.cli.names import missing, printable, say_missing
+from gitmem.cli.parser import NO_PAGER_HELP, RECORDS, positive_int, takes_repo
 
-RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
 WHEN = ("a version of the record (@ its newest, @~2 two changes of it back), a revision "
         "(HEAD~3, a hash) or a date/time as git reads one (2026-11-01: the end of that day, "
         "2026-11-01T14:00, today, '3 days ago', 'last friday')")
@@ -70,57 +69,6 @@ def _open(args):
     mem = open_repo(args)
     mem.record_index.progress = progress_bar("reading the history")
     return mem
-
-
-def add_search(sub) -> None:
-    takes_repo(sub, cmd_search)
-    sub.add_argument("query", nargs="+", metavar="QUERY",
-                     help='words (all must match; case and accents do not matter), "a phrase", '
-                          "prefix*, OR between alternatives, -word to leave out (after --); "
-                          "several arguments are one query")
-    sub.add_argument("--history", action="store_true",
-                     help="also text no longer there, with the commits that added and removed it")
-    sub.add_argument("--kind", choices=("memory", "session", "thread"),
-                     help="only records of this kind")
-    sub.add_argument("--record", metavar="RECORD", help=f"only this record: {RECORDS}")
-    sub.add_argument("--since", metavar="WHEN",
-                     help="only text added or removed at or after WHEN (a revision or a date, "
-                          "as for gitmem log)")
-    sub.add_argument("--until", metavar="WHEN", help="only text added or removed at or before WHEN")
-    sub.add_argument("--limit", type=positive_int, default=20, metavar="N",
-                     help="at most N hits (default: 20)")
-    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
-
-
-@quick_first
-def cmd_search(args) -> None:
-    from gitmem.errors import BadQuery
-    from gitmem.location import locate_repo
-    from gitmem.search_query import quick_search, to_fts
-    query = " ".join(args.query)
-    try:
-        to_fts(query)  # before anything is opened or indexed
-    except BadQuery as exc:
-        raise UsageError(f"cannot search for {query!r}: {exc}") from None
-    hits = None
-    if args.since is None and args.until is None:  # WHENs are read by the repository
-        hits = quick_search(locate_repo(args.repo)[0], query, history=args.history,
-                            kind=args.kind, record=args.record, limit=args.limit)
-    if hits is None:
-        from gitmem.cli.edges import progress_bar
-        with open_repo(args) as mem:
-            mem.search_index.catch_up(progress_bar("indexing for search"))
-            hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
-                              since=args.since, until=args.until, limit=args.limit)
-    if args.json:
-        print_json([hit.as_json() for hit in hits])
-        return
-    for hit in hits:
-        when = f"added {hit.added[:10]} {hit.added_date}"
-        if hit.removed:
-            when += f", removed {hit.removed[:10]} {hit.removed_date}"
-        print(f"{printable(hit.record)}  {printable(hit.unit)}  {hit.score:.2f}  {when}")
-        print(f"    {' '.join(hit.snippet.split())}")
 
 
 def cmd_log(args) -> None:

@@ -6,8 +6,9 @@ import json
 import sys
 
 from gitmem import strictjson
-from gitmem.cli import CliError, UsageError, command, open_repo, quick_first, write_pieces
+from gitmem.cli.base import CliError, UsageError, open_repo, quick_first, write_pieces
 from gitmem.cli.names import did_you_mean, printable, say_missing
+from gitmem.cli.parser import command
 
 
 def add_memory(parser) -> None:

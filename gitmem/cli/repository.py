@@ -7,8 +7,9 @@ import argparse
 import dataclasses
 import sys
 
-from gitmem.cli import command, open_repo, positive_seconds, print_json, takes_repo
+from gitmem.cli.base import open_repo, print_json
 from gitmem.cli.names import printable
+from gitmem.cli.parser import command, positive_seconds, takes_repo
 
 RESCUE_EXAMPLE = """\
 example:

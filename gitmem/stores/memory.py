@@ -30,7 +30,8 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
 from gitmem.ids import UndecodableId, decode
 from gitmem.merge import merge_file
-from gitmem.meta import printable, record_trailers
+from gitmem.ids import printable
+from gitmem.meta import record_trailers
 from gitmem.git.statcache import git_blob_id
 
 log = logging.getLogger("gitmem.memory")

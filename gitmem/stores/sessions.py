@@ -40,7 +40,8 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
 from gitmem.jsontexts import JsonTexts
-from gitmem.meta import meta_bytes, now_iso, parse_meta, printable, read_meta, record_trailers
+from gitmem.ids import printable
+from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.stores.jsonl import ChunkedJsonl, dumps
 from gitmem.strictjson import same_json
 

@@ -1,0 +1,129 @@
+"""``gitmem search``: the hits of a query, as lines or JSON (:mod:`gitmem.search_query`).
+
+:func:`main` asks :func:`plain_search` first, for every command: it reads the plain forms
+of a search (the options spelt out, the words in one run) without argparse, whose import
+was a fifth of a warm search. Anything else, ``--help`` or a mistake included, is left to
+the parser, which says what is wrong as for any other command.
+
+    plain_search(["--repo", "~/gitmem", "search", "deploy", "--json"])   # a namespace
+    plain_search(["search", "--hist", "deploy"])                        # None: argparse's
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from gitmem.cli.base import UsageError, open_repo, print_json, quick_first
+
+_FLAGS = ("--history", "--json")
+_VALUES = ("--repo", "--kind", "--record", "--limit")  # each takes the next argument
+
+
+def add_search(sub) -> None:
+    from gitmem.cli.parser import (  # only when it is built
+        RECORDS,
+        positive_int,
+        takes_repo,
+    )
+    from gitmem.search_query import KINDS
+    takes_repo(sub, cmd_search)
+    sub.add_argument("query", nargs="+", metavar="QUERY",
+                     help='words (all must match; case and accents do not matter), "a phrase", '
+                          "prefix*, OR between alternatives, -word to leave out (after --); "
+                          "several arguments are one query")
+    sub.add_argument("--history", action="store_true",
+                     help="also text no longer there, with the commits that added and removed it")
+    sub.add_argument("--kind", choices=KINDS, help="only records of this kind")
+    sub.add_argument("--record", metavar="RECORD", help=f"only this record: {RECORDS}")
+    sub.add_argument("--since", metavar="WHEN",
+                     help="only text added or removed at or after WHEN (a revision or a date, "
+                          "as for gitmem log)")
+    sub.add_argument("--until", metavar="WHEN", help="only text added or removed at or before WHEN")
+    sub.add_argument("--limit", type=positive_int, default=20, metavar="N",
+                     help="at most N hits (default: 20)")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+
+def plain_search(argv: list[str]) -> SimpleNamespace | None:
+    """What the parser would make of ``gitmem ARGV`` when it is a plain search: ``--repo``
+    before the command's name, then options spelt out in full and the words in one run.
+    None for anything else."""
+    if "search" not in argv:
+        return None
+    args = SimpleNamespace(repo=None, no_pager=False, history=False, json=False, kind=None,
+                           record=None, since=None, until=None, limit=20, query=[], run=cmd_search)
+    command, words_ended = False, False
+    rest = iter(argv)
+    for arg in rest:
+        name, equals, value = arg.partition("=")
+        if name in _VALUES and (command or name == "--repo"):
+            if not equals:
+                value = next(rest, None)
+                if value is None:
+                    return None
+            if value.startswith("-") or not _take(args, name[2:], value):
+                return None
+            words_ended = bool(args.query)
+        elif arg in _FLAGS and command:
+            setattr(args, arg[2:], True)
+            words_ended = bool(args.query)
+        elif arg.startswith("-"):
+            return None  # --help, --since, an abbreviation, "--", a -word: the parser's
+        elif not command:
+            if arg != "search":
+                return None
+            command = True
+        elif words_ended:
+            return None  # the parser takes the words in one run, and refuses a second
+        else:
+            args.query.append(arg)
+    return args if args.query else None
+
+
+def _take(args: SimpleNamespace, option: str, value: str) -> bool:
+    """Set ``option`` to ``value`` as the parser would; False when it would refuse it."""
+    if option == "kind":
+        from gitmem.search_query import KINDS
+        if value not in KINDS:
+            return False
+    elif option == "limit":
+        try:
+            value = int(value)  # as positive_int reads it
+        except ValueError:
+            return False
+        if value < 1:
+            return False
+    setattr(args, option, value)
+    return True
+
+
+@quick_first
+def cmd_search(args) -> None:
+    from gitmem.errors import BadQuery
+    from gitmem.ids import printable
+    from gitmem.location import locate_repo
+    from gitmem.search_query import quick_search, to_fts
+    query = " ".join(args.query)
+    try:
+        to_fts(query)  # before anything is opened or indexed
+    except BadQuery as exc:
+        raise UsageError(f"cannot search for {query!r}: {exc}") from None
+    hits = None
+    if args.since is None and args.until is None:  # WHENs are read by the repository
+        hits = quick_search(locate_repo(args.repo)[0], query, history=args.history,
+                            kind=args.kind, record=args.record, limit=args.limit)
+    if hits is None:
+        from gitmem.cli.edges import progress_bar
+        with open_repo(args) as mem:
+            mem.search_index.catch_up(progress_bar("indexing for search"))
+            hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
+                              since=args.since, until=args.until, limit=args.limit)
+    if args.json:
+        print_json([hit.as_json() for hit in hits])
+        return
+    for hit in hits:
+        when = f"added {hit.added[:10]} {hit.added_date}"
+        if hit.removed:
+            when += f", removed {hit.removed[:10]} {hit.removed_date}"
+        print(f"{printable(hit.record)}  {printable(hit.unit)}  {hit.score:.2f}  {when}")
+        print(f"    {' '.join(hit.snippet.split())}")
