@@ -25,7 +25,7 @@ from typing import BinaryIO
 from gitmem import __version__, logfile, rescue
 from gitmem.git import gitproc
 from gitmem.maintenance import Maintenance
-from gitmem.pipes import PIPE_SIZE, widen_pipe
+from gitmem.git.pipes import PIPE_SIZE, widen_pipe
 from gitmem.protocol import rpc
 from gitmem.protocol.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.protocol.kaboo import thread_methods

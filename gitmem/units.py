@@ -140,9 +140,12 @@ def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[
     cut = 0
     if old and new.startswith(old):
         cut = max(old.rfind(b"\n\n"), 0) if unit == "block" else old.rfind(b"\n") + 1
-    gone = Counter(units_of(unit, old[cut:]))
-    came = Counter(units_of(unit, new[cut:]))
-    return list((gone - came).elements()), list((came - gone).elements())
+    gone, came = units_of(unit, old[cut:]), units_of(unit, new[cut:])
+    added = came[len(gone):]
+    if came[:len(gone)] == gone and len(set(added)) == len(added) and set(added).isdisjoint(gone):
+        return [], added  # new texts after the old ones: what the counts below give, sooner
+    gone_counts, came_counts = Counter(gone), Counter(came)
+    return list((gone_counts - came_counts).elements()), list((came_counts - gone_counts).elements())
 
 
 def unit_key(unit: str, text: str) -> int:

@@ -153,7 +153,7 @@ def test_no_module_imports_one_that_imports_it_back():
 LAYERS = [
     ("gitmem.git",),
     ("gitmem.errors", "gitmem.ids", "gitmem.strictjson", "gitmem.layout", "gitmem.meta",
-     "gitmem.jsontexts", "gitmem.merge", "gitmem.units", "gitmem.location", "gitmem.pipes"),
+     "gitmem.jsontexts", "gitmem.merge", "gitmem.units", "gitmem.location"),
     ("gitmem.stores",),
     ("gitmem.protocol",),
     ("gitmem.handedits", "gitmem.history", "gitmem.record_index", "gitmem.blame", "gitmem.secrets",

@@ -78,8 +78,8 @@ def open_repo(args, *, create: bool = False):
 def write_pieces(pieces: list[bytes]) -> None:
     """``pieces`` on stdout in order, handed to the kernel up to a thousand at a time
     (``writev``): a big answer is neither joined into one more copy nor written a piece a
-    system call, and a pipe it goes into is widened first (:mod:`gitmem.pipes`)."""
-    from gitmem.pipes import DEFAULT_PIPE_SIZE, widen_pipe
+    system call, and a pipe it goes into is widened first (:mod:`gitmem.git.pipes`)."""
+    from gitmem.git.pipes import DEFAULT_PIPE_SIZE, widen_pipe
     sys.stdout.flush()
     try:
         fd = sys.stdout.fileno()

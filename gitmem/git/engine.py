@@ -40,7 +40,7 @@ from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, REF, Br
                              CommitInfo, DamagedObject, DiskFull, EngineError, Identity, UnsafePath,
                              check_path, config_get, default_identity, user_identity, with_trailers)
 from gitmem.git.displaced import DisplacedFiles
-from gitmem.git.facts import open_trusted
+from gitmem.git.facts import open_work_tree
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
@@ -83,14 +83,6 @@ class BackgroundPacker(Protocol):
 
     def maybe_start(self) -> None:
         """Note one commit (cheap: packing, when due, happens on a thread of its own)."""
-
-
-def _existing_repository(path: Path) -> pygit2.Repository | None:
-    """The repository whose work tree (or git folder) is ``path``; None when there is none."""
-    found = pygit2.discover_repository(str(path)) if path.exists() else None
-    if found and Path(found).resolve() in ((path / ".git").resolve(), path.resolve()):
-        return open_trusted(path)
-    return None
 
 
 class GitEngine:
@@ -168,7 +160,7 @@ class GitEngine:
     def open(cls, path: str | os.PathLike, *, create: bool = True, **kwargs) -> GitEngine:
         """Open the repository at ``path``; create it (branch ``main``) when ``create`` and missing."""
         path = Path(path)
-        repo = _existing_repository(path)
+        repo = open_work_tree(path, or_git_folder=True)
         if repo is None and create:
             path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
             repo = pygit2.init_repository(str(path), initial_head=BRANCH)

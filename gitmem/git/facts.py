@@ -25,11 +25,9 @@ class RepositoryFacts:
 def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
     """The facts of the git work tree whose top is ``path``; None when ``path`` is not one
     (missing, a plain folder, a bare repository, or a folder inside a work tree)."""
-    path = Path(path)
-    found = pygit2.discover_repository(str(path)) if path.is_dir() else None
-    if not found or Path(found).resolve() != (path / ".git").resolve():
+    repo = open_work_tree(path)
+    if repo is None:
         return None
-    repo = open_trusted(path)
     head = repo.references.get("HEAD")
     target = head.target if head is not None else None
     branch = target[len("refs/heads/"):] if isinstance(target, str) and \
@@ -39,6 +37,16 @@ def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
     if not opened and not repo.head_is_unborn:
         names = _top_names(repo)
     return RepositoryFacts(branch, not repo.head_is_unborn, names, opened)
+
+
+def open_work_tree(path: str | os.PathLike, *, or_git_folder: bool = False) -> pygit2.Repository | None:
+    """The repository whose work tree's top is ``path`` (with ``or_git_folder``: or whose git
+    folder, or bare repository, it is); None when there is none (missing, a plain folder,
+    a folder inside a work tree). Raises as :func:`open_trusted`."""
+    path = Path(path)
+    found = pygit2.discover_repository(str(path)) if path.is_dir() else None
+    tops = [(path / ".git").resolve(), *([path.resolve()] if or_git_folder else [])]
+    return open_trusted(path) if found and Path(found).resolve() in tops else None
 
 
 def open_trusted(path: Path) -> pygit2.Repository:

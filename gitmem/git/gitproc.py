@@ -27,6 +27,8 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 
+from gitmem.git.pipes import widen_pipe
+
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
 # Variables that would point git at another repository (set when gitmem runs in a hook).
 LOCATION_VARS = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY",
@@ -136,6 +138,7 @@ def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, input: by
         stopping = _stopped
     if stopping:
         _kill_group(proc, signal.SIGKILL)
+    widen_pipe(proc.stdout.fileno())  # git runs further ahead of a reader busy between reads
     expired = threading.Event()
 
     def expire() -> None:

@@ -1,4 +1,5 @@
-"""Pipes that carry big texts: a request line of megabytes from a host, an answer of megabytes.
+"""Pipes that carry big texts: a request line of megabytes from a host, an answer of megabytes,
+git's blobs read ahead.
 
 A pipe holds 64 KiB by default, so a big text passes 64 KiB at a time, the writer waiting
 for the reader to take each. Linux lets any process make a pipe hold up to
