@@ -99,3 +99,13 @@ def test_a_warm_plain_search_loads_neither_argparse_nor_pygit2(tmp_path: Path):
     assert plain == (parsers[0], "loaded: []")
     assert [hit["record"] for hit in plain[0]] == ["agent:reviewer"]
     assert parsers[1] == "loaded: ['argparse']"  # the parser's form: warm, but through argparse
+
+
+@pytest.mark.parametrize("query", ['"unbalanced', "OR", "-draft"])
+def test_a_plain_search_that_cannot_be_parsed_gets_one_line_and_exit_2(tmp_path: Path, query):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    assert plain_search(["search", query]) is not None or query.startswith("-")
+    done = run_gitmem("search", query, repo=repo, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr
