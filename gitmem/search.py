@@ -44,8 +44,8 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
 from gitmem.handedits import HandEdits, SettledLook
 from gitmem.history import HistoryError, parse_time, resolve_when
-from gitmem.search_query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, SearchHit, answer, check_options,
-                                 meta, stamp_holds, to_fts)
+from gitmem.search_query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, Parsed, SearchHit, answer,
+                                 check_options, meta, parse, stamp_holds)
 from gitmem.units import record_kind, record_name, unit_changes, unit_key, unit_kind
 
 LOCK_FILE = "search.lock"
@@ -99,20 +99,20 @@ class SearchIndex:
         """The units matching ``query``, best first: those at HEAD, or with ``history``
         every unit main ever held. ``since``/``until`` (WHENs, as ``gitmem log`` takes)
         keep the hits that came or went in between."""
-        to_fts(query)  # a query that cannot be parsed is refused before anything is opened
+        parsed = parse(query)  # a query that cannot be parsed is refused before anything is opened
         check_options(kind, limit)
         path = layout.parse_record(record).path if record is not None else None
         window = (self._moment(since), self._moment(until))
         try:
-            return self._query(query, history, kind, path, window, limit, progress)
+            return self._query(parsed, history, kind, path, window, limit, progress)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
                 raise
         with self._locked():  # damaged inside (a disk error, a bad copy): built anew
             self._start_over()
-        return self._query(query, history, kind, path, window, limit, progress)
+        return self._query(parsed, history, kind, path, window, limit, progress)
 
-    def _query(self, query: str, history: bool, kind: str | None, path: str | None,
+    def _query(self, query: Parsed, history: bool, kind: str | None, path: str | None,
                window: tuple[int | None, int | None], limit: int,
                progress: ProgressCallback | None) -> list[SearchHit]:
         db = self._open()

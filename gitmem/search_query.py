@@ -72,23 +72,33 @@ class _Term(NamedTuple):
         return '"' + self.text.replace('"', '""') + '"' + (" *" if self.prefix else "")
 
 
-def to_fts(query: str) -> str:
-    """``query`` in FTS5's syntax; :class:`BadQuery` when it cannot be parsed."""
+class Parsed(NamedTuple):
+    """A query read once: FTS5's expression of it, and the words it looks for in lower case
+    (a hit's unit is looked for first among the pieces of its file holding one)."""
+
+    expression: str
+    words: list[str]
+
+
+def parse(query: str) -> Parsed:
+    """``query`` read; :class:`BadQuery` when it cannot be parsed."""
+    groups = _groups(query)
     clauses = []
-    for group in _groups(query):
+    for group in groups:
         wanted = [term.fts() for term in group if not term.negated]
         if not wanted:
             raise BadQuery("-word only leaves words out: give at least one word to find "
                            "beside it")
         clause = "(" + " AND ".join(wanted) + ")"
         clauses.append(clause + "".join(" NOT " + t.fts() for t in group if t.negated))
-    return " OR ".join(f"({clause})" for clause in clauses)
+    words = [word.lower() for group in groups for term in group if not term.negated
+             for word in term.text.split()]
+    return Parsed(" OR ".join(f"({clause})" for clause in clauses), words)
 
 
-def wanted_words(query: str) -> list[str]:
-    """The words ``query`` looks for (not those it leaves out), in lower case."""
-    return [word.lower() for group in _groups(query) for term in group if not term.negated
-            for word in term.text.split()]
+def to_fts(query: str) -> str:
+    """``query`` in FTS5's syntax; :class:`BadQuery` when it cannot be parsed."""
+    return parse(query).expression
 
 
 def _groups(query: str) -> list[list[_Term]]:
@@ -137,14 +147,13 @@ def check_options(kind: str | None, limit: int) -> None:
 # -- answers ----------------------------------------------------------------------
 
 
-def answer(db: sqlite3.Connection, query: str, read_blobs: ReadBlobs, *, history: bool,
+def answer(db: sqlite3.Connection, query: Parsed, read_blobs: ReadBlobs, *, history: bool,
            kind: str | None, path: str | None, window: tuple[int | None, int | None],
            limit: int, read_file: ReadFile | None = None) -> list[SearchHit]:
     """The hits of ``query`` in index ``db``, best first (see
     :meth:`gitmem.search.SearchIndex.search` for the options). Each hit's text is looked
     for in ``read_file(path)`` first, when given, then in its blob."""
-    expression = to_fts(query)
-    where, params = ["unit_search MATCH ?"], [expression]
+    where, params = ["unit_search MATCH ?"], [query.expression]
     if not history:
         where.append("u.removed IS NULL")
     if kind is not None:
@@ -166,9 +175,9 @@ def answer(db: sqlite3.Connection, query: str, read_blobs: ReadBlobs, *, history
         " LEFT JOIN commits cr ON cr.id = u.removed"
         f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
         [*params, min(limit, 2**62)]).fetchall()  # SQLite's integers end at 2**63
-    texts = _unit_texts([(r[0], r[2], r[3], r[4], r[5]) for r in rows], wanted_words(query),
+    texts = _unit_texts([(r[0], r[2], r[3], r[4], r[5]) for r in rows], query.words,
                         read_blobs, read_file)
-    snippets = _snippets(db, expression, texts)
+    snippets = _snippets(db, query.expression, texts)
     return [SearchHit(name, unit, snippets.get(unit_id, ""), round(-score, 6), added,
                       added_date, removed, removed_date, file)
             for unit_id, name, unit, file, _blob, _key, score, added, added_date, removed,
@@ -240,7 +249,7 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
     """The hits of ``query`` in the repository at ``workdir``, answered from its search index
     without opening the repository; None when the index cannot vouch for main and the work
     tree as they are now (see the module's docstring). Raises as the full search does."""
-    to_fts(query)  # a query that cannot be parsed is refused before anything is opened
+    parsed = parse(query)  # a query that cannot be parsed is refused before anything is opened
     check_options(kind, limit)
     path = layout.parse_record(record).path if record is not None else None
     try:  # none there, a name too long, a removed current folder: the full path says so
@@ -258,7 +267,7 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
     try:
         if meta(db, "format") != FORMAT or not stamp_holds(db, gitdir, workdir):
             return None
-        return answer(db, query, lambda ids: _read_blobs(gitdir, ids), history=history,
+        return answer(db, parsed, lambda ids: _read_blobs(gitdir, ids), history=history,
                       kind=kind, path=path, window=(None, None), limit=limit,
                       read_file=lambda file: _read_file(workdir, file))
     except Exception:  # git missing, slow or failing, a damaged index: the full search

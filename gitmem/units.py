@@ -142,7 +142,8 @@ def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[
         cut = max(old.rfind(b"\n\n"), 0) if unit == "block" else old.rfind(b"\n") + 1
     gone, came = units_of(unit, old[cut:]), units_of(unit, new[cut:])
     added = came[len(gone):]
-    if came[:len(gone)] == gone and len(set(added)) == len(added) and set(added).isdisjoint(gone):
+    distinct = set(added)
+    if came[:len(gone)] == gone and len(distinct) == len(added) and distinct.isdisjoint(gone):
         return [], added  # new texts after the old ones: what the counts below give, sooner
     gone_counts, came_counts = Counter(gone), Counter(came)
     return list((gone_counts - came_counts).elements()), list((came_counts - gone_counts).elements())
