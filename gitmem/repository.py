@@ -13,19 +13,20 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gitmem import history, layout, quick_reads
+from gitmem.edits import quick_reads
+from gitmem.edits.handedits import HandEdits
 from gitmem.git.base import BRANCH, CommitInfo, EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.facts import RepositoryFacts, inspect_repository
-from gitmem.handedits import HandEdits
-from gitmem.location import default_repo_path
-from gitmem.record_index import RecordIndex
-from gitmem.secrets import ALLOW_FILE
+from gitmem.history import versions as history
+from gitmem.history.record_index import RecordIndex
+from gitmem.records import layout
+from gitmem.records.location import default_repo_path
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 if TYPE_CHECKING:
-    from gitmem.blame import Blamed
-    from gitmem.search import SearchHit
+    from gitmem.history.blame import Blamed
+    from gitmem.search.index import SearchHit
 
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
 
@@ -62,7 +63,7 @@ class NotAFolderOfItsOwn(EngineError):
 
 # What the top of a gitmem repository holds; a repository with anything else there
 # (src/, setup.py ...) belongs to a project, not to gitmem.
-LAYOUT_NAMES = frozenset({"README.md", ".gitattributes", ALLOW_FILE, *layout.TOP_FOLDERS})
+LAYOUT_NAMES = frozenset({"README.md", ".gitattributes", layout.ALLOW_SECRETS_FILE, *layout.TOP_FOLDERS})
 
 
 def _is_gitmems(facts: RepositoryFacts) -> bool:
@@ -142,7 +143,7 @@ class Gitmem:
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
-        self._search_index = None  # gitmem.search.SearchIndex, made on the first search
+        self._search_index = None  # gitmem.search.index.SearchIndex, made on the first search
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
@@ -156,7 +157,7 @@ class Gitmem:
 
         ``durability`` (an engine option) defaults to ``$GITMEM_DURABILITY``, else "fast".
         ``hand_edits`` commits a person's uncommitted edit of a record before the record
-        is read or written (:mod:`gitmem.handedits`): the engine is opened with the
+        is read or written (:mod:`gitmem.edits.handedits`): the engine is opened with the
         hand-edit part, which the stores' reads and writes then go through.
         """
         path = Path(path).expanduser() if path is not None else default_repo_path()
@@ -220,7 +221,7 @@ class Gitmem:
             return self.engine.history(None, limit=limit)
         return history.record_commits(self, layout.parse_record(record), limit=limit)
 
-    # -- history (gitmem.history; WHEN is a revision or a date such as "3 days ago") --
+    # -- history (gitmem.history.versions; WHEN is a revision or a date such as "3 days ago") --
 
     def changes(self, record: str | None = None, *, limit: int | None = None) -> list[history.LogEntry]:
         """Like :meth:`log`, each commit with a one-line summary of what it changed there."""
@@ -241,13 +242,13 @@ class Gitmem:
     def blame(self, record: str) -> list[Blamed]:
         """Each block of a memory, or each message and event of a session or thread, with
         the commit that introduced it."""
-        from gitmem.blame import blame
+        from gitmem.history.blame import blame
         return blame(self, record)
 
     def session_json(self, agent_type: str, session_id: str) -> tuple[list[bytes], str]:
         """:meth:`SessionStore.read_json_pieces` after the session's hand edits are taken in;
         when the work tree then held HEAD's files of it, a stamp is kept so that the next
-        process reads it from the work tree (:func:`gitmem.quick_reads.session_json`)."""
+        process reads it from the work tree (:func:`gitmem.edits.quick_reads.session_json`)."""
         folder = self.sessions.folder(agent_type, session_id)
         hand_edits = self.engine.hand_edits
         look = hand_edits.settled_look(folder) if hand_edits is not None else None
@@ -259,9 +260,9 @@ class Gitmem:
 
     @property
     def search_index(self):
-        """The search index (:mod:`gitmem.search`), loaded on first use."""
+        """The search index (:mod:`gitmem.search.index`), loaded on first use."""
         if self._search_index is None:
-            from gitmem.search import SearchIndex
+            from gitmem.search.index import SearchIndex
             self._search_index = SearchIndex(self.engine)
         return self._search_index
 

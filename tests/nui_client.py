@@ -31,7 +31,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from conftest import SUBPROCESS_ENV
-from gitmem.nui_extension import install
+from gitmem.faces.nui.extension import install
 
 NUI_LINE_LIMIT = 4 * 1024 * 1024  # bufio.Scanner buffer of nui's reader, newline included
 EXTENSION_NAME = "gitmem"

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
-from gitmem import layout
-from gitmem.blame import _by_versions, _Lines, _memory_by_hunks
-from gitmem.units import blocks
 from gitmem.bench.catch_up import BIG_PATH, BIG_RECORD, RECORD, build_big_memory, build_imported
+from gitmem.history.blame import _by_versions, _Lines, _memory_by_hunks
+from gitmem.records import layout
+from gitmem.records.units import blocks
 from gitmem.repository import Gitmem
 
 NO_GIT = {"PATH": str(Path(sys.executable).parent)}  # gitmem finds no `git` to run

@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
 from nui_client import NuiHost
-from gitmem.blame import _Blocks
-from gitmem.units import blocks
 from gitmem.bench.catch_up import RECORD, RECORD_PATH, build_imported
-from gitmem.record_index import FILE
+from gitmem.history.blame import _Blocks
+from gitmem.history.record_index import FILE
+from gitmem.records.units import blocks
 from gitmem.repository import Gitmem
 
 RECORDS = [RECORD, "session:cc/s3", "session:cc/s10", "agent:odd", "user"]

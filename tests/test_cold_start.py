@@ -15,7 +15,7 @@ from conftest import SUBPROCESS_ENV, run_gitmem
 
 PACKAGE = Path(gitmem.__file__).resolve().parent
 HEAVY = ("pygit2", "ruamel.yaml", "watchfiles", "asyncio", "msgspec", "gitmem.bench",
-         "mcp", "anyio", "pydantic", "gitmem.protocol.mcp")
+         "mcp", "anyio", "pydantic", "gitmem.faces.mcp.tools")
 
 # `python -m gitmem ARGS`, writing the names in sys.modules at exit to the file named first
 # (-X importtime would miss what importlib.import_module loads).
@@ -96,7 +96,7 @@ def test_gitmem_mcp_answers_initialize_before_loading_the_git_engine(repo, tmp_p
                           env={**SUBPROCESS_ENV, "PYTHONPATH": str(PACKAGE.parent)})
     assert done.returncode == 0 and '"serverInfo":{"name":"gitmem"' in done.stdout, done.stderr
     loaded = set(out.read_text(encoding="utf-8").split("\n"))
-    assert {"mcp", "gitmem.protocol.mcp"} <= loaded  # the SDK: the start's one big cost
+    assert {"mcp", "gitmem.faces.mcp.tools"} <= loaded  # the SDK: the start's one big cost
     assert not {"pygit2", "gitmem.git.engine", "gitmem.repository"} & loaded  # opened at first use
 
 
@@ -114,8 +114,8 @@ def served_first(tmp_path: Path, repo: Path, env: dict[str, str] | None = None) 
 
 def test_serve_answers_kaboo_without_yaml_or_the_watcher(repo, tmp_path):
     loaded = served_first(tmp_path, repo)
-    assert {"pygit2", "gitmem.protocol.kaboo", "gitmem.git.engine"} <= loaded
-    assert not loaded & {"ruamel.yaml", "watchfiles", "gitmem.watch", "gitmem.sync", "asyncio", "gitmem.bench",
+    assert {"pygit2", "gitmem.faces.kaboo.threads", "gitmem.git.engine"} <= loaded
+    assert not loaded & {"ruamel.yaml", "watchfiles", "gitmem.edits.watch", "gitmem.sync.exchange", "asyncio", "gitmem.bench",
                           "importlib.resources"}  # the templates of a new repository
     # a handler list, as nui has it, is read (and checked) before the first answer
     extension = tmp_path / "extension"

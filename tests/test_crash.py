@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
-from gitmem import layout
+from gitmem.records import layout
 from nui_client import NuiHost
 
 pytestmark = pytest.mark.crash

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git
-from gitmem.maintenance import LOOSE_THRESHOLD
 from gitmem.repository import Gitmem
-from gitmem.sync import sync
+from gitmem.sync.exchange import sync
+from gitmem.upkeep.maintenance import LOOSE_THRESHOLD
 from nui_client import NuiHost
 
 HANG_GUARD = 20.0  # seconds; the operations under test answer at once

@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
-from gitmem.protocol.rpc import INTERNAL_ERROR, MAX_LINE
+from gitmem.faces.rpc import INTERNAL_ERROR, MAX_LINE
 from gitmem.stores.memory import normalise
 from nui_client import NuiHost
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import python_script
+from gitmem.edits.handedits import HandEdits, check, is_watched
 from gitmem.git import worktree as engine_module
-from gitmem.handedits import HandEdits, check, is_watched
 from gitmem.repository import Gitmem
 from gitmem.stores.memory import join_blocks
 
@@ -381,11 +381,11 @@ def test_a_broken_jsonl_edit_is_refused_then_committed_once_fixed(mem, person, g
     lines = chunk.read_text().splitlines()
     chunk.write_text(lines[0] + "\n" + '{"id": "m2", "role": "assistant", "content": \n')
 
-    with caplog.at_level(logging.WARNING, logger="gitmem.handedits"):
+    with caplog.at_level(logging.WARNING, logger="gitmem.edits.handedits"):
         assert mem.sessions.read("claude-code", "s1") == (messages, "")
         assert mem.sessions.read("claude-code", "s1") == (messages, "")
     assert git.count() == before
-    warnings = [r.getMessage() for r in caplog.records if r.name == "gitmem.handedits"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "gitmem.edits.handedits"]
     assert len(warnings) == 1 and f"{chunk_path} line 2" in warnings[0]
 
     report = json.loads(cli("status", "--json").stdout)

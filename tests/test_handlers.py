@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitmem.protocol.handlers import (
+from gitmem.faces.nui.handlers import (
     Handler,
     HandlerConfigError,
     HandlerTable,
@@ -17,7 +17,7 @@ from gitmem.protocol.handlers import (
     load_handlers,
     remove_handler,
 )
-from gitmem.protocol.rpc import InvalidParams
+from gitmem.faces.rpc import InvalidParams
 
 SEED = """\
 # gitmem storage handlers

@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from gitmem import history
-from gitmem.history import HistoryError, parse_time
+from gitmem.history import versions as history
+from gitmem.history.versions import HistoryError, parse_time
 
 AGENT = "claude-code"
 SESSION = "s1"

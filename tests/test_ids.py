@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitmem.ids import MAX_SEGMENT, UndecodableId, decode, encode, is_shortened
+from gitmem.records.ids import MAX_SEGMENT, UndecodableId, decode, encode, is_shortened
 
 WINDOWS_RESERVED = {"con", "prn", "aux", "nul"} | {f"{p}{n}" for p in ("com", "lpt") for n in range(10)}
 

@@ -11,7 +11,7 @@ import pytest
 
 from gitmem.bench.history import make_nui_data
 from gitmem.cli.edges import progress_bar
-from gitmem.nui_import import export_nui, import_nui, sanitise
+from gitmem.faces.nui.importer import export_nui, import_nui, sanitise
 from nui_client import NuiHost, install_as_nui
 
 SESSIONS = "gitmem-sessions"

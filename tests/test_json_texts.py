@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitmem.jsontexts import json_array, jsonl_run, jsonl_values, written_run
+from gitmem.records.jsontexts import json_array, jsonl_run, jsonl_values, written_run
 from gitmem.stores.jsonl import parse_chunk
 from nui_client import NuiHost, install_as_nui
 

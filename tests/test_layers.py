@@ -4,9 +4,9 @@ Every import counts: at the top of a module, inside a function, under ``if
 TYPE_CHECKING``, relative ones, and ``importlib.import_module("...")`` /
 ``__import__("...")`` with a literal name. The layers, lowest first: the git engine
 (``gitmem/git/``, the only importer of pygit2, importing no other gitmem module); the
-stores (``gitmem/stores/``); the protocol (``gitmem/protocol/``), which gets the stores
-it serves passed in; the edges and the facade; the CLI (``gitmem/cli/``), which no
-other module imports.
+records, stores, history, edits and search; the facade; sync and upkeep; the faces
+(``gitmem/faces/``, whose method tables get the stores they serve passed in) and the
+bench; the CLI (``gitmem/cli/``), which no other module imports.
 """
 
 from __future__ import annotations
@@ -19,14 +19,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "gitmem"
 ROOT = "gitmem"  # the package root: `import gitmem`, or a name defined in gitmem/__init__.py
-EDGES = ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.cli", "gitmem.nui_extension",
-         "gitmem.nui_import", "gitmem.kaboo_adapter", "gitmem.mcp_server", "gitmem.mcp_config")
 FACADE = ("gitmem.repository", ROOT)
-# what the modules of each folder may not import
-RULES = {
-    "stores": ("gitmem.protocol", *EDGES, *FACADE),
-    "protocol": ("gitmem.git", *FACADE),
-}
+# what the modules under each path may not import: the method tables are handed the stores they serve
+TABLES = ("faces/rpc.py", "faces/nui/storage.py", "faces/nui/handlers.py", "faces/kaboo/threads.py", "faces/mcp/tools.py")
+RULES = {table: ("gitmem.git", *FACADE) for table in TABLES}
 # the bench measures a raw pygit2 commit as the floor gitmem's own writes are compared with
 PYGIT2_BASELINE = "bench/baselines.py"
 
@@ -74,9 +70,10 @@ def test_the_finder_sees_imports_everywhere_in_a_module():
     source = '''
 import gitmem, os, pygit2.enums
 from typing import TYPE_CHECKING
-from gitmem import __version__, strictjson
-from . import rpc
-from ..stores import jsonl
+from gitmem import __version__
+from gitmem.records import strictjson
+from .. import rpc
+from ...stores import jsonl
 if TYPE_CHECKING:
     from gitmem.cli import main
 def later():
@@ -85,16 +82,16 @@ def later():
     from pygit2 import Oid
 class C:
     def m(self):
-        importlib.import_module('gitmem.sync')
+        importlib.import_module('gitmem.sync.exchange')
 '''
-    found = imported(source, "gitmem.protocol.nui")
-    assert found >= {"gitmem", "os", "pygit2.enums", "pygit2", "typing", "gitmem.strictjson",
-                     "gitmem.protocol.rpc", "gitmem.stores.jsonl", "gitmem.cli", "gitmem.repository",
-                     "gitmem.git.engine", "gitmem.sync"}
-    assert sorted(name for name in found if breaks(name, RULES["protocol"])) == [
+    found = imported(source, "gitmem.faces.nui.storage")
+    assert found >= {"gitmem", "os", "pygit2.enums", "pygit2", "typing", "gitmem.records.strictjson",
+                     "gitmem.faces.rpc", "gitmem.stores.jsonl", "gitmem.cli", "gitmem.repository",
+                     "gitmem.git.engine", "gitmem.sync.exchange"}
+    assert sorted(name for name in found if breaks(name, RULES["faces/nui/storage.py"])) == [
         "gitmem", "gitmem.git.engine", "gitmem.repository"]
-    assert not breaks("gitmem.strictjson", RULES["protocol"])  # a submodule is not the root
-    assert breaks("gitmem.git.snapshot", RULES["protocol"]) and breaks("gitmem.cli.serve", RULES["stores"])
+    assert not breaks("gitmem.records.strictjson", RULES["faces/rpc.py"])  # a submodule is not the root
+    assert breaks("gitmem.git.snapshot", RULES["faces/mcp/tools.py"]) and breaks("gitmem.cli.serve", ("gitmem.cli",))
 
 
 def test_only_the_git_package_imports_pygit2():
@@ -108,9 +105,9 @@ def test_only_the_git_package_imports_pygit2():
 
 def test_only_the_mcp_face_and_the_mcp_command_import_the_mcp_sdk():
     found = modules()
-    assert "mcp" in found["protocol/mcp.py"]  # the rule reads the real modules
+    assert "mcp" in found["faces/mcp/tools.py"]  # the rule reads the real modules
     importers = sorted(path for path, names in found.items() if any(breaks(name, ("mcp",)) for name in names))
-    assert importers == ["mcp_server.py", "protocol/mcp.py"]
+    assert importers == ["faces/mcp/server.py", "faces/mcp/tools.py"]
 
 
 def test_the_git_package_imports_no_other_gitmem_module():
@@ -126,13 +123,11 @@ def test_only_the_cli_package_imports_the_cli():
     assert wrong == []
 
 
-@pytest.mark.parametrize("layer", RULES)
-def test_a_layer_imports_no_module_above_it(layer):
-    found = {path: names for path, names in modules().items() if path.startswith(f"{layer}/")}
-    assert found, f"no modules found in gitmem/{layer}/"
-    wrong = {path: sorted(name for name in names if breaks(name, RULES[layer]))
-             for path, names in found.items()}
-    assert {path: names for path, names in wrong.items() if names} == {}
+@pytest.mark.parametrize("table", TABLES)
+def test_a_method_table_imports_neither_the_engine_nor_the_facade(table):
+    found = modules()
+    assert table in found, f"no module gitmem/{table}"
+    assert sorted(name for name in found[table] if breaks(name, RULES[table])) == []
 
 
 def test_no_module_imports_one_that_imports_it_back():
@@ -152,18 +147,14 @@ def test_no_module_imports_one_that_imports_it_back():
 # docs/architecture.md: the layers, lowest first (a package stands for all its modules)
 LAYERS = [
     ("gitmem.git",),
-    ("gitmem.errors", "gitmem.ids", "gitmem.strictjson", "gitmem.layout", "gitmem.meta",
-     "gitmem.jsontexts", "gitmem.merge", "gitmem.units", "gitmem.location"),
+    ("gitmem.errors", "gitmem.records"),
     ("gitmem.stores",),
-    ("gitmem.protocol",),
-    ("gitmem.handedits", "gitmem.history", "gitmem.record_index", "gitmem.blame", "gitmem.secrets",
-     "gitmem.rewrites", "gitmem.search", "gitmem.search_query",
-     "gitmem.quick_reads"),
+    ("gitmem.history",),
+    ("gitmem.edits",),
+    ("gitmem.search",),
     ("gitmem.repository", ROOT),
-    ("gitmem.serve", "gitmem.watch", "gitmem.sync", "gitmem.rescue", "gitmem.status",
-     "gitmem.maintenance", "gitmem.forget", "gitmem.clone", "gitmem.nui_import",
-     "gitmem.nui_extension", "gitmem.kaboo_adapter", "gitmem.logfile", "gitmem.bench",
-     "gitmem.mcp_server", "gitmem.mcp_config"),
+    ("gitmem.sync", "gitmem.upkeep"),
+    ("gitmem.faces", "gitmem.bench"),
     ("gitmem.cli", "gitmem.__main__"),
 ]
 

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import python_script
-from gitmem.maintenance import Maintenance, fsck, pack
+from gitmem.upkeep.maintenance import Maintenance, fsck, pack
 
 AGENT = "claude-code"
 CHUNK = f"sessions/{AGENT}/s1/messages/000000.jsonl"

@@ -22,7 +22,7 @@ import anyio
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
-from gitmem.ids import encode
+from gitmem.records.ids import encode
 from nui_client import NuiHost
 
 mcp = pytest.importorskip("mcp")  # the test extra holds it; `pip install 'gitmem[mcp]'`

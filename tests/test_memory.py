@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import python_script
-from gitmem.ids import encode
+from gitmem.records.ids import encode
 from gitmem.repository import Gitmem
 
 
@@ -125,7 +125,7 @@ def test_agents_lists_the_ids(mem):
 
 
 def test_reads_come_from_the_commit_not_the_work_tree(repo_path):
-    with Gitmem.open(repo_path, hand_edits=False) as mem:  # hand edits: see gitmem.handedits
+    with Gitmem.open(repo_path, hand_edits=False) as mem:  # hand edits: see gitmem.edits.handedits
         mem.memory.write("committed", "a")
         (mem.engine.workdir / "memory/agents/a.md").write_text("half-written")
         assert mem.memory.read("a") == "committed\n"

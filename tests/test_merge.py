@@ -9,7 +9,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitmem.merge import merge_changes, merge_file, merge_jsonl, merge_meta, merge_text
+from gitmem.records.merge import merge_changes, merge_file, merge_jsonl, merge_meta, merge_text
 
 MARKERS = (b"<<<<<<<", b"=======", b">>>>>>>")
 

@@ -15,7 +15,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from conftest import SUBPROCESS_ENV, Git
-from gitmem.protocol.handlers import load_handlers
+from gitmem.faces.nui.handlers import load_handlers
 from nui_client import NuiHost, install_as_nui, manifest_command
 
 

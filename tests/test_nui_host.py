@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from conftest import SUBPROCESS_ENV
-from gitmem import layout
+from gitmem.records import layout
 from gitmem.repository import Gitmem
 from nui_client import NUI_LINE_LIMIT, NuiHost, go_json, manifest_command
 from test_serve import (AGENT_MEMORY, SESSIONS, USER_MEMORY, extension, image, message, repo_path,  # noqa: F401

@@ -371,7 +371,7 @@ from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from conftest import SUBPROCESS_ENV  # noqa: E402
-from gitmem.sync import sync  # noqa: E402
+from gitmem.sync.exchange import sync  # noqa: E402
 
 STEPS = st.lists(st.one_of(st.just(("api",)), st.tuples(st.just("save"), st.integers(0, 5)),
                            st.just(("sync",)), st.just(("read",))), min_size=1, max_size=12)

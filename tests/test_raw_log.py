@@ -1,4 +1,4 @@
-"""The one reader of git's ``--raw -z`` output (:func:`gitmem.git.changes.raw_log`), which
+"""The one reader of git's ``--raw -z`` output (:func:`gitmem.git.rawlog.raw_log`), which
 the record index and the search index both read their history with: read as git writes
 it, in pieces cut anywhere, with names git would quote, symlinks, a mode change alone,
 an empty commit and a deletion."""
@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git
-from gitmem.git.changes import raw_log
+from gitmem.git.rawlog import raw_log
 
 FORMAT = "--format=%H %P %ct"
 

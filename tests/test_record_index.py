@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
-from gitmem import layout
-from gitmem.record_index import FILE, RecordIndex, checked
+from gitmem.history.record_index import FILE, RecordIndex, checked
+from gitmem.records import layout
 from gitmem.repository import Gitmem
-from gitmem.sync import sync
+from gitmem.sync.exchange import sync
 
 RECORDS = ["user", "agent:a", "agent:ext:corp/b", "session:cc/s1", "session:cc/s2", "thread:t1"]
 AGENTS = ["a", "ext:corp/b"]

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitmem.protocol.rpc import (
+from gitmem.faces.rpc import (
     MAX_LINE,
     MAX_RESPONSE,
     InvalidParams,
@@ -457,7 +457,7 @@ def test_end_of_input_returns(server):
 
 SCRIPT = """
 import signal, sys, time
-from gitmem.protocol.rpc import serve
+from gitmem.faces.rpc import serve
 
 def slow(params):
     print("started", file=sys.stderr, flush=True)
@@ -501,7 +501,7 @@ def test_sigterm_while_idle_stops(process):
 
 NOTED_ELSEWHERE_SCRIPT = """
 import signal, sys, threading, time
-from gitmem.protocol.rpc import serve
+from gitmem.faces.rpc import serve
 
 def signal_from_another_thread(params):
     def later():

@@ -299,7 +299,7 @@ def test_a_gitmem_folder_in_the_current_directory_does_not_break_serve(tmp_path)
 
 
 def test_without_a_console_script_the_command_keeps_the_current_folder_off_the_path(tmp_path):
-    from gitmem.nui_extension import serve_command
+    from gitmem.faces.nui.extension import serve_command
     python = tmp_path / "bin" / "python3"  # no gitmem script beside it
     command = serve_command(tmp_path / "repo", str(python))
     assert command[:3] == [str(python), "-P" if sys.version_info >= (3, 11) else "-I", "-m"]

@@ -26,8 +26,8 @@ from conftest import GITHUB_TOKEN, SUBPROCESS_ENV, Git, run_gitmem
 from gitmem.errors import BadQuery
 from gitmem.git.lock import FileLock
 from gitmem.repository import Gitmem
-from gitmem.search import FILE, LOCK_FILE
-from gitmem.search_query import to_fts
+from gitmem.search.index import FILE, LOCK_FILE
+from gitmem.search.query import to_fts
 from nui_client import NuiHost, install_as_nui
 from test_cli import assert_one_line_error
 

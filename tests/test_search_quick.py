@@ -20,7 +20,7 @@ import pytest
 
 from conftest import Git, gitmem_opening, run_gitmem
 from gitmem.repository import Gitmem
-from gitmem.search_query import quick_search
+from gitmem.search.query import quick_search
 
 def search(repo: Path, query: str, *options: str) -> tuple[list[tuple[str, str, str]], bool]:
     """(hits as (record, unit, snippet), whether it opened the repository) of ``gitmem

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitmem.secrets import ALLOW_FILE, allowed, fingerprint, load_allow_list, refused, scan, scan_line
+from gitmem.sync.secrets import ALLOW_FILE, allowed, fingerprint, load_allow_list, refused, scan, scan_line
 
 OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
                "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gitmem.git.base import DamagedObject, EngineError
-from gitmem.secrets import scan, scan_line
+from gitmem.sync.secrets import scan, scan_line
 
 from tests.test_secrets import GITHUB_TOKEN
 

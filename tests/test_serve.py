@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gitmem import __version__
-from gitmem.protocol.handlers import add_handler
+from gitmem.faces.nui.handlers import add_handler
 from gitmem.repository import Gitmem
 from nui_client import NuiHost, go_json, install_as_nui
 

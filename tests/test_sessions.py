@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gitmem.ids import encode
+from gitmem.records.ids import encode
+from gitmem.records.jsontexts import JsonTexts
 from gitmem.repository import Gitmem
-from gitmem.jsontexts import JsonTexts
 from gitmem.stores.jsonl import ChunkedJsonl, chunk_texts, dumps, parse_chunk
 from nui_client import go_json
 

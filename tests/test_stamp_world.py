@@ -18,7 +18,7 @@ import pytest
 
 from conftest import SUBPROCESS_ENV, Git, gitmem_opening, run_gitmem
 from gitmem.repository import Gitmem
-from gitmem.search_query import quick_search
+from gitmem.search.query import quick_search
 
 
 def search(repo: Path, query: str, *options: str) -> tuple[list[dict], bool]:

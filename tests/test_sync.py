@@ -23,7 +23,7 @@ import pytest
 from conftest import GITHUB_TOKEN, SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem.git.base import EngineError, Identity
 from gitmem.repository import Gitmem
-from gitmem.sync import SecretsRefused, SyncError, read_state, sync
+from gitmem.sync.exchange import SecretsRefused, SyncError, read_state, sync
 
 MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
 OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
@@ -431,7 +431,7 @@ def test_machines_syncing_all_at_once_all_land(tmp_path, remote):
     rounds = 3
     # each machine is one process; a line on its stdin starts a round, all at once
     script = ("import sys\n"
-              "from gitmem.repository import Gitmem\nfrom gitmem.sync import sync\n"
+              "from gitmem.repository import Gitmem\nfrom gitmem.sync.exchange import sync\n"
               "name = sys.argv[1]\n"
               "with Gitmem.open(sys.argv[2], create=False) as mem:\n"
               "    for round_ in iter(lambda: sys.stdin.readline().strip(), ''):\n"

@@ -13,7 +13,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitmem.units import unit_changes, units_of
+from gitmem.records.units import unit_changes, units_of
 
 TEXTS = st.sampled_from(["deploy on friday", "tabs", "the marmoset", "café", "tabs  ", "x" * 3])
 

@@ -15,8 +15,8 @@ import time
 import pytest
 
 from conftest import SUBPROCESS_ENV
+from gitmem.edits.watch import DEBOUNCE, MAX_DELAY, Watcher
 from gitmem.git.engine import GitEngine
-from gitmem.watch import DEBOUNCE, MAX_DELAY, Watcher
 from test_handedits import PERSON, SAVES, hand_commits, person, temp_then_rename  # noqa: F401
 
 FAST = {"debounce": 0.2, "max_delay": 2.0}

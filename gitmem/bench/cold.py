@@ -75,7 +75,7 @@ def serve_cold_start(bench: Bench) -> None:
     spawn, start, imported, _ = spawn_rows(bench, "cold start", "10 files", {
         "serve: spawn to storage.info answer": answered(repo, cached),
         "python -c pass (start and exit)": exited([sys.executable, "-c", "pass"], cached),
-        "imports: gitmem.cli, gitmem.serve": imports,
+        "imports: gitmem.cli, gitmem.faces.serve": imports,
         "serve: spawn to answer, no bytecode cache": answered(repo, uncached),
     }, runs=bench.pick(2, 20)).values()
     spawn.target = COLD_START_BUDGET_MS
@@ -143,7 +143,7 @@ def spawn_rows(bench: Bench, scenario: str, setting: str, measured: dict[str, Ca
 _TIMED_IMPORTS = """
 import time
 started = time.perf_counter()
-import gitmem.cli, gitmem.serve
+import gitmem.cli, gitmem.faces.serve
 print(time.perf_counter() - started)
 """
 _IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+\d+ \| *(\S+)")

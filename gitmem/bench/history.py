@@ -25,11 +25,11 @@ from typing import Any
 
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import git, make_nui_data, nui_message
-from gitmem.maintenance import LOOSE_THRESHOLD, Maintenance
-from gitmem.nui_import import import_nui
+from gitmem.faces.nui.importer import import_nui
 from gitmem.repository import Gitmem
 from gitmem.stores.jsonl import ChunkedJsonl
 from gitmem.stores.sessions import SessionStore
+from gitmem.upkeep.maintenance import LOOSE_THRESHOLD, Maintenance
 
 MB = 1_000_000
 IDLE = 0.2  # seconds without writes before maintenance checks: the bench waits for it at the end

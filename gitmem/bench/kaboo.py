@@ -21,7 +21,7 @@ import sys
 from gitmem.bench.cold import answered, bytecode_env, exited, spawn_rows
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import GIT_ENV, build_repository
-from gitmem.kaboo_adapter import package_folder
+from gitmem.faces.kaboo.adapter import package_folder
 from gitmem.repository import Gitmem
 
 COLD_TARGET = 1.5  # spawn to the first threads.* answer, against python -c "import pygit2"

@@ -38,7 +38,7 @@ from gitmem.bench.serve import ServeWrite, memory_request
 from gitmem.bench.workloads import GIT_ENV, GITMEM, command, copy_repository, fast_import, git
 from gitmem.git import stamp
 from gitmem.repository import Gitmem
-from gitmem.search_query import FILE, STAMP_SCOPE
+from gitmem.search.query import FILE, STAMP_SCOPE
 
 WORD = "quetzalcoatl"
 GONE_WORD = "xylophonist"

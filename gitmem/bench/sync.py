@@ -34,10 +34,10 @@ from typing import Any
 from gitmem.bench.baselines import GREP_SECRETS, plain_git_sync, spawned
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import AGENT_TYPE, git, nui_message, session_messages
-from gitmem.merge import merge_text
+from gitmem.records.merge import merge_text
 from gitmem.repository import Gitmem
-from gitmem.secrets import SCAN_FILE, Scanner
-from gitmem.sync import SYNC_TIMEOUT, SyncError, sync
+from gitmem.sync.exchange import SYNC_TIMEOUT, SyncError, sync
+from gitmem.sync.secrets import SCAN_FILE, Scanner
 
 
 def diverged_machines(root: Path, commits: int, shared: bool) -> Path:

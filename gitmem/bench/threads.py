@@ -24,7 +24,7 @@ from typing import Any
 from gitmem.bench.baselines import SQLITE, JsonFileThreadStore, SqliteStore
 from gitmem.bench.core import Bench
 from gitmem.bench.workloads import ColdRead, ServeProcess
-from gitmem.meta import meta_bytes
+from gitmem.records.meta import meta_bytes
 from gitmem.repository import Gitmem
 
 RUN_SIZE = 50

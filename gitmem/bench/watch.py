@@ -22,9 +22,9 @@ from pathlib import Path
 
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import ServeProcess, build_repository, copy_repository
+from gitmem.edits.watch import DEBOUNCE, Watcher
 from gitmem.git.engine import GitEngine
 from gitmem.repository import Gitmem
-from gitmem.watch import DEBOUNCE, Watcher
 
 LATENCY_TARGET = 1.2  # seconds from a save to the commit being readable, default debounce
 OVERHEAD_TARGET = 1.05  # the watcher's cost on an API write

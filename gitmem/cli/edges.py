@@ -17,7 +17,7 @@ from gitmem.cli.parser import command, positive_seconds, seconds, takes_repo, wh
 
 
 def add_import(importing) -> None:
-    from gitmem.nui_import import ENV_DATA_DIR
+    from gitmem.faces.nui.importer import ENV_DATA_DIR
     sub = command(importing.add_subparsers(metavar="SOURCE", required=True), "nui",
                   "import nui's built-in sessions, user memory and agent memory", cmd_import_nui)
     sub.add_argument("--data-dir", metavar="DIR",
@@ -36,9 +36,9 @@ def add_export(exporting) -> None:
 
 def add_serve(serve) -> None:
     from gitmem.git.base import DURABILITIES
-    from gitmem.protocol import rpc
-    from gitmem.protocol.nui import LATE_WINDOW
-    from gitmem.serve import LATE_WINDOW_ENV, LOG_NAME
+    from gitmem.faces import rpc
+    from gitmem.faces.nui.storage import LATE_WINDOW
+    from gitmem.faces.serve import LATE_WINDOW_ENV, LOG_NAME
     takes_repo(serve, cmd_serve)
     serve.add_argument("--handlers", metavar="FILE",
                        help="storage-handlers.yaml (default: the one in $NUI_EXTENSION_DIR, or "
@@ -71,7 +71,7 @@ def add_serve(serve) -> None:
 
 
 def add_nui(nui) -> None:
-    from gitmem.nui_extension import DEFAULT_AGENT_TYPES, KINDS
+    from gitmem.faces.nui.extension import DEFAULT_AGENT_TYPES, KINDS
     nui_commands = nui.add_subparsers(metavar="ACTION", required=True)
     install_cmd = command(nui_commands, "install", "write a nui extension folder that runs "
                           "gitmem serve on the repository", cmd_nui_install)
@@ -117,8 +117,8 @@ def add_kaboo(kaboo) -> None:
 
 
 def add_mcp(mcp) -> None:
-    from gitmem.logfile import SERVE_LOG
-    from gitmem.mcp_config import CLIENTS
+    from gitmem.faces.logfile import SERVE_LOG
+    from gitmem.faces.mcp.config import CLIENTS
     takes_repo(mcp, cmd_mcp)
     mcp.add_argument("--log-file", metavar="FILE",
                      help=f"where to log (default: .git/gitmem/{SERVE_LOG} in the repository, "
@@ -138,7 +138,7 @@ def add_mcp(mcp) -> None:
 
 
 def add_watch(watch) -> None:
-    from gitmem.watch import DEBOUNCE, MAX_DELAY
+    from gitmem.edits.watch import DEBOUNCE, MAX_DELAY
     takes_repo(watch, cmd_watch)
     watch.add_argument("--debounce", type=seconds, default=DEBOUNCE, metavar="SECONDS",
                        help=f"quiet time before edits are committed (default {DEBOUNCE:g})")
@@ -156,8 +156,8 @@ def add_bench(bench) -> None:
 
 
 def cmd_import_nui(args) -> None:
-    from gitmem.nui_import import import_nui, plan_import
-    from gitmem.location import locate_repo
+    from gitmem.faces.nui.importer import import_nui, plan_import
+    from gitmem.records.location import locate_repo
     from gitmem.repository import Gitmem
     if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
         folder = locate_repo(args.repo)[0]
@@ -178,7 +178,7 @@ def cmd_import_nui(args) -> None:
 
 
 def cmd_export_nui(args) -> None:
-    from gitmem.nui_import import export_nui
+    from gitmem.faces.nui.importer import export_nui
     with open_repo(args) as mem:
         report = export_nui(mem, args.dir, progress=progress_bar("export"), force=args.force)
     for note in report.notes:
@@ -210,8 +210,8 @@ def progress_bar(label: str, stream=None):
 
 
 def cmd_serve(args) -> int:
-    from gitmem.location import locate_repo
-    from gitmem.serve import run
+    from gitmem.records.location import locate_repo
+    from gitmem.faces.serve import run
     return run(locate_repo(args.repo)[0], handlers_path=args.handlers, log_file=args.log_file,
                log_level=args.log_level, durability=args.durability,
                max_response=args.max_response, late_window=args.late_window,
@@ -220,10 +220,10 @@ def cmd_serve(args) -> int:
 
 
 def cmd_nui_install(args) -> None:
-    from gitmem.nui_extension import install
-    from gitmem.protocol.handlers import DEFAULT_FILE
+    from gitmem.faces.nui.extension import install
+    from gitmem.faces.nui.handlers import DEFAULT_FILE
     from gitmem.git.facts import inspect_repository
-    from gitmem.location import locate_repo
+    from gitmem.records.location import locate_repo
     agent_types = _split(args.agent_types)
     repo = locate_repo(args.repo)[0]
     new = inspect_repository(repo) is None
@@ -238,14 +238,14 @@ def cmd_nui_install(args) -> None:
 
 
 def cmd_handlers_list(args) -> None:
-    from gitmem.protocol.handlers import DEFAULT_FILE, load_handlers
+    from gitmem.faces.nui.handlers import DEFAULT_FILE, load_handlers
     for handler in load_handlers(Path(args.dir) / DEFAULT_FILE).handlers:
         print(f"{printable(handler.id)}\t{handler.kind}\t"
               f"{printable(','.join(handler.agent_types))}")
 
 
 def cmd_handlers_add(args) -> None:
-    from gitmem.protocol.handlers import DEFAULT_FILE, add_handler
+    from gitmem.faces.nui.handlers import DEFAULT_FILE, add_handler
     path = Path(args.dir) / DEFAULT_FILE
     handler = add_handler(path, args.id, args.kind, _split(args.agent_types))
     types = f", {printable(','.join(handler.agent_types))}" if handler.agent_types else ""
@@ -254,7 +254,7 @@ def cmd_handlers_add(args) -> None:
 
 
 def cmd_handlers_remove(args) -> None:
-    from gitmem.protocol.handlers import DEFAULT_FILE, remove_handler
+    from gitmem.faces.nui.handlers import DEFAULT_FILE, remove_handler
     path = Path(args.dir) / DEFAULT_FILE
     count = remove_handler(path, args.id)
     print(f"removed handler {printable(args.id)}{f' ({count} entries)' if count > 1 else ''} "
@@ -266,7 +266,7 @@ def _split(csv: str) -> list[str]:
 
 
 def cmd_kaboo_init(args) -> None:
-    from gitmem.kaboo_adapter import ADAPTER_FILES, init_adapter
+    from gitmem.faces.kaboo.adapter import ADAPTER_FILES, init_adapter
     paths = init_adapter(Path(args.dir), force=args.force)
     print(f"wrote {', '.join(str(p) for p in paths)}")
     print(f'use it: import {{ GitMemThreadStore }} from "./{ADAPTER_FILES[1]}";\n'
@@ -274,21 +274,21 @@ def cmd_kaboo_init(args) -> None:
 
 
 def cmd_kaboo_path(args) -> None:
-    from gitmem.kaboo_adapter import package_folder
+    from gitmem.faces.kaboo.adapter import package_folder
     print(package_folder())
 
 
 def cmd_mcp(args) -> int:
     try:
-        from gitmem.mcp_server import run
+        from gitmem.faces.mcp.server import run
     except ImportError as exc:
         raise CliError(f"gitmem mcp needs the MCP SDK ({exc}): pip install 'gitmem[mcp]'") from None
     return run(args.repo, log_file=args.log_file, log_level=args.log_level)
 
 
 def cmd_mcp_config(args) -> None:
-    from gitmem import mcp_config
-    from gitmem.location import locate_repo
+    from gitmem.faces.mcp import config as mcp_config
+    from gitmem.records.location import locate_repo
     repo = locate_repo(args.repo)[0]
     if not args.write:
         sys.stdout.write(mcp_config.entry_text(args.client, repo))
@@ -300,7 +300,7 @@ def cmd_mcp_config(args) -> None:
 
 
 def cmd_watch(args) -> int:
-    from gitmem.watch import Watcher
+    from gitmem.edits.watch import Watcher
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, force=True,
                         format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     # Ctrl-C and SIGTERM only ask to stop: a KeyboardInterrupt landing inside a commit

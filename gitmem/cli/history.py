@@ -1,5 +1,5 @@
 """``gitmem log``, ``blame``, ``show``, ``diff`` and ``restore``: a record's history
-(:mod:`gitmem.history`, :mod:`gitmem.blame`). ``log`` pages and colours on a terminal,
+(:mod:`gitmem.history.versions`, :mod:`gitmem.history.blame`). ``log`` pages and colours on a terminal,
 as ``git log`` does."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def _open(args):
 
 def cmd_log(args) -> None:
     from gitmem.cli import pager
-    from gitmem.history import format_date, log
+    from gitmem.history.versions import format_date, log
     with _open(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
         if args.record and not entries:
@@ -99,8 +99,8 @@ def record_names(mem) -> list[str]:
 
 
 def cmd_blame(args) -> None:
-    from gitmem.blame import blame
-    from gitmem.history import format_date
+    from gitmem.history.blame import blame
+    from gitmem.history.versions import format_date
     with _open(args) as mem:
         found = blame(mem, args.record)
         if not found:
@@ -124,7 +124,7 @@ def cmd_blame(args) -> None:
 
 def never_written(mem, record: str) -> bool:
     """True when no commit ever held ``record`` (a name mistyped, most likely)."""
-    from gitmem.layout import parse_record
+    from gitmem.records.layout import parse_record
     return not mem.record_index.versions(parse_record(record).path)
 
 
@@ -138,7 +138,7 @@ def _say_no_record(mem, record: str, names: list[str] | None = None) -> None:
 
 
 def cmd_show(args) -> None:
-    from gitmem.history import NoRecord, show
+    from gitmem.history.versions import NoRecord, show
     with _open(args) as mem:
         try:
             shown = show(mem, args.record, args.at)
@@ -161,7 +161,7 @@ def cmd_show(args) -> None:
 
 
 def cmd_diff(args) -> None:
-    from gitmem.history import NoRecord, diff
+    from gitmem.history.versions import NoRecord, diff
     with _open(args) as mem:
         try:
             changes = diff(mem, args.record, args.since, args.until)
@@ -176,7 +176,7 @@ def cmd_diff(args) -> None:
 
 
 def cmd_restore(args) -> None:
-    from gitmem.history import NoRecord, restore
+    from gitmem.history.versions import NoRecord, restore
     with _open(args) as mem:
         try:
             done = restore(mem, args.record, args.at)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 
-from gitmem.ids import printable  # noqa: F401 (the listings take it from here)
+from gitmem.records.ids import printable  # noqa: F401 (the listings take it from here)
 
 
 def closest(name: str, names: Iterable[str], count: int = 3) -> list[str]:

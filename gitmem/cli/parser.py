@@ -162,8 +162,8 @@ def positive_int(text: str) -> int:
 
 
 def positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds above 0 (:func:`gitmem.sync.positive_seconds`)."""
-    from gitmem.sync import positive_seconds as parse  # only where the option is given
+    """An argparse type: a finite number of seconds above 0 (:func:`gitmem.sync.exchange.positive_seconds`)."""
+    from gitmem.sync.exchange import positive_seconds as parse  # only where the option is given
     try:
         return parse(text)
     except ValueError as exc:
@@ -172,7 +172,7 @@ def positive_seconds(text: str) -> float:
 
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds, 0 or more."""
-    from gitmem import strictjson
+    from gitmem.records import strictjson
     try:
         value = strictjson.finite_float(text)
     except ValueError:

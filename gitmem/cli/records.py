@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
-from gitmem import strictjson
 from gitmem.cli.base import CliError, UsageError, open_repo, quick_first, write_pieces
 from gitmem.cli.names import did_you_mean, printable, say_missing
 from gitmem.cli.parser import command
+from gitmem.records import strictjson
 
 
 def add_memory(parser) -> None:
@@ -111,7 +111,7 @@ def cmd_memory_list(args) -> None:
     """One line a memory: ``user`` or ``agent:<id>``, its size in bytes, its last change."""
     from datetime import datetime
 
-    from gitmem.history import memories
+    from gitmem.history.versions import memories
     with open_repo(args) as mem:
         for listed in memories(mem):
             when = datetime.fromtimestamp(listed.last.time).astimezone().strftime(
@@ -121,8 +121,8 @@ def cmd_memory_list(args) -> None:
 
 @quick_first
 def cmd_session_read(args) -> None:
-    from gitmem.location import locate_repo
-    from gitmem.quick_reads import session_json
+    from gitmem.records.location import locate_repo
+    from gitmem.edits.quick_reads import session_json
     found = session_json(locate_repo(args.repo)[0], args.agent_type, args.session_id)
     if found is None:
         with open_repo(args) as mem:

@@ -58,7 +58,7 @@ def add_fsck(sub) -> None:
 
 
 def add_sync(sync_) -> None:
-    from gitmem.sync import SYNC_TIMEOUT, TIMEOUT_KEY
+    from gitmem.sync.exchange import SYNC_TIMEOUT, TIMEOUT_KEY
     takes_repo(sync_, cmd_sync)
     sync_.add_argument("remote", nargs="?", metavar="REMOTE",
                        help="the remote (default: branch.main.remote, origin, or the only one)")
@@ -118,7 +118,7 @@ def cmd_init(args) -> None:
 
 def cmd_clone(args) -> None:
     from gitmem.cli.edges import progress_bar
-    from gitmem.clone import REMOTE, clone
+    from gitmem.sync.clone import REMOTE, clone
     from gitmem.repository import private_umask
     private_umask()
     with clone(args.url, args.path or args.repo, progress=progress_bar("reading the history")) as mem:
@@ -128,10 +128,10 @@ def cmd_clone(args) -> None:
 
 def cmd_gc(args) -> None:
     from gitmem.git.base import EngineError
-    from gitmem.maintenance import pack
+    from gitmem.upkeep.maintenance import pack
     with open_repo(args) as mem:
         if args.prune_forgotten:
-            from gitmem.forget import prune_forgotten
+            from gitmem.sync.forget import prune_forgotten
             for name in prune_forgotten(mem.engine):
                 print(f"dropped {name}", file=sys.stderr)
         report = pack(mem.engine, full=True, wait=600.0)
@@ -145,7 +145,7 @@ def cmd_gc(args) -> None:
 
 
 def cmd_fsck(args) -> int:
-    from gitmem.maintenance import fsck
+    from gitmem.upkeep.maintenance import fsck
     with open_repo(args) as mem:
         report = fsck(mem)
     if args.json:
@@ -163,7 +163,7 @@ def cmd_fsck(args) -> int:
 
 
 def cmd_sync(args) -> None:
-    from gitmem.sync import SecretsRefused, sync
+    from gitmem.sync.exchange import SecretsRefused, sync
     with open_repo(args) as mem:
         try:
             result = sync(mem, args.remote, allow_secrets=args.allow_secrets, timeout=args.timeout)
@@ -193,8 +193,8 @@ def cmd_remote_remove(args) -> None:
 
 
 def cmd_status(args) -> None:
-    from gitmem.location import locate_repo
-    from gitmem.status import describe, status
+    from gitmem.records.location import locate_repo
+    from gitmem.upkeep.status import describe, status
     with open_repo(args) as mem:
         report = status(mem)
     report["chosen_by"] = locate_repo(args.repo)[1]
@@ -205,15 +205,15 @@ def cmd_status(args) -> None:
 
 
 def cmd_forget(args) -> None:
-    from gitmem.forget import forget_secret
+    from gitmem.sync.forget import forget_secret
     with open_repo(args) as mem:
         for line in forget_secret(mem, args.path, args.secret).describe():
             print(line)
 
 
 def cmd_rescue(args) -> None:
-    from gitmem.history import format_date
-    from gitmem.rescue import RescueError, chosen, find_lost, let_go, rescue
+    from gitmem.history.versions import format_date
+    from gitmem.sync.rescue import RescueError, chosen, find_lost, let_go, rescue
     if args.let_go and not args.commits:
         raise RescueError("--let-go needs the COMMITs to let go (see `gitmem rescue --list`)")
     with open_repo(args) as mem:

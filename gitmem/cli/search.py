@@ -1,4 +1,4 @@
-"""``gitmem search``: the hits of a query, as lines or JSON (:mod:`gitmem.search_query`).
+"""``gitmem search``: the hits of a query, as lines or JSON (:mod:`gitmem.search.query`).
 
 :func:`main` asks :func:`plain_search` first, for every command: it reads the plain forms
 of a search (the options spelt out, the words in one run) without argparse, whose import
@@ -25,7 +25,7 @@ def add_search(sub) -> None:
         positive_int,
         takes_repo,
     )
-    from gitmem.search_query import KINDS
+    from gitmem.search.query import KINDS
     takes_repo(sub, cmd_search)
     sub.add_argument("query", nargs="+", metavar="QUERY",
                      help='words (all must match; case and accents do not matter), "a phrase", '
@@ -83,7 +83,7 @@ def plain_search(argv: list[str]) -> SimpleNamespace | None:
 def _take(args: SimpleNamespace, option: str, value: str) -> bool:
     """Set ``option`` to ``value`` as the parser would; False when it would refuse it."""
     if option == "kind":
-        from gitmem.search_query import KINDS
+        from gitmem.search.query import KINDS
         if value not in KINDS:
             return False
     elif option == "limit":
@@ -100,9 +100,9 @@ def _take(args: SimpleNamespace, option: str, value: str) -> bool:
 @quick_first
 def cmd_search(args) -> None:
     from gitmem.errors import BadQuery
-    from gitmem.ids import printable
-    from gitmem.location import locate_repo
-    from gitmem.search_query import quick_search, to_fts
+    from gitmem.records.ids import printable
+    from gitmem.records.location import locate_repo
+    from gitmem.search.query import quick_search, to_fts
     query = " ".join(args.query)
     try:
         to_fts(query)  # before anything is opened or indexed

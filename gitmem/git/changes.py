@@ -1,6 +1,6 @@
 """The files each commit of main's first-parent line changed, from one ``git log --raw``.
 
-What the search index (:mod:`gitmem.search`) follows: the states ``main`` went through
+What the search index (:mod:`gitmem.search.index`) follows: the states ``main`` went through
 on this machine, oldest first, each with the files that differ from the state before
 it. git lists them faster than a walk in Python can diff trees, and without reading
 a blob; its output is read as it comes (:func:`gitmem.git.gitproc.stream`), so the
@@ -14,8 +14,7 @@ After ``since``, the steps are the commits of the first-parent line of ``tip`` t
 descend from ``since``; the first one is diffed against ``since`` itself (a merge whose
 first parent is another machine's line then counts what it brought to this one).
 
-:func:`raw_log` is the one reader of git's ``--raw -z`` output, also for the record
-index's walk (:meth:`gitmem.git.log.History.changed_commits`).
+git's output is read by :func:`gitmem.git.rawlog.raw_log`, the one reader of it.
 """
 
 from __future__ import annotations
@@ -23,9 +22,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from gitmem.git import gitproc
+from gitmem.git.rawlog import RawChange, raw_log
 
 TIMEOUT = 600.0  # seconds: a whole history of tens of thousands of commits takes a few
 READ_SIZE = 1 << 20
@@ -35,38 +35,6 @@ _FILE_MODES = (b"100644", b"100755")
 
 class StepsUnavailable(Exception):
     """git could not list the history (``since`` is not in it, or git failed)."""
-
-
-# One entry of git's raw output: its fields [b":old_mode", new_mode, old_blob, new_blob,
-# status] and its path, as bytes (plain lists and tuples: a history has many)
-RawChange = tuple[list[bytes], bytes]
-
-
-def raw_log(chunks: Iterable[bytes]) -> Iterator[tuple[bytes | None, list[RawChange]]]:
-    """The commits of ``git log --raw -z`` output, read as it comes: each one's
-    ``--format`` line (one that holds no NUL and does not start with ``:``) and its
-    changes; the entries of ``git diff-tree -r -z A B`` come under None. Raises
-    ``ValueError`` when the output ends inside an entry."""
-    header: bytes | None = None
-    changes: list[RawChange] = []
-    meta: bytes | None = None  # a ":modes ids status" entry: its path is the next token
-    rest = b""
-    for data in chunks:
-        *tokens, rest = (rest + data).split(b"\0")
-        for token in tokens:
-            if meta is not None:
-                changes.append((meta.split(b" "), token))
-                meta = None
-            elif (token := token.lstrip(b"\n")).startswith(b":"):
-                meta = token
-            elif token:
-                if header is not None or changes:
-                    yield header, changes
-                header, changes = token, []
-    if rest.strip() or meta is not None:
-        raise ValueError("git's raw output ended in the middle of an entry")
-    if header is not None or changes:
-        yield header, changes
 
 
 @dataclasses.dataclass(frozen=True)

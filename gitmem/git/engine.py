@@ -13,34 +13,37 @@ background so that ``git status`` stays clean.
 the reader of commits and blobs (:mod:`~gitmem.git.snapshot`), the work tree
 (:mod:`~gitmem.git.worktree`), the index and crash recovery (:mod:`~gitmem.git.index`),
 history (:mod:`~gitmem.git.log`), remotes (:mod:`~gitmem.git.remote`), refs
-(:mod:`~gitmem.git.refs`) and packing (:mod:`~gitmem.git.pack`). Committing, merging
-and moving ``main`` are its own.
+(:mod:`~gitmem.git.refs`), packing (:mod:`~gitmem.git.pack`), trees built in memory
+(:mod:`~gitmem.git.trees`), moving ``main`` (:mod:`~gitmem.git.branch`) and a write made
+again after plain git moved ``main`` (:mod:`~gitmem.git.attempts`). The write loop,
+merges and rewrites are its own.
 
 Two parts above the engine are wired in when it is opened, never assigned later:
-``hand_edits`` (:class:`RecordGuard`: :class:`gitmem.handedits.HandEdits`) commits a
+``hand_edits`` (:class:`RecordGuard`: :class:`gitmem.edits.handedits.HandEdits`) commits a
 person's pending edit of a record before the record is read or written, and
-``packer`` (:class:`BackgroundPacker`: :class:`gitmem.maintenance.Maintenance`) is
+``packer`` (:class:`BackgroundPacker`: :class:`gitmem.upkeep.maintenance.Maintenance`) is
 told of each commit this engine makes. Each is given as a factory, called once with
 the open engine, and is then ``engine.hand_edits`` / ``engine.packer``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Protocol
 
 import pygit2
 
-from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, REF, BranchMoved, Changes,
-                             CommitInfo, DamagedObject, DiskFull, EngineError, Identity, UnsafePath,
+from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchMoved, Changes,
+                             CommitInfo, DamagedObject, EngineError, Identity,
                              check_path, config_get, default_identity, user_identity, with_trailers)
+from gitmem.git.attempts import Attempt, expected_files
+from gitmem.git.branch import Branch
 from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.facts import open_work_tree
+from gitmem.git.files import may_write
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
@@ -52,17 +55,15 @@ from gitmem.git.refs import Refs
 from gitmem.git.remote import Remotes
 from gitmem.git.snapshot import Reader, Snapshot
 from gitmem.git.statcache import StatCache
+from gitmem.git.trees import TreeWriter, disk_full
 from gitmem.git.worktree import WorkTree
 
 log = logging.getLogger("gitmem.engine")
 
 MAX_CAS_RETRIES = 20
-REF_LOCK_WAIT = 0.005  # seconds between tries while a git command holds main's lock
-REF_LOCK_DEADLINE = 5.0  # seconds a write waits at most for main's lock
 OBJECT_WRITE_RETRIES = 3  # object writes that may fail while a packer removes empty folders
 TREE_CACHE_LIMIT = 64 << 20  # bytes: the largest tree libgit2 keeps parsed (see GitEngine)
 STAT_CACHE_FILE = "stat-cache"  # in .git/gitmem/
-FULL_DISK_MARGIN = 1 << 20  # bytes: a write failing with less free than its data and this is "disk full"
 
 
 class RecordGuard(Protocol):
@@ -104,7 +105,7 @@ class GitEngine:
         tmp_dir = self.private_dir / "tmp"
         # A repository this process cannot write (another user's, a read-only mount) is
         # still read: no lock, no recovery; a write fails at the lock with one line.
-        self.writable = _writable(self.gitdir)
+        self.writable = may_write(self.gitdir)
         if self.writable:
             self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
             tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
@@ -134,6 +135,8 @@ class GitEngine:
                                   durability=durability, displaced=self._displaced)
         self._index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
                             reader=self._reader, worktree=self._worktree, durability=durability)
+        self._trees = TreeWriter(repo, self._objects)
+        self._branch = Branch(repo, self.gitdir, tip=self._reader.tip)
         self._log = History(repo, self._reader, self._objects)
         self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self._worktree,
                                   index=self._index, path_versions=self._log.path_versions,
@@ -373,7 +376,7 @@ class GitEngine:
         with self._lock:
             if scope is not None and self._hand_edits is not None:
                 self._hand_edits.before_access(scope)
-            tried: _Attempt | None = None  # the last attempt, made on a tip that main left
+            tried: Attempt | None = None  # the last attempt, made on a tip that main left
             try:
                 for attempt in range(MAX_CAS_RETRIES):
                     base = self._reader.tip()
@@ -392,9 +395,7 @@ class GitEngine:
                         check_path(path)
                     base_tree = snapshot.tree
                     try:
-                        tree_id = self._build_tree(base_tree, _nest(changes))
-                        if tree_id is None:
-                            tree_id = self._repo.TreeBuilder().write()
+                        tree_id = self._trees.build(base_tree, changes)
                         if base_tree is not None and tree_id == base_tree.id:
                             return None
                         committer = self.identity.signature()
@@ -402,7 +403,7 @@ class GitEngine:
                         commit_id = self._repo.create_commit(None, signature, committer, full_message,
                                                              tree_id, [base] if base else [])
                     except (OSError, pygit2.GitError) as exc:
-                        full = self._disk_full(changes)
+                        full = disk_full(self.gitdir, changes)
                         if full is not None:
                             raise full from None
                         # Background packing (git prune-packed) may remove an emptied
@@ -414,7 +415,7 @@ class GitEngine:
                     tree = self._repo[tree_id]
                     ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
                     on_main = self._worktree.is_main()
-                    made = _Attempt(snapshot, changes, ids, _expected(snapshot, changes, tried, worktree_holds))
+                    made = Attempt(snapshot, changes, ids, expected_files(snapshot, changes, tried, worktree_holds))
                     if on_main:
                         # Work tree and index first, main last: git reads HEAD before the index
                         # and moves HEAD only from the HEAD it read, so a plain `git commit`
@@ -425,9 +426,9 @@ class GitEngine:
                         tried = made
                         self._index.stage(changes, tree, moved=(base, commit_id))
                     try:
-                        moved = self._move_main(base, commit_id, full_message)
+                        moved = self._branch.move_waiting(base, commit_id, full_message)
                     except (OSError, pygit2.GitError):
-                        full = self._disk_full(changes)
+                        full = disk_full(self.gitdir, changes)
                         if full is not None:
                             raise full from None
                         raise
@@ -446,30 +447,7 @@ class GitEngine:
                 if tried is not None:  # the work tree and index hold a write main never got
                     self._take_back(tried)
 
-    def _move_main(self, base: pygit2.Oid | None, commit_id: pygit2.Oid, message: str) -> bool:
-        """Move ``main`` from ``base`` to ``commit_id``; False when another writer moved it
-        first. While plain git holds main's lock (a moment, on each of its moves) it waits
-        its turn, REF_LOCK_DEADLINE at most."""
-        deadline = time.monotonic() + REF_LOCK_DEADLINE
-        while True:
-            try:
-                return self._move_branch(base, commit_id, message)
-            except pygit2.GitError as exc:
-                # libgit2 says "failed to lock file ... main.lock" (or "... exists"); the
-                # lock may be gone by the time we look
-                if not (os.path.exists(self.gitdir / f"{REF}.lock") or "lock" in str(exc)
-                        or "exists" in str(exc)):
-                    if self._reader.tip() != base:
-                        return False
-                    raise
-                if time.monotonic() >= deadline:
-                    raise EngineError(f"main stayed locked by another git process for "
-                                      f"{REF_LOCK_DEADLINE:g} s: {exc}") from None
-            time.sleep(REF_LOCK_WAIT)
-            if self._reader.tip() != base:  # that git process moved it
-                return False
-
-    def _take_back(self, tried: _Attempt) -> None:
+    def _take_back(self, tried: Attempt) -> None:
         """Bring the work-tree files and index entries an attempt wrote back to HEAD (it
         never reached main: they must not look like a person's edit)."""
         head = Snapshot(self._reader, self._reader.tip())
@@ -479,55 +457,8 @@ class GitEngine:
                                   for path in written}, expected=written)
             if head.tree is not None:
                 self._index.stage(tried.changes, head.tree, moved=(head.id, head.id))
-        except Exception:  # noqa: BLE001 - the next access repairs them (see gitmem.handedits)
+        except Exception:  # noqa: BLE001 - the next access repairs them (see gitmem.edits.handedits)
             log.exception("could not take back the work-tree files of a write that failed")
-
-    def _move_branch(self, expected: pygit2.Oid | None, new: pygit2.Oid, message: str) -> bool:
-        summary = message.split("\n", 1)[0]
-        with self._repo.transaction() as txn:
-            txn.lock_ref(REF)
-            if self._reader.tip() != expected:
-                return False
-            txn.set_target(REF, new, message=f"gitmem: {summary}")
-        return True
-
-    def _build_tree(self, base: pygit2.Tree | None, nested: dict) -> pygit2.Oid | None:
-        builder = self._repo.TreeBuilder(base) if base is not None else self._repo.TreeBuilder()
-        for name, change in nested.items():
-            existing = base[name] if base is not None and name in base else None
-            if isinstance(change, dict):
-                sub = self._repo[existing.id] if existing is not None and existing.type_str == "tree" else None
-                oid = self._build_tree(sub, change)
-                if oid is None:
-                    if existing is not None:
-                        builder.remove(name)
-                else:
-                    builder.insert(name, oid, pygit2.enums.FileMode.TREE)
-            elif change is None:
-                if existing is not None:
-                    builder.remove(name)
-            else:
-                blob_id = self._repo.create_blob(change)
-                self._objects.remember(self._objects.checked, blob_id)
-                builder.insert(name, blob_id, pygit2.enums.FileMode.BLOB)
-        if len(builder) == 0:
-            return None
-        return builder.write()
-
-    def _disk_full(self, changes: Changes) -> DiskFull | None:
-        """The error to raise for a failed object write when the disk is (about) full. On
-        ENOSPC libgit2 may report a stale message ("the path 'x' does not exist in the
-        given tree", "no error"), so the free space says what happened."""
-        try:
-            st = os.statvfs(self.gitdir)
-        except OSError:
-            return None
-        free = st.f_bavail * st.f_frsize
-        needed = sum(len(data) for data in changes.values() if data is not None) + FULL_DISK_MARGIN
-        if free >= needed:
-            return None
-        return DiskFull(f"the disk holding {self.gitdir} is full ({free // 1024} KB free): "
-                        "nothing was committed; free some space and write again")
 
     # -- moving main otherwise: merges, fast-forwards, rewrites ------------------
 
@@ -546,12 +477,12 @@ class GitEngine:
             base = self._repo[self.resolve(ours)]
             base_tree = self._reader.tree_of(base.id)
             try:
-                tree_id = self._build_tree(base_tree, _nest(changes)) or self._repo.TreeBuilder().write()
+                tree_id = self._trees.build(base_tree, changes)
                 commit_id = self._repo.create_commit(
                     None, self.identity.signature(), self.identity.signature(), full_message,
                     tree_id, [base.id, self.resolve(theirs)])
             except (OSError, pygit2.GitError):
-                full = self._disk_full(changes)
+                full = disk_full(self.gitdir, changes)
                 if full is not None:
                     raise full from None
                 raise
@@ -601,7 +532,7 @@ class GitEngine:
                         changes[path] = new
                 tree_id = old.tree_id
                 if changes:
-                    tree_id = self._build_tree(old.tree, _nest(changes)) or repo.TreeBuilder().write()
+                    tree_id = self._trees.build(old.tree, changes)
                 parents = [made.get(parent, parent) for parent in old.parent_ids]
                 made[old.id] = repo.create_commit(None, old.author, old.committer, old.message,
                                                   tree_id, parents)
@@ -618,7 +549,7 @@ class GitEngine:
         changed = tree_changes(self._reader.tree_of(old), self._reader.tree_of(new))
         for path in changed:
             check_path(path)
-        if not self._move_branch(old, new, message):
+        if not self._branch.move(old, new, message):
             raise BranchMoved("the branch moved while syncing; try again")
         if self._known_tip == old:
             self._known_tip = new
@@ -763,74 +694,3 @@ class GitEngine:
     def damaged_loose_objects(self) -> list[tuple[str, str]]:
         """``[(object id, problem)]`` for each loose object whose file does not inflate completely."""
         return self._packer.damaged_loose_objects()
-
-
-@dataclasses.dataclass(frozen=True)
-class _Attempt:
-    """A commit made for ``changes`` on ``snapshot`` whose files reached the work tree and
-    the index, but not main: another writer (plain git) moved main first."""
-
-    snapshot: Snapshot
-    changes: Changes
-    ids: dict[str, str | None]  # path: its blob id in the commit (None: deleted)
-    expected: dict[str, str | None]  # path: what the work-tree file held for the write to replace it
-
-    def written(self) -> dict[str, str | None]:
-        """``{path: blob id}`` of the work-tree files this attempt replaced (not those that
-        held its version already: a person's save committed as it is)."""
-        return {path: new_id for path, new_id in self.ids.items() if self.expected.get(path) != new_id}
-
-    def onto(self, tip: Snapshot, make_changes: Callable[[Snapshot], Changes | None]) -> Changes | None:
-        """The changes that make this write on main's new ``tip``. A person's commit may
-        hold some of its files already (``git commit -a`` took them from the work tree, a
-        plain commit from the index): those are not made again (an append would be
-        doubled), the files it left as they were get this attempt's version, and the others
-        are made again. None when ``tip`` holds the whole write."""
-        carried, other = False, []
-        changes: dict[str, bytes | None] = {}
-        for path, new_id in self.ids.items():
-            now = tip.blob_id(path)
-            if now == new_id:
-                carried = True
-            elif now == self.snapshot.blob_id(path):
-                changes[path] = self.changes[path]
-            else:
-                other.append(path)
-        if not carried:
-            return make_changes(tip)  # the usual retry: made again on the new tip
-        if other:
-            again = make_changes(tip) or {}
-            changes.update({path: again[path] for path in other if path in again})
-        return changes or None
-
-
-def _expected(snapshot: Snapshot, changes: Changes, before: _Attempt | None,
-              worktree_holds: Mapping[str, str | None] | None) -> dict[str, str | None]:
-    """What each work-tree file must hold for a write of ``changes`` made on ``snapshot`` to
-    replace it: what the attempt ``before`` wrote there, else ``worktree_holds``' version
-    (a change made from what the work tree holds), else the snapshot's."""
-    written = before.written() if before is not None else {}
-    holds = worktree_holds or {}
-    return {path: written[path] if path in written else holds[path] if path in holds
-            else snapshot.blob_id(path) for path in changes}
-
-
-def _nest(changes: Changes) -> dict:
-    nested: dict = {}
-    for path, data in changes.items():
-        *folders, name = path.split("/")
-        node = nested
-        for folder in folders:
-            node = node.setdefault(folder, {})
-            if not isinstance(node, dict):
-                raise UnsafePath(f"{path!r} needs {folder!r} to be a folder and a file at once")
-        if isinstance(node.get(name), dict):
-            raise UnsafePath(f"{path!r} is both a file and a folder in one change")
-        node[name] = data
-    return nested
-
-
-def _writable(gitdir: Path) -> bool:
-    """Whether this process may write the repository (its .git/gitmem/ when there is one)."""
-    private = gitdir / GITMEM_DIR
-    return os.access(private if private.is_dir() else gitdir, os.W_OK)

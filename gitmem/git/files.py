@@ -56,3 +56,9 @@ def read_regular(file: str | os.PathLike) -> tuple[bytes, os.stat_result] | None
         return b"".join(parts) if len(parts) > 2 else parts[0], os.fstat(fd)
     finally:
         os.close(fd)
+
+
+def may_write(gitdir: Path) -> bool:
+    """Whether this process may write the repository (its .git/gitmem/ when there is one)."""
+    private = gitdir / GITMEM_DIR
+    return os.access(private if private.is_dir() else gitdir, os.W_OK)

@@ -13,7 +13,7 @@ Both live in ``.git/gitmem/``. A version is one line appended to ``worktree-jour
 (a write of a few dozen bytes, no fsync, atomic between processes), so a killed
 process loses none; the file is read only when a work-tree file differs from HEAD,
 and compacted when it grows. Losing it costs a fallback on history, never data (see
-:mod:`gitmem.handedits`).
+:mod:`gitmem.edits.handedits`).
 
     journal = Journal(Path(".git/gitmem"))
     journal.wrote("memory/user.md", blob_id)       # after a work-tree write, or a save seen

@@ -17,8 +17,8 @@ import pygit2
 
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, entry_id, is_hex, join
-from gitmem.git.changes import raw_log
 from gitmem.git.objects import ObjectCheck
+from gitmem.git.rawlog import raw_log
 from gitmem.git.snapshot import Reader
 
 log = logging.getLogger("gitmem.engine")
@@ -152,7 +152,7 @@ class History:
         return tree_changes(*(self._reader.tree_of(pygit2.Oid(hex=c) if c and len(c) == 40 and is_hex(c) else c)
                               for c in (old, new)))
 
-    # -- for the record index (gitmem.record_index): commit ids of main's history, so
+    # -- for the record index (gitmem.history.record_index): commit ids of main's history, so
     # no revision is resolved (and no whole ancestry checked) on the way
 
     def changed_commits(self, tip: str, known: Callable[[str], bool], *, after: str | None = None,
@@ -331,35 +331,23 @@ class History:
                    "--always", "--root", "-r", "-z", "--raw", "--numstat", "--no-renames",
                    "--no-ext-diff", "--no-textconv", "--", *([path] if path else [])]
         found: list[list[FileChange]] = []
-        status: dict[str, str] = {}
-        files: list[FileChange] = []
-        raw: bytes | None = None  # a ":modes ids status" entry whose path comes next
-        rest = b""
-        for data in gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT,
-                                   input=lines.encode()):
-            *tokens, rest = (rest + data).split(b"\0")
-            for token in tokens:
-                if raw is not None:
-                    fields = raw.split(b" ")
-                    if fields[2] != fields[3]:  # a change of mode alone is no change
-                        status[token.decode("utf-8", "surrogateescape")] = _STATUS.get(fields[4][:1], "modified")
-                    raw = None
-                elif token.startswith(b":"):
-                    raw = token
-                elif b"\t" in token:
-                    added, removed, name = token.split(b"\t", 2)
-                    file = name.decode("utf-8", "surrogateescape")
-                    if file in status:
-                        binary = added == b"-"
-                        files.append(FileChange(file, status[file], 0 if binary else int(added),
-                                                0 if binary else int(removed), binary))
-                elif token:  # the next pair's commit id
-                    found.append(files)
-                    files, status = [], {}
-        found.append(files)
-        if rest or raw is not None or len(found) != len(pairs) + 1:
+        for header, entries in raw_log(gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT,
+                                                      input=lines.encode())):
+            if header is None:
+                raise ValueError("git diff-tree's output does not match what was asked")
+            status = {name: _STATUS.get(fields[4][:1], "modified") for fields, name in entries
+                      if len(fields) == 5 and fields[2] != fields[3]}  # a change of mode alone is no change
+            files = []
+            for fields, name in entries:
+                if len(fields) == 2 and name in status:  # --numstat's counts: [added, removed]
+                    binary = fields[0] == b"-"
+                    files.append(FileChange(name.decode("utf-8", "surrogateescape"), status[name],
+                                            0 if binary else int(fields[0]), 0 if binary else int(fields[1]),
+                                            binary))
+            found.append(files)
+        if len(found) != len(pairs):
             raise ValueError("git diff-tree's output does not match what was asked")
-        return [sorted(changed, key=lambda f: f.path) for changed in found[1:]]
+        return [sorted(changed, key=lambda f: f.path) for changed in found]
 
     def read_versions(self, path: str, commits: list[str], budget: int,
                       keep: Callable[[str, bytes], None]) -> int:

@@ -1,6 +1,6 @@
 """The files each of many commits changed from each of its parents, from one ``git diff-tree``.
 
-What sync's secret scan (:mod:`gitmem.secrets`) reads before a push: git diffs the trees
+What sync's secret scan (:mod:`gitmem.sync.secrets`) reads before a push: git diffs the trees
 (skipping the folders that are the same by id, which libgit2's tree diff walks) and
 reads no blob; its output is read as it comes (:func:`gitmem.git.gitproc.stream`), so
 the caller reads the blobs it wants while git goes on.
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from gitmem.git import gitproc
 from gitmem.git.base import EngineError, is_hex
-from gitmem.git.changes import raw_log
+from gitmem.git.rawlog import raw_log
 
 TIMEOUT = 600.0  # seconds: hundreds of thousands of changed files take a few
 READ_SIZE = 1 << 20

@@ -1,6 +1,6 @@
 """Refs beside ``main``: its reflog, commits kept for rescue, backups, and refs by prefix.
 
-For gitmem.rescue: a commit a history rewrite by hand (`git commit --amend`, `git
+For gitmem.sync.rescue: a commit a history rewrite by hand (`git commit --amend`, `git
 reset`) dropped from main stays reachable under refs/gitmem/rescue/<commit id> until
 it is merged back, so neither `git gc` nor a reflog expiry can delete it. The
 former tips of main come from its reflog, read from the end of the file: the

@@ -1,6 +1,6 @@
 """Remotes: configuring them, and fetching and pushing ``main``.
 
-For gitmem.sync. The network part runs `git fetch`/`git push` as subprocesses
+For gitmem.sync.exchange. The network part runs `git fetch`/`git push` as subprocesses
 (:mod:`gitmem.git.gitproc`), so the user's ssh agent, ~/.ssh/config and credential
 helpers apply; objects, merges and the branch stay in pygit2. Git's words are
 scrubbed of URL credentials before they reach an error message.

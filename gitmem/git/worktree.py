@@ -6,7 +6,7 @@ in the work tree at any moment, and a write must never overwrite what they saved
 write replaces a file only while it still holds the version the commit started from:
 the new file is swapped in atomically (renameat2 RENAME_EXCHANGE) and the file it
 displaced is checked, and put back when a save got in first. What a write leaves alone
-is an uncommitted hand edit, for gitmem.handedits to commit. The file a write displaces
+is an uncommitted hand edit, for gitmem.edits.handedits to commit. The file a write displaces
 is kept a moment (:mod:`gitmem.git.displaced`): bytes a writer that had it open still
 puts there are merged as a hand edit. Stat data vouches for a
 file's content once the file is older than the file system's timestamp granularity
@@ -29,10 +29,10 @@ from pathlib import Path, PurePosixPath
 from gitmem.git.base import (BRANCH, DIR_MODE, FILE_MODE, REF, Changes, UnsafePath, check_path,
                              fsync_path, process_alive, reason, unlink)
 from gitmem.git.displaced import DisplacedFiles
+from gitmem.git.files import read_regular
 from gitmem.git.journal import Journal
 from gitmem.git.snapshot import Snapshot
 from gitmem.git.stamp import racy
-from gitmem.git.files import read_regular
 from gitmem.git.statcache import StatCache, git_blob_id, stat_key
 
 log = logging.getLogger("gitmem.engine")

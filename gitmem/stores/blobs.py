@@ -44,8 +44,8 @@ from collections.abc import Callable, Sequence, Set
 from typing import Any
 
 from gitmem.git.snapshot import Snapshot
-from gitmem.layout import NAMESPACE
-from gitmem.strictjson import same_json
+from gitmem.records.layout import NAMESPACE
+from gitmem.records.strictjson import same_json
 
 FOLDER = "blobs"
 MIN_CHARS = 1024

@@ -17,11 +17,11 @@ import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from gitmem import strictjson
-from gitmem.layout import JSONL_SUFFIX as SUFFIX, chunk_files
-from gitmem.strictjson import same_json
 from gitmem.git.snapshot import Snapshot
-from gitmem.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
+from gitmem.records import strictjson
+from gitmem.records.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
+from gitmem.records.layout import JSONL_SUFFIX as SUFFIX, chunk_files
+from gitmem.records.strictjson import same_json
 from gitmem.stores import blobs as blob_refs
 
 MAX_LINES = 1000
@@ -37,7 +37,7 @@ class Chunk(NamedTuple):
 
 def dumps(value: Any) -> str:
     """One JSONL line for ``value``: compact, UTF-8 readable, escaped only where it must be.
-    NaN and Infinity are refused (:class:`~gitmem.strictjson.NonFiniteNumber`)."""
+    NaN and Infinity are refused (:class:`~gitmem.records.strictjson.NonFiniteNumber`)."""
     line = strictjson.dumps(value, ensure_ascii=False, separators=(",", ":"))
     try:
         line.encode("utf-8")
@@ -181,7 +181,7 @@ class ChunkedJsonl:
         return self._restored(snapshot, self._value_texts(snapshot)[start:stop], keep_references=True)
 
     def _value_texts(self, snapshot: Snapshot) -> list[bytes]:
-        """The texts of every value in the log, as stored (:func:`~gitmem.jsontexts.jsonl_values`)."""
+        """The texts of every value in the log, as stored (:func:`~gitmem.records.jsontexts.jsonl_values`)."""
         return [text for path in self.chunk_paths(snapshot)
                 for text in snapshot.read_parsed(path, jsonl_values)]
 
@@ -254,7 +254,7 @@ class ChunkedJsonl:
         Lines keep their chunk: chunk i takes as many values as it held before, and the
         last chunk (then new ones) takes the rest, so extending a log by a few values
         rewrites only its last chunk. Values that are the stored ones (as JSON:
-        :func:`~gitmem.strictjson.same_json`) are not encoded again; ``values`` may be :class:`JsonTexts`.
+        :func:`~gitmem.records.strictjson.same_json`) are not encoded again; ``values`` may be :class:`JsonTexts`.
         """
         existing = self.chunks(snapshot)
         if isinstance(values, JsonTexts):

@@ -25,14 +25,13 @@ from collections import deque
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from gitmem import layout
 from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
-from gitmem.ids import UndecodableId, decode
-from gitmem.merge import merge_file
-from gitmem.ids import printable
-from gitmem.meta import record_trailers
 from gitmem.git.statcache import git_blob_id
+from gitmem.records import layout
+from gitmem.records.ids import UndecodableId, decode, printable
+from gitmem.records.merge import merge_file
+from gitmem.records.meta import record_trailers
 
 log = logging.getLogger("gitmem.memory")
 

@@ -34,16 +34,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gitmem import layout
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
-from gitmem.jsontexts import JsonTexts
-from gitmem.ids import printable
-from gitmem.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.records import layout
+from gitmem.records.ids import printable
+from gitmem.records.jsontexts import JsonTexts
+from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.records.strictjson import same_json
 from gitmem.stores.jsonl import ChunkedJsonl, dumps
-from gitmem.strictjson import same_json
 
 log = logging.getLogger("gitmem.sessions")
 
@@ -121,7 +121,7 @@ class SessionStore:
               late_window: float | None = None) -> str | None:
         """Replace the session with ``messages``; returns the commit id (None: nothing changed).
 
-        Messages received as JSON can be given as :class:`~gitmem.jsontexts.JsonTexts`:
+        Messages received as JSON can be given as :class:`~gitmem.records.jsontexts.JsonTexts`:
         those already stored as they are then cost no parsing and no comparison.
 
         With ``late_window`` (seconds; None or 0: off), a strict prefix of the stored messages is not

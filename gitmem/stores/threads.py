@@ -22,14 +22,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gitmem import layout
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
-from gitmem.ids import UndecodableId, decode
-from gitmem.jsontexts import JsonTexts
-from gitmem.meta import meta_bytes, parse_meta, read_meta, record_trailers
+from gitmem.records import layout
+from gitmem.records.ids import UndecodableId, decode
+from gitmem.records.jsontexts import JsonTexts
+from gitmem.records.meta import meta_bytes, parse_meta, read_meta, record_trailers
 from gitmem.stores.jsonl import ChunkedJsonl, dumps
 
 log = logging.getLogger("gitmem.threads")
@@ -147,7 +147,7 @@ class ThreadStore:
         Bumps ``updatedAt`` of a thread that exists. On a thread without events the
         messages are saved all the same, and the thread is not listed until its first
         :meth:`append_events`. Messages received as JSON can be given as
-        :class:`~gitmem.jsontexts.JsonTexts` (of objects, which the caller checks).
+        :class:`~gitmem.records.jsontexts.JsonTexts` (of objects, which the caller checks).
         """
         if not isinstance(messages, JsonTexts):
             messages = _objects("messages", messages)

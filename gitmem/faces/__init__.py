@@ -1,0 +1,13 @@
+"""The faces gitmem shows to other programs, one subpackage a face.
+
+``rpc`` (newline-delimited JSON-RPC 2.0: framing, errors, the line loop nui and kaboo
+share), ``serve`` (``gitmem serve``: one process answering ``storage.*`` and
+``threads.*``), ``logfile`` (a server's log file); ``nui/`` (the ``storage.*`` table,
+handler lists, the extension install, the import of nui's data), ``kaboo/`` (the
+``threads.*`` table, the npm adapter), ``mcp/`` (tools on the MCP SDK, the server, client
+configuration).
+
+May import anything below the command line. The method tables (``rpc``,
+``nui.storage``, ``nui.handlers``, ``kaboo.threads``, ``mcp.tools``) are handed the stores
+they serve and import neither ``gitmem.git`` nor the facade.
+"""

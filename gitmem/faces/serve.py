@@ -1,0 +1,324 @@
+"""``gitmem serve``: the storage extension process that nui (or the kaboo adapter) starts.
+
+It speaks newline-delimited JSON-RPC 2.0 on stdin/stdout (``storage.*``,
+``threads.*``, ``extension.*``) until end of input, ``storage.shutdown`` or
+SIGTERM, then finishes pending work and exits 0. nui throws stderr away, so
+everything worth reading goes to a log file, by default ``.git/gitmem/serve.log``
+in the repository.
+
+    python3 -m gitmem serve --repo ~/gitmem --handlers storage-handlers.yaml
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import BinaryIO
+
+from gitmem import __version__
+from gitmem.faces import logfile, rpc
+from gitmem.faces.kaboo.threads import thread_methods
+from gitmem.faces.nui.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
+from gitmem.faces.nui.storage import LATE_WINDOW, storage_methods
+from gitmem.git import gitproc
+from gitmem.git.base import GITMEM_DIR, DamagedObject
+from gitmem.git.pipes import PIPE_SIZE, widen_pipe
+from gitmem.history.record_index import RecordIndex
+from gitmem.repository import Gitmem, NotAFolderOfItsOwn, default_repo_path
+from gitmem.sync import rescue
+from gitmem.upkeep.maintenance import Maintenance
+
+log = logging.getLogger("gitmem.faces.serve")
+
+LOG_NAME = logfile.SERVE_LOG
+LATE_WINDOW_ENV = "GITMEM_LATE_WINDOW"
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
+SHUTDOWN_METHODS = ("storage.shutdown", "extension.shutdown")  # answered even when not serving
+MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit (its git is ended)
+SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at exit
+# The watcher's first look (a status of every file) and the first sync hold the
+# interpreter for a time that grows with the repository: they start this long after the
+# first answer, once nui's burst of start-up calls is answered, or without any request.
+AFTER_FIRST_ANSWER = 0.5  # seconds (the record index catches up then too)
+INDEX_GRACE = 2.0  # seconds the record index's catching up may take to end at exit
+WITHOUT_A_REQUEST = 2.0  # seconds
+
+
+def run(repo: str | os.PathLike | None = None, *,
+        handlers_path: str | os.PathLike | None = None,
+        log_file: str | os.PathLike | None = None, log_level: str = "INFO",
+        durability: str | None = None, max_response: int = rpc.MAX_RESPONSE,
+        late_window: float = LATE_WINDOW, watch_edits: bool = True,
+        sync_interval: float | None = None, sync_remote: str | None = None) -> int:
+    """``gitmem serve``: serve ``repo`` on this process's stdin and stdout until end of
+    input, a shutdown call or SIGTERM; returns the exit status (1: the repository could
+    not be served, and every request was answered with an error saying why).
+
+    ``handlers_path`` is the storage-handlers.yaml (default: as :func:`find_handlers_file`);
+    A repository missing at ``repo`` is made, and said on stderr and in the log (a typo
+    in ``--repo`` shows there); ``max_response`` 0 lifts the answer cap; ``watch_edits`` commits hand edits as they
+    are saved; ``sync_interval`` (seconds) syncs with ``sync_remote`` in the background.
+    """
+    protocol_out = _claim_stdout()
+    _keep_big_buffers_in_the_heap()
+    os.umask(0o077)
+    try:
+        made = repo is not None and not (Path(repo).expanduser() / ".git").exists()
+        mem = Gitmem.open(repo, create=True, durability=durability, packer=Maintenance)
+    except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
+        return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
+    try:
+        mem.engine.snapshot()  # a damaged HEAD commit or folder: said as at opening
+    except DamagedObject as exc:
+        mem.close()
+        return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
+    log_path = Path(log_file) if log_file else mem.engine.private_dir / LOG_NAME
+    try:
+        log_writer = logfile.start(log_path, log_level)
+    except OSError as exc:  # a read-only repository: the log goes to stderr
+        log_writer = None
+        log.warning("not logging to %s: %s", log_path, exc.strerror or exc)
+    if made:  # never behind the person's back
+        said = f"made a new gitmem repository at {mem.engine.workdir}: nothing was there"
+        log.warning("%s", said)
+        if log_writer is not None:
+            print(f"gitmem: {said}", file=sys.stderr, flush=True)
+    # An invalid handler list stops us before serving, with a one-line error the CLI
+    # prints; nui drops stderr, so it goes to the log too.
+    try:
+        handlers_file = find_handlers_file(handlers_path, os.environ)
+        handlers = load_handlers(handlers_file) if handlers_file else HandlerTable()
+    except HandlerConfigError as error:
+        log.error("not serving: %s", error)
+        mem.close()
+        if log_writer is not None:
+            log_writer.stop()
+        raise
+    log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
+             handlers_file or "any")
+    try:  # keep commits a history rewrite took off main before anything else happens
+        rescue.find_lost(mem.engine)
+    except Exception:  # noqa: BLE001 - serving goes on; `gitmem status` tries again
+        log.exception("looking for commits taken off main failed")
+    maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
+    watcher = syncer = None
+    indexer = threading.Thread(target=_catch_up_index, args=(mem,), name="record-index", daemon=True)
+    started = finished = False
+    starting = threading.Lock()
+
+    def start_background() -> None:
+        """The hand-edit watcher and the periodic sync (see AFTER_FIRST_ANSWER). An edit
+        saved before is committed by the watcher's first look, or by the read or write of
+        its record, whichever comes first."""
+        nonlocal watcher, syncer, started
+        with starting:
+            if started or finished or not mem.engine.writable:
+                return  # a repository we cannot write is only read: nothing to commit or sync
+            started = True
+            from gitmem.sync import exchange as sync
+            from gitmem.edits import watch  # not before: a first answer waits for no watcher
+            watcher = watch.start_watching(mem) if watch_edits else None
+            syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
+            indexer.start()
+
+    def finish() -> None:
+        """Commit pending hand edits, stop the background threads, bring the index in step.
+
+        Runs before a shutdown call is answered (nui kills the process right after) and
+        again, doing nothing, on the way out.
+        """
+        nonlocal finished
+        with starting:
+            if finished:
+                return
+            finished = True
+        log.info("finishing: pending hand edits, background work")
+        if syncer is not None:
+            syncer.stop(timeout=SYNC_GRACE)
+        if watcher is not None:
+            watcher.stop()
+        gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
+        if indexer.is_alive():  # its git just ended
+            indexer.join(INDEX_GRACE)
+        maintenance.close(timeout=MAINTENANCE_GRACE)
+        mem.close()
+
+    timers = [_timer(WITHOUT_A_REQUEST, start_background)]
+    try:
+        serve(mem, handlers, _protocol_in(), protocol_out,
+              max_response=max_response or sys.maxsize, on_shutdown=finish, late_window=late_window,
+              after_first_answer=lambda: timers.append(_timer(AFTER_FIRST_ANSWER, start_background)))
+    finally:
+        for timer in timers:
+            timer.cancel()
+        finish()
+        log.info("stopped")
+        if log_writer is not None:
+            log_writer.stop()
+    return 0
+
+
+def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO, *,
+          max_response: int = rpc.MAX_RESPONSE,
+          on_shutdown: Callable[[], None] = lambda: None,
+          late_window: float = LATE_WINDOW,
+          after_first_answer: Callable[[], None] | None = None) -> None:
+    """Answer requests until end of input, a shutdown call or SIGTERM.
+
+    ``on_shutdown`` runs before ``storage.shutdown``/``extension.shutdown`` is answered
+    (and the log is flushed after it, before the answer: nui kills the process at once).
+    """
+    name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
+    methods = _ThenOnFirstUse(thread_methods(mem.threads, version=__version__), lambda: storage_methods(
+        mem.sessions, mem.memory, handlers, version=__version__, name=name, on_shutdown=on_shutdown,
+        max_response=max_response, late_window=late_window))
+    rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
+              stop_signals=(signal.SIGTERM, signal.SIGINT), after_first_answer=after_first_answer)
+
+
+def _catch_up_index(mem: Gitmem) -> None:
+    """Bring the record index up to date in a thread of its own (a history from a clone,
+    a fetch or an older gitmem), so that the first history command finds it ready."""
+    try:
+        RecordIndex(mem.engine).catch_up()
+    except Exception as exc:  # noqa: BLE001 - stopped, or a damaged history: the command says it
+        log.debug("the record index did not catch up: %s", exc)
+
+
+def _timer(seconds: float, call: Callable[[], None]) -> threading.Timer:
+    timer = threading.Timer(seconds, call)
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _serve_unavailable(repo, log_file, log_level: str, problem: Exception,
+                       protocol_out: BinaryIO) -> int:
+    """Stay up and answer every request with an error saying why the repository cannot be
+    served and what to do (nui logs it; a process that exited would only be "gone"). The
+    reason goes to the log file first. Returns 1 at end of input, SIGTERM or shutdown."""
+    repo = (Path(repo).expanduser() if repo else default_repo_path()).absolute()
+    reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
+    message = f"gitmem cannot serve {repo}: {reason}; {_fix_for(problem, repo)}"
+    log_path = Path(log_file) if log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
+    log_writer = unlogged = None
+    if not log_file and not (repo / ".git").is_dir():  # no repository: none is made for a log
+        unlogged = f" (not in {log_path}: there is no repository)"
+    else:
+        try:
+            log_writer = logfile.start(log_path, log_level)
+        except OSError as exc:  # no log file: stderr is all there is
+            unlogged = f" (not in {log_path}: {exc.strerror or exc})"
+    log.error("not serving: %s%s", message, unlogged or "")  # stderr, when there is no log file
+    if log_writer is not None:
+        print(f"gitmem: {message}", file=sys.stderr)
+
+    def unavailable(params: dict):
+        raise rpc.RpcError(rpc.INTERNAL_ERROR, message)
+
+    def shutdown(params: dict):
+        raise rpc.Shutdown({"ok": True})
+
+    methods = _EveryMethod(unavailable, {name: shutdown for name in SHUTDOWN_METHODS})
+    try:
+        rpc.serve(methods, _protocol_in(), protocol_out, log=log,
+                  stop_signals=(signal.SIGTERM, signal.SIGINT))
+    finally:
+        log.info("stopped")
+        if log_writer is not None:
+            log_writer.stop()
+    return 1
+
+
+class _EveryMethod(dict):
+    """A method table answering every name with one method, but for those it holds."""
+
+    def __init__(self, fallback: Callable[[dict], object], own: dict):
+        super().__init__(own)
+        self._fallback = fallback
+
+    def get(self, name, default=None):
+        return super().get(name, self._fallback)
+
+
+class _ThenOnFirstUse(dict):
+    """A method table that adds ``more()`` (nui's table) when first asked for a name it does
+    not hold, so that kaboo's first ``threads.*`` answer does not wait for it."""
+
+    def __init__(self, own: dict, more: Callable[[], dict]):
+        super().__init__(own)
+        self._more: Callable[[], dict] | None = more
+
+    def get(self, name, default=None):
+        if self._more is not None and isinstance(name, str) and name not in self:
+            more, self._more = self._more, None
+            self.update(more())
+        return super().get(name, default)
+
+
+def _fix_for(problem: Exception, repo: Path) -> str:
+    """What a person can do about ``problem``, in a few words."""
+    if isinstance(problem, NotAFolderOfItsOwn):  # its message says what to do
+        return "then restart gitmem"
+    if isinstance(problem, DamagedObject):
+        return (f"run `gitmem fsck --repo {repo}`, then restore the object from a clone, a "
+                "remote (`git fetch`) or a backup")
+    if isinstance(problem, OSError) and not repo.exists():
+        return _fix_for_a_folder_not_made(repo, problem)
+    if isinstance(problem, PermissionError):
+        return f"make {repo} readable and writable by this user (or start gitmem as its owner)"
+    if isinstance(problem, OSError) and problem.errno == errno.ENOSPC:
+        return "free some disk space, then restart gitmem"
+    return f"run `gitmem fsck --repo {repo}` to see what is wrong, then restart gitmem"
+
+
+def _fix_for_a_folder_not_made(repo: Path, problem: OSError) -> str:
+    """What to do when ``repo`` does not exist and could not be created: said of the
+    nearest folder above it that exists (there is nothing to fsck yet)."""
+    there = next(folder for folder in repo.parents if folder.exists())
+    if not there.is_dir():
+        return f"{there} is a file, not a folder: choose a repository path outside it"
+    return (f"{repo} cannot be created in {there} ({problem.strerror or problem}): choose a path "
+            f"in a folder this user can write, or create {repo} and make it writable by this user")
+
+
+def _claim_stdout() -> BinaryIO:
+    """Keep fd 1 for protocol lines only: anything else printing to stdout goes to stderr."""
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
+    widen_pipe(protocol_out.fileno())
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    return protocol_out
+
+
+def _protocol_in() -> BinaryIO:
+    """stdin, read in large pieces: a request of a long session is one line of megabytes."""
+    widen_pipe(sys.stdin.fileno())
+    return os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=PIPE_SIZE)
+
+
+def _keep_big_buffers_in_the_heap() -> None:
+    """Let glibc serve buffers of up to 32 MB (a big answer and the pieces it is made of)
+    from its heap, reused from one request to the next. By default each buffer over 128 KB
+    is a fresh mapping whose page faults cost more than filling it (measured: 0.9 ms of a
+    1 MB readEvents in a just-started server)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+        libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
+    except (OSError, AttributeError):  # not glibc: its defaults stay
+        pass
+
+
+def _ids_of(params: dict) -> str:
+    """The ids of a request, for the log (never content)."""
+    keys = ("handlerId", "agentType", "sessionId", "agentId", "threadId")
+    return " ".join(f"{k}={params[k]!r:.80}" for k in keys if isinstance(params.get(k), str))

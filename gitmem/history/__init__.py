@@ -1,0 +1,7 @@
+"""A record's history: its log, how it was at a time, diffs, restores and blame.
+
+``versions`` (log, show, diff, restore, times), ``blame`` (who wrote each line),
+``record_index`` (which commits touched which record, kept under ``.git/gitmem/``).
+
+May import: ``gitmem.git``, ``gitmem.records``, ``gitmem.stores``.
+"""

@@ -1,0 +1,446 @@
+"""History of a record: its log with a summary of each change, how it was at a time,
+what changed between two times, and putting an old version back.
+
+Records are named as everywhere else (``user``, ``agent:<id>``,
+``session:<agentType>/<sessionId>``, ``thread:<threadId>``). A time (WHEN) is a
+revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (the end of that day,
+local time: as it was that day), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``,
+``3 days ago``, ``today``, ``yesterday``, ``@1793534400``, and what else git reads as a
+date (``last friday``, ``noon yesterday``). A date stands for the newest commit made at
+or before it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N changes of the record
+back: ``@~1`` is the one before the newest). Restoring writes the old content back as a
+new commit; nothing is ever reset. The record's commits come from the record index
+(:mod:`gitmem.history.record_index`), so a record's history costs what its own changes cost.
+
+    with Gitmem.open() as mem:
+        for entry in log(mem, "user"):
+            print(entry.commit.summary, entry.summary)   # "memory: replace user memory" "+1 -0 lines"
+        show(mem, "user", "yesterday").value["content"]
+        restore(mem, "user", "yesterday")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any, Protocol
+
+from gitmem.git import gitproc
+from gitmem.git.base import CommitInfo, DamagedObject, EngineError
+from gitmem.git.engine import GitEngine
+from gitmem.git.log import FileChange, FileDiff
+from gitmem.history.record_index import RecordIndex
+from gitmem.records import layout
+from gitmem.records.ids import printable
+from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+
+
+class Records(Protocol):
+    """What a history command reads and writes through: a :class:`~gitmem.repository.Gitmem`."""
+
+    engine: GitEngine
+    record_index: RecordIndex
+    memory: MemoryStore
+    sessions: SessionStore
+    threads: ThreadStore
+
+_AGO = re.compile(r"(\d+)\s*(second|minute|hour|day|week|month|year)s?\s+ago")
+_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
+                 "month": 30 * 86400, "year": 365 * 86400}
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ].+)?")
+_RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
+# what only a revision looks like: git's date reading takes these as now (HEAD~999, @~1x,
+# abc1234) or as a day of this month (12), so one that names no commit is refused
+_REVISION_LIKE = re.compile(r"[^~^]*[~^].*|@.*|[0-9a-fA-F]+")
+_NOUNS = {"messages": "message", "events": "event"}
+
+
+class HistoryError(ValueError):
+    """A time or record that history cannot work with; the message says why."""
+
+
+class NoRecord(HistoryError):
+    """A record no commit ever held: it has no version to show (``@``, ``@~N``) or restore."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LogEntry:
+    """One commit that touched a record, with what it changed there."""
+
+    commit: CommitInfo
+    summary: str  # "+2 messages, 1 changed", "+3 -1 lines", "created: 4 messages" ...
+    changes: dict[str, dict[str, int]]  # {"messages": {"added": 2, "removed": 0}, ...}
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.commit
+        return {"id": c.id, "author": c.author, "email": c.email, "time": c.time,
+                "date": format_date(c.time, c.offset), "message": c.message,
+                "trailers": c.trailers, "summary": self.summary, "changes": self.changes}
+
+
+@dataclasses.dataclass(frozen=True)
+class Shown:
+    """A record as it was at one commit (``commit`` None: before the first one)."""
+
+    record: str
+    commit: str | None
+    exists: bool
+    value: dict[str, Any]  # {"content"} for memory; {"messages", "agentSessionId", "meta"}
+    # for a session; {"events", "messages", "meta"} for a thread
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record": self.record, "commit": self.commit, "exists": self.exists, **self.value}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordDiff:
+    """What changed in a record between two commits (None: before the first commit)."""
+
+    record: str
+    since: str | None
+    until: str | None
+    files: list[FileDiff]
+
+    @property
+    def patch(self) -> str:
+        return "".join(f.patch for f in self.files)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record": self.record, "from": self.since, "to": self.until,
+                "files": [{"path": f.path, "status": f.status, "added": f.added,
+                           "removed": f.removed, "binary": f.binary} for f in self.files],
+                "patch": self.patch}
+
+
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """What a restore did: the commit it took the record from, and the one it made."""
+
+    record: str
+    source: str | None  # None: before the first commit (the record was deleted)
+    commit: str | None  # None: the record already was that way
+
+    def to_json(self) -> dict[str, Any]:
+        return {"record": self.record, "from": self.source, "commit": self.commit}
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryListed:
+    """A memory record, its size in bytes and its last commit (None: not committed yet)."""
+
+    record: str
+    size: int
+    last: CommitInfo | None
+
+    def to_json(self) -> dict[str, Any]:
+        last = self.last
+        return {"record": self.record, "size": self.size,
+                "changed": format_date(last.time, last.offset) if last else None,
+                "commit": last.id if last else None}
+
+
+# -- times ------------------------------------------------------------------------
+
+
+def parse_time(text: str, *, now: float | None = None) -> float | None:
+    """Seconds since the epoch for a date or relative time, None when ``text`` is neither.
+
+    A date without a zone is local time, and a date without a time of day its end (as
+    it was that day); ``N months ago`` counts 30 days a month.
+    """
+    text = text.strip()
+    now = time.time() if now is None else now
+    lowered = text.lower()
+    if lowered in ("now", "today"):
+        return now
+    if lowered == "yesterday":
+        return now - 86400
+    match = _AGO.fullmatch(lowered)
+    if match:
+        return now - int(match[1]) * _UNIT_SECONDS[match[2]]
+    if text.startswith("@") and text[1:].isdigit():
+        return float(text[1:])
+    match = _ISO_DATE.fullmatch(text)
+    if match:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise HistoryError(f"not a valid date: {text!r} ({exc})") from None
+        if match[1] is None:  # a day: its last second (commit times are whole seconds)
+            moment += timedelta(days=1, seconds=-1)
+        return moment.timestamp()  # a naive datetime is taken as local time
+    return None
+
+
+def resolve_when(engine: GitEngine, when: str) -> str | None:
+    """The commit that WHEN names: a revision, or the newest commit at or before a date
+    (None when the date is before the first commit); what is neither is read as git
+    reads a date, unless it looks like a revision (``~``, ``^``, a leading ``@``, all hex
+    digits): that is refused."""
+    moment = parse_time(when)
+    if moment is not None:
+        return engine.commit_at(moment)
+    try:
+        return str(engine.resolve(when))
+    except DamagedObject:  # a revision, and one that cannot be read: say which object
+        raise
+    except EngineError as exc:
+        if _REVISION_LIKE.fullmatch(when.strip()):
+            raise HistoryError(f"{when!r} names no commit ({exc}); it looks like a revision, "
+                               "so it is not read as a date (dates: 2026-11-01, '3 days ago', "
+                               "@1793534400)") from None
+    try:  # after the revisions: git reads an abbreviated hash as a date too
+        moment = gitproc.git_date(when)
+    except (gitproc.GitMissing, gitproc.GitTimeout):
+        moment = None
+    if moment is None:
+        raise HistoryError(f"{when!r} is neither a revision nor a date (use e.g. HEAD~3, "
+                           "2026-11-01, 2026-11-01T14:00 or '3 days ago')")
+    return engine.commit_at(moment)
+
+
+def resolve_version(mem: Records, record: layout.Record, when: str) -> str | None:
+    """The commit WHEN names for ``record``: ``@``/``@~N`` (the record's newest version,
+    N of its changes back), a date (the newest commit at or before it; None: before the
+    first commit) or a revision."""
+    match = _RECORD_VERSION.fullmatch(when.strip())
+    if match:
+        back = int(match[1] or 0)
+        versions = mem.record_index.versions(record.path)
+        if not versions:
+            raise NoRecord(f"no record {record.name}")
+        if back >= len(versions):
+            have = f"@ to @~{len(versions) - 1}" if versions else "none"
+            raise HistoryError(f"{record.name} has {len(versions)} version"
+                               f"{'s' if len(versions) != 1 else ''} ({have}): {when!r} goes "
+                               "back further")
+        return versions[back].id
+    moment = parse_time(when)
+    if moment is not None:
+        return mem.record_index.commit_at(moment)
+    return resolve_when(mem.engine, when)
+
+
+def format_date(seconds: int, offset_minutes: int) -> str:
+    """A commit time as ISO 8601 in the committer's zone."""
+    zone = timezone(timedelta(minutes=offset_minutes))
+    return datetime.fromtimestamp(seconds, zone).isoformat(timespec="seconds")
+
+
+# -- the operations ---------------------------------------------------------------
+
+
+def log(mem: Records, record: str | None = None, *, limit: int | None = None) -> list[LogEntry]:
+    """The commits that touched ``record`` (None: every commit), newest first, each with
+    a one-line summary of what it changed there."""
+    parsed = layout.parse_record(record) if record else None
+    if parsed is None:
+        commits = mem.engine.history(None, limit=limit)
+    else:
+        commits = record_commits(mem, parsed, limit=limit)
+    pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
+    entries = []
+    for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs)):
+        summary, changes = summarise(parsed, files)
+        entries.append(LogEntry(commit, summary, changes))
+    return entries
+
+
+def memories(mem: Records) -> list[MemoryListed]:
+    """Every memory record (``user`` first, then ``agent:<id>`` by id) with its size and
+    last change."""
+    snapshot = mem.engine.snapshot()
+    owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
+        mem.memory.agents(snapshot=snapshot))
+    found = []
+    for agent in owners:
+        record = layout.parse_record("user" if agent is None else f"agent:{agent}")
+        last = record_commits(mem, record, limit=1)
+        found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
+                                  last[0] if last else None))
+    return found
+
+
+def record_commits(mem: Records, record: layout.Record, *, limit: int | None = None) -> list[CommitInfo]:
+    """The commits that changed ``record``, newest first (at most ``limit``)."""
+    versions = mem.record_index.versions(record.path)[:limit]
+    return mem.engine.commit_infos([v.id for v in versions])
+
+
+def show(mem: Records, record: str, at: str) -> Shown:
+    """``record`` as it was at WHEN ``at``."""
+    parsed = layout.parse_record(record)
+    commit = resolve_version(mem, parsed, at)
+    return read_record(mem, parsed, mem.engine.snapshot_of(commit, scope=parsed.path), commit)
+
+
+def diff(mem: Records, record: str, since: str | None = None,
+         until: str | None = None) -> RecordDiff:
+    """What changed in ``record`` from WHEN ``since`` (default: its beginning) to WHEN
+    ``until`` (default: now)."""
+    parsed = layout.parse_record(record)
+    old = resolve_version(mem, parsed, since) if since else None
+    new = resolve_version(mem, parsed, until) if until else mem.engine.head()
+    times = [parse_time(when) for when in (since, until) if when]
+    later = (len(times) == 2 and None not in times and times[0] > times[1]) or (
+        old and new and old != new and mem.engine.descends_from(old, new))
+    if later:
+        raise HistoryError(f"--since {since!r} is later than --until {until or 'now'!r}: "
+                           "swap them")
+    return RecordDiff(parsed.name, old, new, mem.engine.diff_commits(parsed.path, old, new))
+
+
+def restore(mem: Records, record: str, at: str) -> Restored:
+    """Write ``record`` back as it was at WHEN ``at``, as one new commit (none when the
+    record already is that way). A time the record did not exist at is refused
+    (:class:`HistoryError` naming its first version): deleting is what the stores'
+    ``delete`` is for."""
+    parsed = layout.parse_record(record)
+    commit = resolve_version(mem, parsed, at)
+    old = mem.engine.snapshot_of(commit, scope=parsed.path)
+    if not _files(old, parsed):
+        versions = mem.record_index.versions(parsed.path)
+        if not versions:
+            raise NoRecord(f"no record {parsed.name}: nothing to restore")
+        first = mem.engine.commit_info(versions[-1].id)
+        delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
+                  "--agent`", "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
+        raise HistoryError(f"{parsed.name} did not exist at {at!r}: its first version is "
+                           f"{first.id[:10]} of {format_date(first.time, first.offset)}; "
+                           f"nothing restored ({delete} deletes it)")
+
+    def changes(snapshot):
+        before = _files(snapshot, parsed)
+        after = _files(old, parsed)
+        changed: dict[str, bytes | None] = {p: None for p in before if p not in after}
+        for path, blob_id in after.items():
+            if before.get(path) != blob_id:
+                changed[path] = old.read(path)
+        return _updated_now(mem, parsed, snapshot, old, changed)
+
+    label = commit[:10] if commit else "before the first commit"
+    new = mem.engine.update(changes, f"restore: {printable(parsed.name)} as of {label}",
+                            record_trailers("restore", parsed.name,
+                                            {"Gitmem-Restored-From": commit or "none"}),
+                            scope=parsed.path)
+    return Restored(parsed.name, commit, new)
+
+
+def _updated_now(mem: Records, record: layout.Record, snapshot, old,
+                 changed: dict[str, bytes | None]) -> dict[str, bytes | None]:
+    """``changed`` (a restore of a session or thread) with the restored ``meta.json``'s
+    ``updatedAt`` set to now, as any write of it sets it; nothing when that stamp is all
+    the restore would change."""
+    path = f"{record.path}/{layout.META}"
+    if record.kind not in ("session", "thread") or not changed or not old.exists(path):
+        return changed
+    try:
+        restored, current = parse_meta(old.read(path)), read_meta(snapshot, record.path) or {}
+    except ValueError:  # a meta.json broken by hand is put back as it was
+        return changed
+    if set(changed) == {path} and ({**restored, "updatedAt": None} == {**current, "updatedAt": None}):
+        return {}
+    restored["updatedAt"] = now_iso() if record.kind == "session" else mem.threads.stamp(current)
+    return {**changed, path: meta_bytes(restored)}
+
+
+def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[str, dict[str, dict[str, int]]]:
+    """A one-line summary of ``files`` (a commit's changes to ``record``) and the counts
+    behind it, grouped by what the files hold."""
+    if record is None:
+        added = sum(f.added for f in files)
+        removed = sum(f.removed for f in files)
+        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+        return f"{count}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
+    changes: dict[str, dict[str, int]] = {}
+    for f in files:
+        group, unit = _group(record, f.path)
+        counts = changes.setdefault(group, {"added": 0, "removed": 0})
+        if unit == "files":
+            counts["added"] += f.status == "added"
+            counts["removed"] += f.status == "deleted"
+        elif unit == "lines":
+            counts["added"] += f.added
+            counts["removed"] += f.removed
+        else:  # a changed file of its own, like meta.json
+            counts["added"] += 1
+    words = []
+    for group, counts in changes.items():
+        words.append(_describe(group, counts["added"], counts["removed"]))
+    text = ", ".join(w for w in words if w) or "no change"
+    statuses = {f.status for f in files}
+    if statuses == {"added"}:
+        text = f"created: {text}"
+    elif statuses == {"deleted"}:
+        text = "deleted"
+    return text, changes
+
+
+# -- helpers ----------------------------------------------------------------------
+
+
+def read_record(mem: Records, record: layout.Record, snapshot, commit: str | None) -> Shown:
+    """``record`` as ``snapshot`` (of ``commit``) holds it."""
+    if record.kind in ("user", "agent"):
+        agent = record.ids[0] if record.kind == "agent" else None
+        value = {"content": mem.memory.read(agent, snapshot=snapshot)}
+        exists = snapshot.exists(record.path)
+    elif record.kind == "session":
+        messages, agent_session_id = mem.sessions.read(*record.ids, snapshot=snapshot)
+        value = {"messages": messages, "agentSessionId": agent_session_id,
+                 "meta": mem.sessions.meta(*record.ids, snapshot=snapshot)}
+        exists = snapshot.tree_id(record.path) is not None
+    else:
+        thread_id = record.ids[0]
+        value = {"events": mem.threads.read_events(thread_id, snapshot=snapshot),
+                 "messages": mem.threads.read_messages(thread_id, snapshot=snapshot),
+                 "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
+        exists = snapshot.tree_id(record.path) is not None
+    return Shown(record.name, commit, exists, value)
+
+
+def _files(snapshot, record: layout.Record) -> dict[str, str]:
+    """{path: blob id} of every file of ``record`` in ``snapshot``."""
+    if record.kind in ("user", "agent"):
+        blob_id = snapshot.blob_id(record.path)
+        return {record.path: blob_id} if blob_id else {}
+    return {path: snapshot.blob_id(path) for path in snapshot.files(record.path)}
+
+
+def _group(record: layout.Record, path: str) -> tuple[str, str]:
+    """What a changed file of ``record`` holds, and how its changes are counted."""
+    if record.kind in ("user", "agent"):
+        return "lines", "lines"
+    parts = path[len(record.path) + 1:].split("/")
+    if len(parts) == 2 and parts[1].endswith(".jsonl"):
+        return parts[0], "lines"
+    if len(parts) == 3 and parts[1] == "blobs":
+        return "images", "files"
+    if parts == [layout.META]:
+        return "metadata", "file"
+    return "other files", "files"
+
+
+def _describe(group: str, added: int, removed: int) -> str:
+    if group == "metadata":
+        return "metadata"
+    if group == "lines":
+        return f"+{added} -{removed} lines"
+    noun = _NOUNS.get(group, group[:-1] if group.endswith("s") else group)
+    changed = min(added, removed) if group in _NOUNS else 0
+    parts = []
+    if added - changed:
+        parts.append(f"+{added - changed} {_plural(noun, added - changed)}")
+    if removed - changed:
+        parts.append(f"-{removed - changed} {_plural(noun, removed - changed)}")
+    if changed:
+        parts.append(f"{changed} {_plural(noun, changed)} changed")
+    return ", ".join(parts)
+
+
+def _plural(noun: str, count: int) -> str:
+    return noun if count == 1 else noun + "s"
+

@@ -1,0 +1,114 @@
+"""Where each record lives in the repository (a public contract: see docs/layout.md).
+
+    memory/user.md
+    memory/agents/<agentId>.md
+    sessions/<agentType>/<sessionId>/meta.json, messages/NNNNNN.jsonl,
+        messages/blobs/<sha256>.<ext> (images, see gitmem.stores.blobs)
+    threads/<threadId>/meta.json, events/NNNNNN.jsonl, messages/NNNNNN.jsonl
+
+Ids are encoded with :mod:`gitmem.records.ids`. Records are named the same way in every
+history command: ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>``,
+``thread:<threadId>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from gitmem.records.ids import check, encode
+
+MEMORY = "memory"
+USER_MEMORY = "memory/user.md"
+AGENT_MEMORY = "memory/agents"
+SESSIONS = "sessions"
+THREADS = "threads"
+META = "meta.json"
+JSONL_SUFFIX = ".jsonl"  # of a log's chunks
+MESSAGES = "messages"  # the folder of a session's or a thread's messages, in the record's folder
+EVENTS = "events"  # the folder of a thread's AG-UI events, in its folder
+NAMESPACE = "gitmem:"  # how a string gitmem puts into a log starts (an image's blob reference)
+TOP_FOLDERS = (MEMORY, SESSIONS, THREADS)
+ALLOW_SECRETS_FILE = ".gitmem-allow-secrets"  # at the top: values `gitmem sync` may push (gitmem.sync.secrets)
+
+
+def agent_memory_path(agent_id: str) -> str:
+    """Raises :class:`~gitmem.records.ids.EmptyId` for an empty id, as the other paths do."""
+    return f"{AGENT_MEMORY}/{encode(check(agent_id, 'agent id'))}.md"
+
+
+def session_dir(agent_type: str, session_id: str) -> str:
+    return (f"{SESSIONS}/{encode(check(agent_type, 'agent type'))}/"
+            f"{encode(check(session_id, 'session id'))}")
+
+
+def thread_dir(thread_id: str) -> str:
+    return f"{THREADS}/{encode(check(thread_id, 'thread id'))}"
+
+
+def chunk_files(folder: str, paths: Iterable[str]) -> list[str]:
+    """The chunk files of the log in ``folder`` among ``paths``: those right in it whose
+    name ends :data:`JSONL_SUFFIX`, in the order they are read."""
+    start = len(folder) + 1
+    return sorted(path for path in paths if path.startswith(f"{folder}/") and "/" not in path[start:]
+                  and path.endswith(JSONL_SUFFIX))
+
+
+class BadRecordName(ValueError):
+    """A record name that is none of the four forms."""
+
+
+class Record(NamedTuple):
+    """A record as history commands name it, and the path (file or folder) that holds it."""
+
+    kind: str  # "user", "agent", "session" or "thread"
+    ids: tuple[str, ...]
+    path: str
+
+    @property
+    def name(self) -> str:
+        if self.kind == "user":
+            return "user"
+        if self.kind == "session":
+            return f"session:{self.ids[0]}/{self.ids[1]}"
+        return f"{self.kind}:{self.ids[0]}"
+
+
+def parse_record(name: str) -> Record:
+    """Parse ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>`` or ``thread:<id>``.
+
+    An agent type may itself hold a ``/`` (``ext:corp/reviewer``), so a session name is
+    split at its last ``/``.
+    """
+    if name == "user":
+        return Record("user", (), USER_MEMORY)
+    kind, sep, rest = name.partition(":")
+    if sep and kind == "agent":
+        return Record("agent", (rest,), agent_memory_path(rest))
+    if sep and kind == "thread":
+        return Record("thread", (rest,), thread_dir(rest))
+    if sep and kind == "session" and "/" in rest:
+        agent_type, _, session_id = rest.rpartition("/")
+        return Record("session", (agent_type, session_id), session_dir(agent_type, session_id))
+    raise BadRecordName(
+        f"not a record name: {name!r} (use user, agent:<id>, session:<agentType>/<sessionId> "
+        "or thread:<threadId>)")
+
+
+# Where records live: (folder, how many path segments name the record)
+_RECORD_DEPTHS = ((AGENT_MEMORY, 3), (SESSIONS, 3), (THREADS, 2))
+
+
+def record_path(path: str) -> str | None:
+    """The path of the record that file ``path`` belongs to (None: no record's)."""
+    if path == USER_MEMORY:
+        return path
+    for folder, depth in _RECORD_DEPTHS:
+        if path.startswith(folder + "/"):
+            parts = path.split("/", depth)
+            if len(parts) < depth or (folder == AGENT_MEMORY and not parts[2].endswith(".md")):
+                return None
+            found = "/".join(parts[:depth])
+            # what a record name can never name (an encoded id is ASCII) stays out of the format
+            return found if found.isascii() and not any(c in found for c in "\t\n\r") else None
+    return None

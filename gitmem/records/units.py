@@ -1,0 +1,155 @@
+"""What a record is made of, as search sees it: a memory's blocks, a log's messages and events.
+
+A memory is cut into blocks (what ``append`` joins with a blank line), a session into
+its messages, a thread into its events and messages; each unit's text is what a person
+would search for (a JSON line's strings, less ids, types and image data).
+
+    units_of("block", b"Prefers short answers.\n\nChecks types first.\n")
+    # ['Prefers short answers.', 'Checks types first.']
+    unit_text("message", '{"role": "user", "content": "hi"}')   # 'hi'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from gitmem.records import layout
+from gitmem.records.ids import UndecodableId, decode
+
+BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")  # between two blocks of a memory
+
+
+def blocks(content: str) -> list[str]:
+    """The paragraphs of a markdown memory, as ``append`` separates them."""
+    content = content.strip("\n")
+    return [block.rstrip() for block in BLANK_LINES.split(content)] if content.strip() else []
+
+
+_DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]*")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{64,}={0,2}")
+LONG_RUN = 200  # characters of base64 without a break: image data, not words
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{%d,}={0,2}" % LONG_RUN)
+_STRUCTURE_KEYS = {"type", "role", "id", "timestamp", "createdAt", "updatedAt", "mediaType",
+                   "mimeType"}
+
+
+def unit_kind(path: str) -> tuple[str, str] | None:
+    """(record path, unit) for a file whose text the index holds; None for others
+    (metadata, images)."""
+    record = layout.record_path(path)
+    if record is None:
+        return None
+    if record == path:
+        return (record, "block") if path.endswith(".md") else None
+    rest = path[len(record) + 1:].split("/")
+    if len(rest) != 2 or not rest[1].endswith(layout.JSONL_SUFFIX):
+        return None
+    if rest[0] == layout.MESSAGES:
+        return record, "message"
+    if rest[0] == layout.EVENTS and record.startswith(layout.THREADS + "/"):
+        return record, "event"
+    return None
+
+
+def record_kind(record: str) -> str:
+    return "memory" if record.startswith(layout.MEMORY + "/") else \
+        "session" if record.startswith(layout.SESSIONS + "/") else "thread"
+
+
+def record_name(record: str) -> str:
+    """The name ``gitmem log`` takes for the record at path ``record``."""
+    parts = record.split("/")
+    if record == layout.USER_MEMORY:
+        return "user"
+    if parts[0] == layout.MEMORY:
+        return f"agent:{_decoded(parts[2][:-len('.md')])}"
+    if parts[0] == layout.SESSIONS:
+        return f"session:{_decoded(parts[1])}/{_decoded(parts[2])}"
+    return f"thread:{_decoded(parts[1])}"
+
+
+def _decoded(segment: str) -> str:
+    try:
+        return decode(segment)
+    except UndecodableId:  # a shortened id: its full form is in the record's meta.json
+        return segment
+
+
+def scrub(text: str) -> str:
+    """``text`` without image data: ``data:`` URLs and long base64 runs."""
+    if "base64," in text:
+        text = _DATA_URL.sub("", text)
+    if len(max(text.split(), key=len, default="")) >= LONG_RUN:
+        text = _BASE64_RUN.sub("", text)
+    return text
+
+
+def line_text(line: str) -> str:
+    """The text of one JSONL line (a message or event): its strings, less ids, types
+    and image data."""
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return scrub(line)
+    return scrub("\n".join(_strings(value, None)))
+
+
+def _strings(value: Any, key: str | None) -> Iterator[str]:
+    if isinstance(value, str):
+        if key in _STRUCTURE_KEYS or (key or "").endswith("Id") or value.startswith("gitmem:"):
+            return
+        if key == "data" and _BASE64.fullmatch(value) is not None:
+            return
+        yield value
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            yield from _strings(item, name)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item, key)
+
+
+def units_of(unit: str, data: bytes) -> list[str]:
+    """The units (texts) of file content ``data`` holding units of kind ``unit``."""
+    return [unit_text(unit, piece) for piece in pieces(unit, data)]
+
+
+def pieces(unit: str, data: bytes) -> list[str]:
+    """The pieces of file content ``data`` that hold one unit each: a memory's blocks, a
+    log's lines (:func:`unit_text` makes a piece a unit)."""
+    text = data.decode("utf-8", "replace")
+    if unit == "block":
+        return blocks(text)
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def unit_text(unit: str, piece: str) -> str:
+    """The text of a unit of kind ``unit`` held in ``piece`` (:func:`pieces`)."""
+    return scrub(piece) if unit == "block" else line_text(piece)
+
+
+def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[str], list[str]]:
+    """(removed, added) unit texts from file content ``old`` to ``new``. An append
+    (``new`` starts with ``old``) is cut after the last unit ``old`` surely completes."""
+    old, new = old or b"", new or b""
+    cut = 0
+    if old and new.startswith(old):
+        cut = max(old.rfind(b"\n\n"), 0) if unit == "block" else old.rfind(b"\n") + 1
+    gone, came = units_of(unit, old[cut:]), units_of(unit, new[cut:])
+    added = came[len(gone):]
+    distinct = set(added)
+    if came[:len(gone)] == gone and len(distinct) == len(added) and distinct.isdisjoint(gone):
+        return [], added  # new texts after the old ones: what the counts below give, sooner
+    gone_counts, came_counts = Counter(gone), Counter(came)
+    return list((gone_counts - came_counts).elements()), list((came_counts - gone_counts).elements())
+
+
+def unit_key(unit: str, text: str) -> int:
+    """A unit's text as a number, to find it again among a file's units."""
+    digest = hashlib.blake2b(f"{unit}\0{text}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)

@@ -1,0 +1,418 @@
+"""Search every record, and with ``history`` everything they ever held: ``gitmem search``.
+
+A record is cut into units: a memory into its blocks (what ``append`` joins with a
+blank line), a session into its messages, a thread into its events and messages. The
+search index holds each unit's words once per time it came into a record, with the
+commit of main that brought it in and the one that took it out (none while it is
+still there), in SQLite's FTS5 (BM25 ranking; case and accents ignored). It keeps no
+copy of the text: a hit's snippet is cut from the unit as its blob holds it.
+
+The index is a cache, ``.git/gitmem/search.sqlite``, never committed: deleting it
+changes no answer, only the time of the next search. It follows main's first-parent
+line (the states main went through here, :mod:`gitmem.git.changes`), whoever made the
+commits: gitmem, a hand edit, plain ``git commit``, a sync merge (what it brought in
+counts from the merge), a clone's whole history. A search first takes in the hand
+edits waiting in the work tree (as a read does), then the commits the index lacks,
+in time that follows what they changed; a write never touches it. A main that no
+longer holds the last commit indexed (an amend, a reset, ``gitmem forget``) makes it
+start over. Image data (base64, ``data:`` URLs) is never indexed.
+
+Queries: words (all must match, in any order), ``"a phrase"``, ``prefix*``, ``OR``
+between alternatives, ``-word`` to leave out. They are translated into FTS5's syntax
+here, so a query FTS5 could not parse never reaches it: :class:`BadQuery` says what is
+wrong instead.
+
+    for hit in mem.search("deploy friday", history=True):
+        print(hit.record, hit.unit, hit.snippet, hit.added, hit.removed)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sqlite3
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+
+from gitmem.edits.handedits import HandEdits, SettledLook
+from gitmem.git import gitproc, stamp
+from gitmem.git.base import EngineError
+from gitmem.git.changes import TIMEOUT, Step, StepsUnavailable, count_steps, first_parent_steps
+from gitmem.git.engine import GitEngine
+from gitmem.git.lock import FileLock, LockTimeout
+from gitmem.history.versions import HistoryError, parse_time, resolve_when
+from gitmem.records import layout
+from gitmem.search.query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, Parsed, SearchHit, answer,
+                                 check_options, meta, parse, stamp_holds)
+from gitmem.records.units import record_kind, record_name, unit_changes, unit_key, unit_kind
+
+LOCK_FILE = "search.lock"
+LOCK_WAIT = 120.0  # seconds another process may take to bring the index up to date
+BATCH = 2000  # steps per transaction: a build cut short resumes from the last batch
+ProgressCallback = Callable[[int, int], None]
+
+_SCHEMA = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE commits(id INTEGER PRIMARY KEY, sha TEXT NOT NULL UNIQUE, time INTEGER NOT NULL,
+                     date TEXT NOT NULL);
+CREATE TABLE records(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEXT NOT NULL,
+                     kind TEXT NOT NULL);
+CREATE TABLE units(id INTEGER PRIMARY KEY, record INTEGER NOT NULL, unit TEXT NOT NULL,
+                   path TEXT NOT NULL, blob TEXT NOT NULL, key INTEGER NOT NULL,
+                   added INTEGER NOT NULL, removed INTEGER);
+CREATE INDEX live_units ON units(record, key) WHERE removed IS NULL;
+CREATE VIRTUAL TABLE unit_search USING fts5(text, content='', tokenize='TOKENIZER');
+""".replace("TOKENIZER", TOKENIZER)
+
+
+class SearchUnavailable(Exception):
+    """The index could not be brought up to date (another process holds it too long,
+    or git could not list the history)."""
+
+
+# -- the index --------------------------------------------------------------------
+
+
+class SearchIndex:
+    """The search index of one repository (see the module's docstring).
+
+    ``steps`` counts the commits this object took in, and ``rebuilds`` the times it
+    started over, for tests and the bench.
+    """
+
+    def __init__(self, engine: GitEngine):
+        self.engine = engine
+        self.path = engine.private_dir / FILE
+        self.steps = 0
+        self.rebuilds = 0
+        self._db: sqlite3.Connection | None = None
+        self._opened: int | None = None  # the inode of the file _db has open
+        self._lock = FileLock(self.path.with_name(LOCK_FILE), timeout=LOCK_WAIT)
+
+    # -- answers ------------------------------------------------------------------
+
+    def search(self, query: str, *, history: bool = False, kind: str | None = None,
+               record: str | None = None, since: str | None = None, until: str | None = None,
+               limit: int = 20, progress: ProgressCallback | None = None) -> list[SearchHit]:
+        """The units matching ``query``, best first: those at HEAD, or with ``history``
+        every unit main ever held. ``since``/``until`` (WHENs, as ``gitmem log`` takes)
+        keep the hits that came or went in between."""
+        parsed = parse(query)  # a query that cannot be parsed is refused before anything is opened
+        check_options(kind, limit)
+        path = layout.parse_record(record).path if record is not None else None
+        window = (self._moment(since), self._moment(until))
+        try:
+            return self._query(parsed, history, kind, path, window, limit, progress)
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
+                raise
+        with self._locked():  # damaged inside (a disk error, a bad copy): built anew
+            self._start_over()
+        return self._query(parsed, history, kind, path, window, limit, progress)
+
+    def _query(self, query: Parsed, history: bool, kind: str | None, path: str | None,
+               window: tuple[int | None, int | None], limit: int,
+               progress: ProgressCallback | None) -> list[SearchHit]:
+        db = self._open()
+        if not self._stamp_holds(db):
+            look = self._take_in_hand_edits(path)
+            db = self.catch_up(progress)
+            if look is not None and meta(db, "tip") == look.head:
+                self._stamp(db, look.started_ns)
+        return answer(db, query, self._read_blobs, history=history, kind=kind, path=path,
+                      window=window, limit=limit)
+
+    def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
+        found = {}
+        for blob_id in ids:
+            try:
+                found[blob_id] = self.engine.read_blob(blob_id)
+            except (KeyError, ValueError, EngineError):  # gone (a gc after a rewrite)
+                continue
+        return found
+
+    def _moment(self, when: str | None) -> int | None:
+        if when is None:
+            return None
+        moment = parse_time(when)
+        if moment is not None:
+            return int(moment)
+        commit = resolve_when(self.engine, when)
+        if commit is None:
+            raise HistoryError(f"{when!r} names no commit")
+        return self.engine.commit_info(commit).time
+
+    def _take_in_hand_edits(self, path: str | None) -> SettledLook | None:
+        """What a read does first: commit the hand edits waiting (of ``path``'s record, or
+        all). The look when it was at every record and found each holding HEAD's version
+        (the stamp is of a look at them all)."""
+        if self.engine.hand_edits is None:
+            return None
+        look = HandEdits.of(self.engine).settled_look(path)
+        return look if path is None else None
+
+    def _stamp_holds(self, db: sqlite3.Connection) -> bool:
+        """True when a search needs neither a look at the work tree nor a catch-up
+        (:func:`gitmem.search.query.stamp_holds`)."""
+        return self.engine.hand_edits is not None and stamp_holds(db, self.engine.gitdir, self.engine.workdir)
+
+    def _stamp(self, db: sqlite3.Connection, started_ns: int) -> None:
+        """Keep a stamp of the look at the work tree that started at ``started_ns`` and
+        found every record holding HEAD, for the next search (in this process or another)."""
+        engine = self.engine
+        taken = stamp.take(engine.gitdir, engine.workdir, meta(db, "tip") or "", layout.TOP_FOLDERS,
+                           started_ns)
+        if taken is not None:
+            stamp.keep(engine.gitdir, STAMP_SCOPE, taken)
+
+    # -- keeping it up to date ----------------------------------------------------
+
+    def catch_up(self, progress: ProgressCallback | None = None) -> sqlite3.Connection:
+        """Bring the index up to main's tip; the open database."""
+        head = self.engine.head() or ""
+        db = self._open()
+        if self._tip(db) == head:
+            return db
+        with self._locked():
+            db = self._open()
+            tip = self._tip(db)
+            if tip == head:
+                return db
+            if tip and not self.engine.descends_from(head, tip):  # an amend, a reset, forget
+                db, tip = self._start_over(), ""
+            if head:
+                self._take_in(db, tip or None, head, progress)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('tip', ?)", (head,))
+        return db
+
+    def _take_in(self, db: sqlite3.Connection, since: str | None, head: str,
+                 progress: ProgressCallback | None) -> None:
+        """Index the steps from ``since`` to ``head``, a transaction a :data:`BATCH`."""
+        gitdir = self.engine.gitdir
+        try:
+            total = count_steps(gitdir, since=since, tip=head)
+            steps = first_parent_steps(gitdir, since=since, tip=head)
+            writer, done = _Writer(db, self.engine), 0
+            if progress is not None:
+                progress(0, total)
+            while batch := list(itertools.islice(steps, BATCH)):
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    with writer.reading_ahead(batch):
+                        for step in batch:
+                            writer.step(step)
+                    writer.flush()
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('tip', ?)", (batch[-1].commit,))
+                    db.execute("COMMIT")
+                except BaseException:
+                    db.execute("ROLLBACK")
+                    raise
+                done += len(batch)
+                self.steps += len(batch)
+                if progress is not None:
+                    progress(min(done, total), total)
+        except StepsUnavailable as exc:
+            raise SearchUnavailable(f"cannot read main's history for the search index: {exc}") from None
+
+    def _tip(self, db: sqlite3.Connection) -> str:
+        return meta(db, "tip") or ""
+
+    def _open(self) -> sqlite3.Connection:
+        """The open index; made anew when it is missing, of another format or damaged."""
+        if self._db is not None and (not self.engine.writable or self._opened == _inode(self.path)):
+            return self._db
+        self.close()
+        if not self.engine.writable:  # a read-only repository: built in memory, each time
+            return self._start_over()
+        try:
+            db = _connect(str(self.path))
+            if meta(db, "format") == FORMAT:
+                self._db, self._opened = db, _inode(self.path)
+                return db
+            db.close()
+        except sqlite3.DatabaseError:
+            pass
+        with self._locked():
+            return self._start_over()
+
+    def _start_over(self) -> sqlite3.Connection:
+        """A new, empty index in place of the old one (the old file removed first, so
+        nothing it held, a forgotten secret say, lingers in free pages)."""
+        self.rebuilds += 1
+        self.close()
+        if self.engine.writable:
+            self.drop()
+        db = _connect(str(self.path) if self.engine.writable else ":memory:")
+        db.executescript(_SCHEMA)
+        db.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+        self._db, self._opened = db, _inode(self.path)
+        return db
+
+    def drop(self) -> None:
+        """Delete the index (it is rebuilt on the next search)."""
+        self.close()
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{self.path}{suffix}")
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Held while the index is changed (one holder across processes, re-entrant)."""
+        if not self.engine.writable:  # the index is this process's own, in memory
+            yield
+            return
+        try:
+            self._lock.acquire()
+        except LockTimeout:
+            raise SearchUnavailable(f"another process has been bringing the search index up "
+                                    f"to date for {LOCK_WAIT:g} s; try again") from None
+        try:
+            yield
+        finally:
+            self._lock.release()
+
+
+def _inode(path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _connect(target: str) -> sqlite3.Connection:
+    db = sqlite3.connect(target, timeout=LOCK_WAIT, isolation_level=None, check_same_thread=False)
+    if target != ":memory:":
+        os.chmod(target, 0o600)
+        db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+class _Writer:
+    """Takes steps into an open index, inside the caller's transaction; :meth:`flush`
+    writes what it gathered."""
+
+    def __init__(self, db: sqlite3.Connection, engine: GitEngine):
+        self.db = db
+        self.engine = engine
+        self._records: dict[str, int] = dict(
+            (path, rowid) for rowid, path in db.execute("SELECT id, path FROM records"))
+        self._next_unit = db.execute("SELECT coalesce(max(id), 0) + 1 FROM units").fetchone()[0]
+        self._next_commit = db.execute("SELECT coalesce(max(id), 0) + 1 FROM commits").fetchone()[0]
+        self._last: dict[str, tuple[str, bytes]] = {}  # path: (blob id, bytes), read last step
+        self._commits: list[tuple] = []
+        self._units: dict[int, list] = {}  # id: row, not written yet
+        self._live: dict[tuple[int, int], list[int]] = {}  # (record, key): ids in _units still there
+        self._texts: list[tuple[int, str]] = []
+        self._ahead: Iterator[tuple[str, bytes]] | None = None  # blobs git reads ahead, in order
+
+    @contextlib.contextmanager
+    def reading_ahead(self, steps: list[Step]) -> Iterator[None]:
+        """While the block takes ``steps``, the blobs they read come from one ``git cat-file``
+        reading ahead on a core of its own: libgit2's reads were a third of a clone's first
+        search. Anything git does not give is read through the engine, which says what is wrong."""
+        ahead = gitproc.read_objects(self.engine.gitdir, list(self._wanted(steps)), timeout=TIMEOUT)
+        self._ahead = ahead
+        try:
+            yield
+        finally:
+            self._ahead = None
+            ahead.close()  # ends git if it is still reading
+
+    def _wanted(self, steps: list[Step]) -> Iterator[str]:
+        """The blobs :meth:`step` will read for ``steps``, in the order it reads them."""
+        last = {path: blob for path, (blob, _) in self._last.items()}
+        for step in steps:
+            for path, old, new in step.files:
+                if unit_kind(path) is None:
+                    continue
+                for blob in (new, old):
+                    if blob is not None and last.get(path) != blob:
+                        yield blob
+                if new is not None:
+                    last[path] = new
+
+    def step(self, step) -> None:
+        changes: dict[tuple[str, str], tuple[Counter, list[tuple[str, str, str]]]] = {}
+        for path, old, new in step.files:
+            found = unit_kind(path)
+            if found is None:
+                continue
+            new_data = self._read(path, new)
+            removed, added = unit_changes(found[1], self._read(path, old), new_data)
+            if new is not None:
+                self._last[path] = (new, new_data)
+            gone, came = changes.setdefault(found, (Counter(), []))
+            gone.update(removed)
+            came.extend((text, path, new) for text in added)
+        if not changes:
+            return
+        commit = self._next_commit
+        self._next_commit += 1
+        self._commits.append((commit, step.commit, step.time, step.date))
+        for (record, unit), (gone, came) in changes.items():
+            record_id = self._record(record)
+            kept = gone & Counter(text for text, _, _ in came)  # moved between chunks of one log
+            for text in (gone - kept).elements():
+                self._remove(record_id, unit_key(unit, text), commit)
+            for text, path, blob in came:
+                if kept[text]:
+                    kept[text] -= 1
+                else:
+                    self._add(record_id, unit, path, blob, text, commit)
+
+    def flush(self) -> None:
+        self.db.executemany("INSERT INTO commits(id, sha, time, date) VALUES (?, ?, ?, ?)",
+                            self._commits)
+        self.db.executemany("INSERT INTO units(id, record, unit, path, blob, key, added, removed)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._units.values())
+        self.db.executemany("INSERT INTO unit_search(rowid, text) VALUES (?, ?)", self._texts)
+        self._commits, self._units, self._live, self._texts = [], {}, {}, []
+
+    def _read(self, path: str, blob: str | None) -> bytes | None:
+        if blob is None:
+            return None
+        last = self._last.get(path)
+        if last is not None and last[0] == blob:
+            return last[1]
+        if self._ahead is not None:
+            try:
+                found, data = next(self._ahead)
+            except (StopIteration, ValueError, OSError, subprocess.SubprocessError, gitproc.GitMissing,
+                    gitproc.GitTimeout):
+                self._ahead = None  # git failed, or gave out: the engine reads the rest
+            else:
+                if found == blob:
+                    return data
+                self._ahead = None  # missing there, or out of step: from here on the engine reads
+        return self.engine.read_blob(blob)
+
+    def _record(self, record: str) -> int:
+        if record not in self._records:
+            self._records[record] = self.db.execute(
+                "INSERT INTO records(path, name, kind) VALUES (?, ?, ?)",
+                (record, record_name(record), record_kind(record))).lastrowid
+        return self._records[record]
+
+    def _add(self, record: int, unit: str, path: str, blob: str, text: str, commit: int) -> None:
+        unit_id, key = self._next_unit, unit_key(unit, text)
+        self._next_unit += 1
+        self._units[unit_id] = [unit_id, record, unit, path, blob, key, commit, None]
+        self._live.setdefault((record, key), []).append(unit_id)
+        self._texts.append((unit_id, text))
+
+    def _remove(self, record: int, key: int, commit: int) -> None:
+        pending = self._live.get((record, key))
+        if pending:
+            self._units[pending.pop(0)][7] = commit
+            return
+        self.db.execute(
+            "UPDATE units SET removed = ? WHERE id = (SELECT id FROM units WHERE record = ? AND"
+            " key = ? AND removed IS NULL ORDER BY id LIMIT 1)", (commit, record, key))

@@ -1,0 +1,374 @@
+"""``gitmem sync``: exchange commits with an ordinary git remote without losing a line.
+
+One sync: commit pending hand edits; fetch the remote's ``main``; fast-forward when
+only the remote moved; when both moved, merge by :mod:`gitmem.records.merge`'s rules into
+one merge commit; scan what is about to go out for secrets (:mod:`gitmem.sync.secrets`);
+push, never forced. A push refused because someone pushed meanwhile starts over
+from the fetch after a random pause that grows with each refusal (see
+:func:`retry_pause`), until the sync's deadline. The branch only ever moves by a
+commit on top, a fast-forward or a merge: local commits are never reset away.
+
+The outcome goes to ``.git/gitmem/sync-state.json`` for ``gitmem status``:
+``remote``, ``last_sync`` (ISO time of the last success), ``last_error`` (one line,
+or null), and ``merge_spots``: the places where a merge kept two versions side by
+side (``{path, line, commit, note, text}``); :func:`read_state` drops the ones a
+person has tidied since.
+
+    with Gitmem.open("~/gitmem") as mem:
+        result = sync(mem, "origin")
+        print(result.describe())
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import random
+import threading
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+from gitmem.edits.handedits import HandEdits
+from gitmem.git.base import BranchMoved
+from gitmem.git.engine import GitEngine
+from gitmem.git.files import write_private
+from gitmem.git.remote import scrub_credentials
+from gitmem.records import strictjson
+from gitmem.records.merge import Spot, merge_changes, spots_paragraph
+from gitmem.repository import Gitmem
+from gitmem.sync import rescue, secrets
+
+log = logging.getLogger("gitmem.sync.exchange")
+
+STATE_FILE = "sync-state.json"  # inside .git/gitmem/
+FIRST_PAUSE = 0.05  # seconds: the longest pause after the first refused push ...
+LONGEST_PAUSE = 2.0  # ... doubling with each refusal up to this
+UNLOCKED_MERGE_ATTEMPTS = 3  # merges made without the writers' lock before one is made with it
+MAX_BACKOFF = 3600.0  # seconds between background attempts after repeated failures
+SYNC_TIMEOUT = 30.0
+"""Seconds one sync may take, all its fetches, pushes and retries together (git
+config ``gitmem.syncTimeout``, or ``gitmem sync --timeout``, sets another bound)."""
+TIMEOUT_KEY = "gitmem.syncTimeout"
+
+
+class SyncError(Exception):
+    """A sync could not finish; the message is one line saying why."""
+
+
+class SecretsRefused(SyncError):
+    """The commits about to be pushed add likely secrets; nothing was pushed."""
+
+    def __init__(self, remote: str, findings: list[secrets.Finding], scanned_bytes: int = 0):
+        self.findings = findings
+        self.scanned_bytes = scanned_bytes  # read by this scan (0: all remembered from before)
+        count = f"{len(findings)} likely secret{'s' if len(findings) != 1 else ''}"
+        super().__init__(f"push to {remote} refused: new commits add {count} (take one back "
+                         "with `gitmem forget PATH --secret FINGERPRINT`, or allow it with "
+                         f"--allow-secrets or in {secrets.ALLOW_FILE})")
+
+    def report(self) -> list[str]:
+        """One line per finding: file, line, kind and fingerprint, never the secret."""
+        return [str(finding) for finding in self.findings]
+
+
+@dataclasses.dataclass
+class SyncResult:
+    """What one sync did."""
+
+    remote: str
+    incoming: int = 0  # commits that came in from the remote
+    outgoing: int = 0  # commits pushed to the remote
+    how: str = "up to date"  # or "fast-forward", "merge"
+    merges: list[tuple[str, list[Spot]]] = dataclasses.field(default_factory=list)  # (commit, spots)
+    kept: list[str] = dataclasses.field(default_factory=list)  # hand-edited files not updated
+    attempts: int = 1
+    scanned_bytes: list[int] = dataclasses.field(default_factory=list)  # by each attempt's scan
+
+    @property
+    def spots(self) -> list[Spot]:
+        """The places the merges ask a person to tidy."""
+        return [spot for _, spots in self.merges for spot in spots]
+
+    def describe(self) -> list[str]:
+        """Lines for a person: what came in, what went out, what to tidy."""
+        lines = []
+        if self.incoming:
+            lines.append(f"in: {_commits(self.incoming)} from {self.remote} ({self.how})")
+        if self.outgoing:
+            lines.append(f"out: {_commits(self.outgoing)} to {self.remote}")
+        if not lines:
+            lines.append(f"up to date with {self.remote}")
+        lines += [f"to tidy: {spot}" for spot in self.spots]
+        lines += [f"not updated (uncommitted hand edit): {path}" for path in self.kept]
+        return lines
+
+
+def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
+         interactive: bool = True, timeout: float | None = None) -> SyncResult:
+    """Fetch, merge and push ``main`` with ``remote`` (default: see :func:`choose_remote`).
+
+    ``interactive=False`` (background syncs) forbids credential prompts. It gives up
+    after ``timeout`` seconds (default: :func:`sync_timeout`), retries included. Raises
+    :class:`SyncError` (:class:`SecretsRefused` for a refused push) with a one-line
+    reason; success or failure is recorded in the sync state either way.
+    """
+    engine = mem.engine
+    name = remote
+    try:
+        name = choose_remote(engine, remote)
+        network = _Deadline(timeout if timeout is not None else sync_timeout(engine))
+        result = _sync(engine, name, allow_secrets, interactive, network)
+    except Exception as exc:
+        reason = scrub_credentials(str(exc).strip().split("\n")[0] or type(exc).__name__)
+        _save_state(engine, remote=name, last_error=reason, last_attempt=_now())
+        if isinstance(exc, SyncError):
+            raise
+        raise SyncError(reason) from exc
+    now = _now()
+    new_spots = [{"path": s.path, "line": s.line, "note": s.note, "text": s.text, "commit": commit}
+                 for commit, spots in result.merges for s in spots]
+    _save_state(engine, remote=name, last_sync=now, last_attempt=now, last_error=None,
+                incoming=result.incoming, outgoing=result.outgoing,
+                merge_spots=read_state(engine)["merge_spots"] + new_spots)
+    return result
+
+
+def choose_remote(engine: GitEngine, remote: str | None = None) -> str:
+    """``remote`` if given; else ``branch.main.remote`` from git config, ``origin``, or the
+    only remote there is."""
+    if remote:
+        return remote
+    names = engine.remotes()
+    configured = engine.config_get("branch.main.remote")
+    if configured in names:
+        return configured
+    if "origin" in names:
+        return "origin"
+    if len(names) == 1:
+        return names[0]
+    if not names:
+        raise SyncError("no remote to sync with (add one with `gitmem remote add NAME URL`)")
+    raise SyncError(f"several remotes ({', '.join(names)}): name the one to sync with")
+
+
+def sync_timeout(engine: GitEngine) -> float:
+    """``gitmem.syncTimeout`` from git config, else :data:`SYNC_TIMEOUT`."""
+    text = engine.config_get(TIMEOUT_KEY)
+    if text is None:
+        return SYNC_TIMEOUT
+    try:
+        return positive_seconds(text)
+    except ValueError:
+        raise SyncError(f"git config {TIMEOUT_KEY} must be a positive number of seconds, "
+                        f"not {text!r}") from None
+
+
+def positive_seconds(text: str) -> float:
+    """``text`` as a number of seconds above 0 and finite (a bound, for ``--timeout`` and
+    ``--sync-interval`` too); ``ValueError`` saying so for anything else."""
+    try:
+        value = strictjson.finite_float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:  # nan too
+        raise ValueError(f"not a positive number of seconds: {text!r}")
+    return value
+
+
+class _Deadline:
+    """What is left of one sync's time."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self._end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        left = self._end - time.monotonic()
+        if left <= 0:
+            raise SyncError(f"gave up after {self.seconds:g} s (for a longer "
+                            f"bound: gitmem sync --timeout, or git config {TIMEOUT_KEY})")
+        return left
+
+
+def retry_pause(refusals: int) -> float:
+    """Seconds to wait after the ``refusals``-th refused push before fetching again: random
+    up to a bound that doubles with each refusal, so machines pushing at once spread out."""
+    return random.uniform(0, min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** (refusals - 1)))
+
+
+def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool,
+          deadline: _Deadline) -> SyncResult:
+    result = SyncResult(remote)
+    rescue.find_lost(engine)  # commits a history rewrite took off main stay kept, whatever comes in
+    while True:
+        remote_tip = engine.fetch(remote, interactive=interactive, timeout=deadline.left())
+        # Pending hand edits first: they travel (a file saved after this is left alone).
+        HandEdits.of(engine).commit_pending()
+        local = _integrate(engine, remote, remote_tip, result)
+        if local is None or local == remote_tip:
+            return result
+        outgoing = engine.new_commits(local, [remote_tip] if remote_tip else [])
+        if not allow_secrets:
+            scanned = secrets.Scanner(engine).scan(outgoing)
+            result.scanned_bytes.append(scanned.scanned_bytes)
+            found = secrets.not_allowed(engine, scanned.findings)
+            if found:
+                raise SecretsRefused(remote, found, scanned.scanned_bytes)
+        if engine.push(remote, local, interactive=interactive, timeout=deadline.left()):
+            result.outgoing = len(outgoing)
+            return result
+        pause = retry_pause(result.attempts)
+        log.info("push to %s refused: it moved meanwhile (attempt %d); again in %.2f s",
+                 remote, result.attempts, pause)
+        if pause >= deadline.left():
+            raise SyncError(f"{remote} kept moving while we pushed; gave up after "
+                            f"{result.attempts} attempts in {deadline.seconds:g} s (run `gitmem "
+                            f"sync` again, or give it longer with --timeout)")
+        time.sleep(pause)
+        result.attempts += 1
+
+
+def _integrate(engine: GitEngine, remote: str, remote_tip: str | None,
+               result: SyncResult) -> str | None:
+    """Bring the remote's commits into ``main``; return the new tip.
+
+    The merge is made from a snapshot, without the writers' lock, so no writer waits for
+    it; the engine moves the branch only from the commit the merge started from, and a
+    writer's commit in between makes the merge start again on top of it. Writers that
+    keep committing faster than a merge is made cannot starve it: the last attempt holds
+    the lock (for as long as one merge takes, a fraction of a second even for large files).
+    """
+    local = engine.head()
+    if remote_tip is None or remote_tip == local or (local and engine.is_ancestor(remote_tip, local)):
+        return local
+    result.incoming += len(engine.new_commits(remote_tip, [local] if local else []))
+    for _ in range(UNLOCKED_MERGE_ATTEMPTS):
+        try:
+            return _merge_into(engine, remote, local, remote_tip, result)
+        except BranchMoved:
+            log.info("a writer committed while we merged %s/main: merging again", remote)
+            local = engine.head()
+    with engine.lock:
+        return _merge_into(engine, remote, engine.head(), remote_tip, result)
+
+
+def _merge_into(engine: GitEngine, remote: str, local: str | None, remote_tip: str,
+                result: SyncResult) -> str:
+    """Fast-forward ``main`` from ``local`` to ``remote_tip``, or merge the two; BranchMoved
+    when ``main`` is no longer at ``local``."""
+    if local is None or engine.is_ancestor(local, remote_tip):
+        result.kept += engine.fast_forward(local, remote_tip)
+        result.how = "fast-forward"
+        return remote_tip
+    base = engine.merge_base(local, remote_tip)
+    merged = merge_changes(engine.changed_files(base, local),
+                           engine.changed_files(base, remote_tip), engine.read_blob)
+    commit, kept = engine.commit_merge(local, remote_tip, merged.changes,
+                                       _merge_message(remote, result.incoming, merged.spots),
+                                       {"Gitmem-Op": "sync.merge", "Gitmem-Remote": remote})
+    log.info("merged %s/main into %s as %s (%d spots to tidy)", remote, local[:10],
+             commit[:10], len(merged.spots))
+    result.how = "merge"
+    result.merges.append((commit, merged.spots))
+    result.kept += kept
+    return commit
+
+
+def _merge_message(remote: str, incoming: int, spots: list[Spot]) -> str:
+    return f"sync: merge {remote}/main ({_commits(incoming)} in)\n" + spots_paragraph(spots)
+
+
+# -- state for `gitmem status` --------------------------------------------------------
+
+
+def read_state(engine: GitEngine) -> dict[str, Any]:
+    """The sync state, with ``merge_spots`` narrowed to the ones still in the files (their
+    line numbers brought up to date)."""
+    try:
+        state = json.loads((engine.private_dir / STATE_FILE).read_text("utf-8"))
+    except (OSError, ValueError):
+        state = {}
+    state = {"remote": None, "last_sync": None, "last_error": None, **state}
+    state["merge_spots"] = _open_spots(engine, state.get("merge_spots") or [])
+    return state
+
+
+def _open_spots(engine: GitEngine, spots: list[dict]) -> list[dict]:
+    snapshot = engine.snapshot()
+    still = []
+    for spot in spots:
+        data = snapshot.read(spot.get("path", "")) if spot.get("path") else None
+        text = spot.get("text") or ""
+        content = data.decode("utf-8", "surrogateescape") if data is not None else ""
+        at = content.find(text) if text else -1
+        if at >= 0:
+            still.append({**spot, "line": content.count("\n", 0, at) + 1})
+    return still
+
+
+def _save_state(engine: GitEngine, **updates: Any) -> None:
+    path = engine.private_dir / STATE_FILE
+    try:
+        state = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        state = {}
+    state.update(updates)
+    write_private(path, (json.dumps(state, indent=2) + "\n").encode("utf-8"))
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _commits(count: int) -> str:
+    return f"{count} commit{'s' if count != 1 else ''}"
+
+
+# -- in the background (`gitmem serve --sync-interval SECONDS`) ------------------------
+
+
+class BackgroundSync:
+    """Syncs every ``interval`` seconds in a thread, starting at once.
+
+    Requests never wait on the network (only on the short local merge step). A failure
+    is logged and recorded in the sync state, and the next attempt waits twice as long
+    as the last, up to :data:`MAX_BACKOFF`; a success restores the interval.
+
+        syncer = BackgroundSync(mem, 300).start()
+        ...
+        syncer.stop()
+    """
+
+    def __init__(self, mem: Gitmem, interval: float, remote: str | None = None):
+        if interval <= 0:
+            raise ValueError("the sync interval must be a positive number of seconds")
+        self.mem = mem
+        self.interval = interval
+        self.remote = remote
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="gitmem-sync", daemon=True)
+
+    def start(self) -> BackgroundSync:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop after the sync in progress, if any (waiting at most ``timeout`` seconds)."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        delay = 0.0
+        while not self._stopping.wait(delay):
+            try:
+                result = sync(self.mem, self.remote, interactive=False)
+            except Exception as exc:  # recorded by sync(); keep going, more slowly
+                delay = min(max(delay * 2, self.interval), max(MAX_BACKOFF, self.interval))
+                log.warning("background sync failed (next try in %g s): %s", delay, exc)
+                continue
+            for line in result.describe():
+                log.info("background sync: %s", line)
+            delay = self.interval

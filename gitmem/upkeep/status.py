@@ -1,0 +1,147 @@
+"""``gitmem status``: what is waiting to be committed, pushed or fixed.
+
+It shows the hand edits not yet committed; the hand-edited files refused and why
+(file, line, reason); the commits not yet pushed to the remote ``gitmem sync`` uses;
+the last sync, its error and the places a merge asks a person to tidy (from
+``.git/gitmem/sync-state.json``, written by :mod:`gitmem.sync.exchange`); the gitmem commits a
+history rewrite by hand took off main (:mod:`gitmem.sync.rescue`, which keeps them under a
+ref of its own); the session and thread ``meta.json`` files that do not parse (listings
+skip those records); and whether the index is in step with HEAD. It commits nothing.
+``--json`` prints one object:
+
+    {"repository": ..., "head": ..., "checked_out": "main" | "branch NAME" | "commit ID",
+     "pending": [{"path", "change"}], "refused": [{"path", "line", "reason"}],
+     "out_of_step": [{"path", "reason"}],
+     "unpushed": null | {"remote", "fetched", "ahead", "behind"},
+     "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
+     "dropped": [{"commit", "time", "summary", "ref"}],
+     "unreadable": [{"path", "reason"}],
+     "index_in_step": true (null: a read-only repository)}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gitmem.edits.handedits import HandEdits
+from gitmem.git.base import EngineError
+from gitmem.git.engine import GitEngine
+from gitmem.records import layout
+from gitmem.records.meta import parse_meta
+from gitmem.sync import exchange as sync, rescue
+
+
+def status(target) -> dict[str, Any]:
+    """The status of a :class:`~gitmem.repository.Gitmem` (or engine) as a JSON-ready dict."""
+    engine: GitEngine = getattr(target, "engine", target)
+    scan = HandEdits.of(engine).scan()
+    in_step = None  # not known in a repository we cannot write (the check writes a tree)
+    if engine.writable:
+        with engine.lock:  # the index is shared with the engine's background refresher
+            in_step = engine.index_in_step()
+    return {
+        "repository": str(engine.workdir),
+        "head": engine.head(),
+        "checked_out": scan.checked_out,
+        "pending": [{"path": edit.path, "change": edit.change} for edit in scan.pending],
+        "refused": [{"path": r.path, "line": r.line, "reason": r.reason} for r in scan.refused],
+        "out_of_step": [{"path": o.path, "reason": o.reason} for o in scan.out_of_step],
+        "unpushed": unpushed(engine),
+        "sync": sync.read_state(engine),
+        "dropped": [dropped.to_json() for dropped in rescue.find_lost(engine)],
+        "unreadable": unreadable_metadata(engine),
+        "index_in_step": in_step,
+    }
+
+
+def unreadable_metadata(engine: GitEngine) -> list[dict[str, str]]:
+    """``[{path, reason}]`` for each session or thread ``meta.json`` at HEAD that does not
+    parse (listings skip those records)."""
+    snapshot = engine.snapshot()
+    paths = [f"{layout.SESSIONS}/{kind}/{name}/{layout.META}"
+             for kind in snapshot.list(layout.SESSIONS)
+             for name in snapshot.list(f"{layout.SESSIONS}/{kind}")]
+    paths += [f"{layout.THREADS}/{name}/{layout.META}" for name in snapshot.list(layout.THREADS)]
+    found = []
+    for path in paths:
+        try:
+            snapshot.read_parsed(path, parse_meta)
+        except (ValueError, EngineError) as exc:
+            found.append({"path": path, "reason": str(exc).splitlines()[0] if str(exc) else
+                          type(exc).__name__})
+    return found
+
+
+def unpushed(engine: GitEngine) -> dict[str, Any] | None:
+    """``{remote, fetched, ahead, behind}`` against the remote ``gitmem sync`` would use
+    (as last fetched); None when there is no remote or no single obvious one."""
+    try:
+        remote = sync.choose_remote(engine)
+    except sync.SyncError:
+        return None
+    head, tip = engine.head(), engine.remote_tip(remote)
+    ahead = len(engine.new_commits(head, [tip] if tip else [])) if head else 0
+    behind = len(engine.new_commits(tip, [head] if head else [])) if tip else 0
+    return {"remote": remote, "fetched": tip is not None, "ahead": ahead, "behind": behind}
+
+
+def describe(report: dict[str, Any]) -> list[str]:
+    """The status as lines for a person."""
+    lines = [f"repository  {report['repository']}" + (
+        f" ({report['chosen_by']})" if report.get("chosen_by") else "")]
+    if report["checked_out"] != "main":
+        lines.append(f"work tree   holds {report['checked_out']}, not main: gitmem keeps writing "
+                     "to main and leaves the work tree and index alone until `git checkout main`")
+    pending = report["pending"]
+    lines.append(f"hand edits  {len(pending)} not committed yet" if pending else
+                 "hand edits  none waiting")
+    lines += [f"              {edit['change']}: {edit['path']}" for edit in pending]
+    for refusal in report["refused"]:
+        where = f"{refusal['path']} line {refusal['line']}" if refusal["line"] else refusal["path"]
+        lines.append(f"refused     {where}: {refusal['reason']} (readers keep the committed "
+                     "version until it is fixed)")
+    for stale in report["out_of_step"]:
+        lines.append(f"out of step {stale['path']}: {stale['reason']} (committed; the work-tree "
+                     "file is gitmem's and is never committed from)")
+    lines.append(f"unpushed    {_describe_unpushed(report['unpushed'])}")
+    state = report["sync"]
+    last = state.get("last_sync") or "never"
+    lines.append(f"last sync   {last}" + (f" with {state['remote']}" if state.get("remote") else ""))
+    if state.get("last_error"):
+        lines.append(f"sync error  {state['last_error']} (at {state.get('last_attempt') or '?'})")
+    for bad in report["unreadable"]:
+        lines.append(f"unreadable  {bad['path']}: {bad['reason']} (listings skip this record)")
+    for spot in state.get("merge_spots") or []:
+        lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
+    lines += _describe_dropped(report["dropped"])
+    in_step = report["index_in_step"]
+    if report["checked_out"] != "main":
+        lines.append(f"index       {report['checked_out']}'s (left alone)")
+    else:
+        lines.append("index       " + ("in step with HEAD" if in_step else
+                                       "not checked (the repository is read-only here)" if in_step is None
+                                       else "not in step with HEAD yet (gitmem refreshes it within a "
+                                       "second of its last write)"))
+    return lines
+
+
+def _describe_dropped(dropped: list[dict[str, Any]]) -> list[str]:
+    if not dropped:
+        return []
+    count = f"{len(dropped)} gitmem commit{'s' if len(dropped) != 1 else ''}"
+    return [f"dropped     {count} a history rewrite by hand took off main, kept until "
+            "`gitmem rescue` merges them back:",
+            *(f"              {d['commit'][:10]}  {d['time']}  {d['summary']}" for d in dropped)]
+
+
+def _describe_unpushed(unpushed: dict[str, Any] | None) -> str:
+    if unpushed is None:
+        return "no remote"
+    remote, ahead = unpushed["remote"], unpushed["ahead"]
+    commits = f"{ahead} commit{'s' if ahead != 1 else ''}"
+    if not unpushed["fetched"]:
+        return f"{commits}; {remote} has no main yet (as last fetched)"
+    text = f"{commits} not on {remote}/main" if ahead else f"nothing: {remote}/main has every commit"
+    if unpushed["behind"]:
+        text += f"; {unpushed['behind']} on {remote}/main not here yet"
+    return text
