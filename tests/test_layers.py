@@ -107,7 +107,7 @@ def test_only_the_mcp_face_and_the_mcp_command_import_the_mcp_sdk():
     found = modules()
     assert "mcp" in found["faces/mcp/tools.py"]  # the rule reads the real modules
     importers = sorted(path for path, names in found.items() if any(breaks(name, ("mcp",)) for name in names))
-    assert importers == ["faces/mcp/server.py", "faces/mcp/tools.py"]
+    assert importers == ["faces/mcp/stdio.py", "faces/mcp/tools.py"]
 
 
 def test_the_git_package_imports_no_other_gitmem_module():

@@ -24,7 +24,7 @@ from gitmem.bench.workloads import ServeProcess, build_repository, memory_conten
 
 WRITE_TARGET = 1.3  # a write through MCP against the same write through gitmem serve
 MCP_RECORD = "bench-mcp"  # the MCP server's record, beside serve's in one repository
-SDK_IMPORTS = "import mcp.server.lowlevel, mcp.server.stdio"  # what gitmem.faces.mcp.tools loads
+SDK_IMPORTS = "import mcp.server.lowlevel, mcp.shared.message"  # what gitmem.faces.mcp.tools and .stdio load
 
 
 class McpProcess(ServeProcess):
