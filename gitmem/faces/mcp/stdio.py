@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
+import msgspec
 from mcp import types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
@@ -84,14 +85,11 @@ async def _read(fd: int, to_server, answers) -> None:
         async for line in _lines(fd):
             if not line.strip():
                 continue
-            try:
-                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-            except ValidationError:
-                refusal = _refusal(line)
-                if refusal is not None:
-                    await answers.send(SessionMessage(refusal))
-                continue
-            await to_server.send(SessionMessage(message))
+            message, refusal = _parsed(line)
+            if message is not None:
+                await to_server.send(SessionMessage(message))
+            elif refusal is not None:
+                await answers.send(SessionMessage(refusal))
 
 
 async def _write(from_server, out) -> None:
@@ -137,36 +135,48 @@ async def _lines(fd: int) -> AsyncIterator[bytes]:
         transport.close()
 
 
-def _refusal(line: bytes) -> types.JSONRPCError | None:
-    """The error answering a line that is not a message the SDK can take; None for one
-    that gets no answer (a notification, or an answer to the server)."""
+def _parsed(line: bytes) -> tuple[Any, types.JSONRPCError | None]:
+    """The message on ``line``, or the error answering it (neither: a line that nobody can
+    be answered for, logged)."""
     try:
-        value = json.loads(line)  # unlike the SDK's parser, Python's takes a lone surrogate
-    except UnicodeDecodeError as error:
-        return _error(None, types.PARSE_ERROR, f"not JSON: not UTF-8 (byte 0x{error.object[error.start]:02x} "
-                                               f"at {error.start})")
-    except ValueError as error:
-        return _error(None, types.PARSE_ERROR, f"not JSON: {error}")
+        value = msgspec.json.decode(line)  # a fifth of the SDK's parse of a 20 MB memory_write
+    except msgspec.DecodeError:
+        try:
+            value = json.loads(line)  # which takes a lone surrogate, to say where it is
+        except UnicodeDecodeError as error:
+            return None, _error(None, types.PARSE_ERROR, f"not JSON: not UTF-8 (byte "
+                                f"0x{error.object[error.start]:02x} at {error.start})")
+        except ValueError as error:
+            return None, _error(None, types.PARSE_ERROR, f"not JSON: {error}")
+        found = _lone_surrogate(value)
+        if found is not None:
+            return None, _not_text(value, *found)
+    try:
+        return types.jsonrpc_message_adapter.validate_python(value, by_name=False), None
+    except ValidationError:
+        return None, _not_a_request(value, line)
+
+
+def _not_text(value: Any, where: str, text: str, at: int) -> types.JSONRPCError | None:
+    message = (f"{where} holds a lone surrogate (\\u{ord(text[at]):04x}) at character {at}: that is "
+               "not Unicode text (a JavaScript string cut inside a surrogate pair?)")
+    request_id = _answerable_id(value)
+    if request_id is None or "method" not in value:  # a notification, or the client's answer
+        log.warning("a message was dropped: %s", message)
+        return None
+    return _error(request_id, types.INVALID_PARAMS, message, {"path": where})
+
+
+def _not_a_request(value: Any, line: bytes) -> types.JSONRPCError | None:
     if not isinstance(value, dict):
         return _error(None, types.INVALID_REQUEST,
                       f"not a JSON-RPC request: {_KINDS.get(type(value), 'not an object')}")
-    request_id = value.get("id")
-    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or _SURROGATE.search(str(request_id)):
-        request_id = None  # an id that cannot be answered with
+    request_id = _answerable_id(value)
+    if "method" not in value and ("result" in value or "error" in value):
+        log.warning("an answer from the client could not be read: %.200r", line)  # nobody to tell
+        return None
     if "method" not in value:
-        if "result" in value or "error" in value:  # the client's answer to the server: nobody to tell
-            log.warning("an answer from the client could not be read: %.200r", line)
-            return None
         return _error(request_id, types.INVALID_REQUEST, 'not a JSON-RPC request: no "method"')
-    found = _lone_surrogate(value)
-    if found is not None:
-        where, text, at = found
-        message = (f"{where} holds a lone surrogate (\\u{ord(text[at]):04x}) at character {at}: that is "
-                   "not Unicode text (a JavaScript string cut inside a surrogate pair?)")
-        if "id" not in value:
-            log.warning("a notification was dropped: %s", message)
-            return None
-        return _error(request_id, types.INVALID_PARAMS, message, {"path": where})
     if "id" not in value:
         log.warning("a notification could not be read: %.200r", line)
         return None
@@ -175,6 +185,14 @@ def _refusal(line: bytes) -> types.JSONRPCError | None:
              '"params" must be an object' if not isinstance(value.get("params", {}), dict) else
              '"id" must be a string or a whole number')
     return _error(request_id, types.INVALID_REQUEST, f"not a JSON-RPC request: {wrong}")
+
+
+def _answerable_id(value: Any) -> int | str | None:
+    """The message's id, if an answer can carry it back."""
+    request_id = value.get("id") if isinstance(value, dict) else None
+    if isinstance(request_id, bool) or not isinstance(request_id, (int, str)) or _SURROGATE.search(str(request_id)):
+        return None
+    return request_id
 
 
 def _lone_surrogate(value: Any, where: str = "") -> tuple[str, str, int] | None:
