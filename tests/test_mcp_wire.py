@@ -123,6 +123,19 @@ def test_lines_that_are_not_json_requests_or_text_are_answered_and_nothing_is_wr
     assert Git(repo).count() == before + 1
 
 
+def test_a_file_of_requests_is_answered_line_by_line(repo, tmp_path):
+    requests = tmp_path / "requests"
+    requests.write_bytes(request(1, "initialize", protocolVersion="2025-06-18", capabilities={},
+                                 clientInfo={"name": "file", "version": "1"}) + b"\n{not json\n")
+    with requests.open("rb") as stdin:  # a regular file: read in a thread, not by the event loop
+        done = subprocess.run([sys.executable, "-m", "gitmem", "mcp", "--repo", str(repo)], stdin=stdin,
+                              capture_output=True, env=SUBPROCESS_ENV, timeout=60)
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [answer["id"] for answer in answers] == [1, None]
+    assert answers[1]["error"]["code"] == -32700
+
+
 def test_a_ping_is_answered_while_a_big_write_runs(client):
     client.send(tool_call(20, "memory_write", record="agent:big", content="x" * BIG, mode="replace"))
     client.send(request(21, "ping"))

@@ -49,8 +49,8 @@ _KINDS = {list: "an array (MCP sends one message a line)", str: "a string", int:
 async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
     """The server's read and write streams on this process's stdin and stdout; fd 0 and
     fd 1 are given back at the end."""
-    wire_in, wire_out = _claim(0, os.O_RDONLY), _claim(1, os.O_WRONLY)
-    to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    wire_in, wire_out = _claim(0), _claim(1)
+    to_server, read_stream = anyio.create_memory_object_stream[SessionMessage](0)
     write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
     out = anyio.wrap_file(os.fdopen(wire_out[0], "wb"))
     try:
@@ -66,14 +66,14 @@ async def stdio_streams() -> AsyncIterator[tuple[Any, Any]]:
             os.close(saved)
 
 
-def _claim(fd: int, mode: int) -> tuple[int, int]:
-    """A private copy of ``fd`` for the wire, and a second one to give ``fd`` back with;
-    ``fd`` itself then points at the null device (stdin) or stderr (stdout)."""
+def _claim(fd: int) -> tuple[int, int]:
+    """A private copy of ``fd`` (0 or 1) for the wire, and a second one to give ``fd`` back
+    with; ``fd`` itself then points at the null device (stdin) or at stderr (stdout)."""
     wire, saved = os.dup(fd), os.dup(fd)
     if fd == 1:
         os.dup2(2, 1)
     else:
-        null = os.open(os.devnull, mode)
+        null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, fd)
         os.close(null)
     return wire, saved
@@ -183,7 +183,8 @@ def _not_a_request(value: Any, line: bytes) -> types.JSONRPCError | None:
     wrong = ('"jsonrpc" must be "2.0"' if value.get("jsonrpc") != "2.0" else
              '"method" must be a string' if not isinstance(value["method"], str) else
              '"params" must be an object' if not isinstance(value.get("params", {}), dict) else
-             '"id" must be a string or a whole number')
+             '"id" must be a string or a whole number' if request_id is None else
+             "its members are not those of a request")
     return _error(request_id, types.INVALID_REQUEST, f"not a JSON-RPC request: {wrong}")
 
 
