@@ -534,6 +534,16 @@ def test_acknowledged_writes_survive_sigkill(mem, repo_path, git):
     git.fsck()
 
 
+def test_a_request_key_makes_a_write_from_python_once(mem, git):
+    before = git.count()
+    for _ in range(2):
+        mem.threads.append_events("t1", "a", [{"type": "RUN_STARTED"}], request_key="py-1")
+    assert mem.threads.read_events("t1") == [{"type": "RUN_STARTED"}] and git.count() == before + 1
+    with pytest.raises(ValueError, match="a request key is 1 to 200 visible ASCII characters"):
+        mem.threads.save_messages("t1", [], request_key="line\nbreak")
+    assert git.count() == before + 1
+
+
 def test_a_write_sent_again_with_its_request_key_is_committed_once_across_a_restart(mem, repo_path, git):
     """A client whose gitmem serve died cannot know whether its write was committed: sent
     again with the same requestKey, to a new gitmem serve, it is answered without a second commit."""
