@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -167,6 +168,35 @@ def test_a_cancelled_write_that_waits_for_the_writers_lock_is_not_made(repo):
     assert git.count() == before + 1 and not (repo / "memory/agents/cancelled.md").exists()
     client.close()  # its log written out
     assert "memory_write record='agent:cancelled': cancelled before its commit: nothing written" in (
+        repo / ".git/gitmem/serve.log").read_text()
+
+
+def test_a_write_cancelled_after_its_commit_point_is_made_whole_and_the_log_says_so(repo):
+    git = Git(repo)
+    client = LineClient(repo)
+    client.send(tool_call(40, "memory_read", record="user"))
+    assert client.answer()["id"] == 40
+    before = git.count()
+    written = repo / "memory/agents/late.md"
+    main_lock = repo / ".git/refs/heads/main.lock"
+    main_lock.write_text("")  # plain git moving main: the write waits for its turn (5 s at most)
+    try:
+        client.send(tool_call(41, "memory_write", record="agent:late", content="kept"))
+        for _ in range(400):  # the work tree is written before main moves: past the last check
+            if written.exists():
+                break
+            time.sleep(0.01)
+        client.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                "params": {"requestId": 41}}).encode())
+        client.send(request(42, "ping"))
+        assert client.answer()["id"] == 42
+    finally:
+        main_lock.unlink()
+    client.send(request(43, "ping"))
+    assert client.answer()["id"] == 43  # none for 41, as MCP says
+    client.close()
+    assert git.count() == before + 1 and written.read_text() == "kept\n" and git.status() == ""
+    assert "memory_write record='agent:late': cancelled when it was done already (a write stands whole)" in (
         repo / ".git/gitmem/serve.log").read_text()
 
 
