@@ -7,6 +7,7 @@ The browser tests are in test_web_browser.py.
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import subprocess
@@ -371,3 +372,24 @@ def test_bad_input_gets_a_page_saying_why(web: WebServer, path: str):
     status, _, body = web.request("GET", path, cookie=web.token)
     assert status == 400, body
     assert 'id="error"' in body and "Traceback" not in body
+
+
+def test_a_thread_shows_its_events_and_the_state_they_derive(repo: Path, web: WebServer):
+    import gitmem
+    with gitmem.open(repo) as mem:  # as kaboo's threads.appendEvents writes them
+        mem.threads.append_events("t1", "planner", [
+            {"type": "RUN_STARTED", "threadId": "t1", "runId": "r1"},
+            {"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "Plan the <b>launch</b>"},
+            {"type": "STATE_SNAPSHOT", "snapshot": {"step": 2, "goal": "launch"}}])
+    page = web.get("/record?name=thread:t1", web.token)
+    assert page.count('<li class="event') == 3
+    assert "Plan the &lt;b&gt;launch&lt;/b&gt;" in page and "<b>launch</b>" not in page
+    state = html.unescape(re.search(r'<pre id="state">(.*?)</pre>', page, re.S)[1])
+    assert json.loads(state) == {"step": 2, "goal": "launch"}
+    assert "thread:t1" in web.get("/?kind=thread", web.token)
+
+
+def test_a_port_in_use_is_said_in_one_line(repo: Path, web: WebServer):
+    done = run_gitmem("web", "--port", str(web.port), repo=repo, check=False)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and f"127.0.0.1:{web.port}" in done.stderr

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import http.client
 import re
+import select
 import subprocess
 import sys
-import time
 from urllib.parse import quote
 
 from gitmem.bench.core import Bench
@@ -91,7 +91,6 @@ def web_pages(bench: Bench) -> None:
 
 def _started(server: subprocess.Popen) -> tuple[int, str]:
     """The port and the cookie of the server's printed address, once it is ready."""
-    import select
     ready, _, _ = select.select([server.stdout], [], [], START_DEADLINE)
     line = server.stdout.readline().strip() if ready else ""
     found = re.match(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)$", line)

@@ -2,14 +2,15 @@
 week, or between two dates), and charts of the writes over time by record kind and by
 client, drawn as SVG on the server.
 
-A commit's client is what its trailers name (``Gitmem-Client``: an MCP client, or
-``gitmem web``; ``Gitmem-Handler``: a nui handler), else "hand edit" for a person's
-save, else its author. The commits and the records each changed come from the record
+A commit's client is what its trailers name (``Gitmem-Token``: a bearer token of
+``/mcp``; ``Gitmem-Client``: an MCP client, or ``gitmem web``; ``Gitmem-Handler``: a nui
+handler), else "hand edit" for a person's save, else its author. The commits and the records each changed come from the record
 index (:mod:`gitmem.history.record_index`), so a window costs its own commits.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import html
 from collections import Counter
@@ -91,6 +92,8 @@ def activity(mem: Gitmem, since: float, until: float) -> Activity:
 def client_of(commit: CommitInfo) -> str:
     """Who made ``commit``, as the activity page groups writes."""
     trailers = commit.trailers
+    if trailers.get("Gitmem-Token"):  # an agent elsewhere, through gitmem web's /mcp
+        return f"token {trailers['Gitmem-Token']}"
     for key in ("Gitmem-Client", "Gitmem-Handler"):
         if trailers.get(key):
             return trailers[key]
@@ -182,5 +185,4 @@ def _buckets(since: float, until: float) -> list[tuple[float, str]]:
 
 
 def _bucket_of(starts: list[float], when: float) -> int:
-    import bisect
     return bisect.bisect_right(starts, when) - 1

@@ -205,7 +205,7 @@ class Pages:
 
     async def restore(self, request: Request) -> Response:
         form = await check_form(request)
-        record = _record_named(form.get("name", ""))
+        record = layout.parse_record(form.get("name", ""))
         done = self.mem.restore(record.name, form.get("at", ""))
         log.info("restored %s from %s: commit %s", record.name, done.source, done.commit)
         return RedirectResponse("/timeline?" + urlencode({"name": record.name,
@@ -222,7 +222,7 @@ class Pages:
 
     async def edit(self, request: Request) -> Response:
         form = await check_form(request)
-        record = _memory(_record_named(form.get("name", "")))
+        record = _memory(layout.parse_record(form.get("name", "")))
         base = form.get("base") or None
         if base is not None and not re.fullmatch(r"[0-9a-f]{40}", base):
             raise history.HistoryError(f"base {base!r} is not a commit id")
@@ -284,11 +284,7 @@ class Pages:
 
 
 def _record(request: Request) -> layout.Record:
-    return _record_named(request.query_params.get("name", ""))
-
-
-def _record_named(name: str) -> layout.Record:
-    return layout.parse_record(name)
+    return layout.parse_record(request.query_params.get("name", ""))
 
 
 def _memory(record: layout.Record) -> layout.Record:

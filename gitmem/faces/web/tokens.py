@@ -24,7 +24,10 @@ import secrets
 import time
 from pathlib import Path
 
+from gitmem.git.lock import FileLock
+
 FILE = "web-tokens.json"  # in .git/gitmem/
+LOCK_FILE = "web-tokens-lock"  # held while the file is read, changed and written again
 PREFIX = "gmw_"  # what a secret starts with: a person can tell it from other tokens
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -55,6 +58,7 @@ class Tokens:
 
     def __init__(self, private_dir: Path):
         self.path = Path(private_dir) / FILE
+        self._lock = FileLock(self.path.with_name(LOCK_FILE), timeout=10.0)
         self._read: tuple[tuple[int, int], list[Token]] | None = None  # (stat, tokens)
 
     def list(self) -> list[Token]:
@@ -74,21 +78,23 @@ class Tokens:
         if not NAME.fullmatch(name):
             raise TokenError(f"{name!r} cannot name a token: use letters, digits, '.', '_' "
                              "and '-' (at most 64, starting with a letter or digit)")
-        found = self.list()
-        if any(token.name == name for token in found):
-            raise TokenError(f"there is a token named {name!r} already: remove it first "
-                             f"(gitmem web token remove {name})")
-        secret = PREFIX + secrets.token_urlsafe(32)
-        self._write(found + [Token(name, read_only, int(time.time()), digest(secret))])
+        with self._lock:
+            found = self.list()
+            if any(token.name == name for token in found):
+                raise TokenError(f"there is a token named {name!r} already: remove it first "
+                                 f"(gitmem web token remove {name})")
+            secret = PREFIX + secrets.token_urlsafe(32)
+            self._write(found + [Token(name, read_only, int(time.time()), digest(secret))])
         return secret
 
     def remove(self, name: str) -> None:
         """Revoke token ``name``."""
-        found = self.list()
-        kept = [token for token in found if token.name != name]
-        if len(kept) == len(found):
-            raise TokenError(f"there is no token named {name!r} (gitmem web token list)")
-        self._write(kept)
+        with self._lock:
+            found = self.list()
+            kept = [token for token in found if token.name != name]
+            if len(kept) == len(found):
+                raise TokenError(f"there is no token named {name!r} (gitmem web token list)")
+            self._write(kept)
 
     def check(self, secret: str) -> Token | None:
         """The token whose secret this is, or None. Every kept digest is compared, each
@@ -101,7 +107,6 @@ class Tokens:
         return match
 
     def _write(self, tokens: list[Token]) -> None:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         temporary = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
