@@ -139,7 +139,13 @@ def test_listening_elsewhere_needs_a_flag_and_says_what_it_exposes(repo: Path):
     assert refused.returncode == 1 and refused.stdout == ""
     assert refused.stderr.count("\n") == 1 and "--allow-remote" in refused.stderr
     with WebServer.start(repo, "--host", "0.0.0.0", "--allow-remote") as open_web:
-        pass
+        # reached by an address of this machine: any IP is ours, a name another site holds is not
+        elsewhere = {"Host": f"10.1.2.3:{open_web.port}", "Origin": f"http://10.1.2.3:{open_web.port}"}
+        assert open_web.request("GET", "/", cookie=open_web.token, headers=elsewhere)[0] == 200
+        assert open_web.request("GET", "/", cookie=open_web.token,
+                                headers={"Host": f"evil.example:{open_web.port}"})[0] == 421
+        assert open_web.request("GET", "/", cookie=open_web.token,
+                                headers={**elsewhere, "Origin": "http://evil.example"})[0] == 403
     status, stderr = open_web.stop()
     assert status == 0
     assert "other machines can reach" in stderr and "plain HTTP" in stderr

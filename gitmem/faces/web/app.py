@@ -28,7 +28,7 @@ from starlette.staticfiles import StaticFiles
 
 from gitmem.faces import logfile
 from gitmem.faces.mcp.server import services_of
-from gitmem.faces.web.guard import Guard, is_loopback, own_names
+from gitmem.faces.web.guard import Guard, is_every_address, is_loopback, own_names
 from gitmem.faces.web.mcp_http import McpEndpoint
 from gitmem.faces.web.pages import Pages
 from gitmem.faces.web.tokens import Tokens
@@ -60,7 +60,7 @@ def exposure(host: str, port: int) -> str:
             "not trust.")
 
 
-def build_app(mem: Gitmem, *, token: str, hosts: set[str], port: int) -> Starlette:
+def build_app(mem: Gitmem, *, token: str, hosts: set[str], port: int, any_address: bool = False) -> Starlette:
     """The site and ``/mcp`` on ``mem``, behind :class:`Guard`."""
     pages = Pages(mem)
     endpoint = McpEndpoint(services_of(mem), Tokens(mem.engine.private_dir))
@@ -75,7 +75,7 @@ def build_app(mem: Gitmem, *, token: str, hosts: set[str], port: int) -> Starlet
                             Route("/mcp", endpoint, methods=["GET", "POST", "DELETE"]),
                             Mount("/static", StaticFiles(directory=static), name="static")],
                     lifespan=lifespan)
-    return Guard(_with_headers(app), token=token, hosts=hosts, port=port)
+    return Guard(_with_headers(app), token=token, hosts=hosts, port=port, any_address=any_address)
 
 
 class _Server(uvicorn.Server):
@@ -139,9 +139,10 @@ def run(repo: str | os.PathLike | None = None, *, host: str = "127.0.0.1", port:
         if not is_loopback(host):
             print(exposure(host, port), file=sys.stderr)
         token = secrets.token_urlsafe(24)
-        shown = "127.0.0.1" if is_loopback(host) or host in ("0.0.0.0", "::") else host
+        shown = "127.0.0.1" if is_loopback(host) or is_every_address(host) else host
         url = f"http://{'[' + shown + ']' if ':' in shown else shown}:{port}/?token={token}"
-        app = build_app(mem, token=token, hosts=own_names(host, port), port=port)
+        app = build_app(mem, token=token, hosts=own_names(host, port), port=port,
+                        any_address=is_every_address(host))
         server = _Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                                lifespan="on", timeout_graceful_shutdown=5))
         log.info("serving %s on %s:%d (pid %d)", mem.engine.workdir, host, port, os.getpid())

@@ -1,8 +1,9 @@
 """What stands between the network and ``gitmem web``'s pages: an ASGI middleware.
 
 - **Host.** A request whose ``Host`` is not one of the server's own names (the loopback
-  names, and the address it was told to listen on) is refused with 421: a page of
-  another site whose name was pointed at 127.0.0.1 (DNS rebinding) reads nothing.
+  names, and the address it was told to listen on; listening on every address, this
+  machine's names and any IP address) is refused with 421: a page of another site
+  whose name was pointed at 127.0.0.1 (DNS rebinding) reads nothing.
 - **Origin.** A request carrying an ``Origin`` (or ``Sec-Fetch-Site: cross-site``) from
   anywhere but the server itself is refused with 403: another site's form cannot post here.
 - **The start's token.** Each start makes a random token, printed in the URL. The first
@@ -56,27 +57,47 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def is_every_address(host: str) -> bool:
+    return host in ("0.0.0.0", "::", "")
+
+
 def own_names(host: str, port: int) -> set[str]:
     """The ``Host`` values the server answers: the loopback names and, when it listens on
     another address, that address (and, on every address, this machine's names)."""
     names = set(LOOPBACK_NAMES)
     if not is_loopback(host):
-        if host in ("0.0.0.0", "::", ""):
+        if is_every_address(host):
             names |= {socket.gethostname(), socket.getfqdn()}
         else:
             names.add(f"[{host}]" if ":" in host else host)
     return {f"{name}:{port}".lower() for name in names if name}
 
 
+def is_address(host: str, port: int) -> bool:
+    """True for a ``Host`` that is an IP address and ``port``: no name another site
+    could point here (rebinding needs a name)."""
+    name, _, given = host.rpartition(":")
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return given == str(port)
+
+
 class Guard:
     """The checks of the module's docstring, around ``app``."""
 
-    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], port: int):
+    def __init__(self, app: ASGIApp, *, token: str, hosts: Iterable[str], port: int,
+                 any_address: bool = False):
         self.app = app
         self.token = token
         self.hosts = set(hosts)
-        self.origins = {f"http://{host}" for host in self.hosts}
+        self.port = port
+        self.any_address = any_address  # listening on every address: any IP is one of ours
         self.cookie = f"gitmem_web_{port}"
+
+    def _ours(self, host: str) -> bool:
+        return host in self.hosts or (self.any_address and is_address(host, self.port))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,10 +139,10 @@ class Guard:
 
     def _refusal(self, headers: dict[str, str]) -> tuple[int, str] | None:
         host = headers.get("host", "").lower()
-        if host not in self.hosts:
+        if not self._ours(host):
             return 421, f"Host {host or '(none)'!r} is not this server's: open the address gitmem web printed"
         origin = headers.get("origin")
-        if origin is not None and origin.lower() not in self.origins:
+        if origin is not None and not (origin.lower().startswith("http://") and self._ours(origin.lower()[7:])):
             return 403, f"a request from {origin!r} (another site) is refused"
         if headers.get("sec-fetch-site") == "cross-site":
             return 403, "a cross-site request is refused"
