@@ -399,3 +399,12 @@ def test_a_port_in_use_is_said_in_one_line(repo: Path, web: WebServer):
     done = run_gitmem("web", "--port", str(web.port), repo=repo, check=False)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and f"127.0.0.1:{web.port}" in done.stderr
+
+
+def test_a_side_by_side_diff_keeps_lines_that_look_like_a_patchs_headers(repo: Path, web: WebServer):
+    # removed and added, they are "--- a rule" and "+++ b plus" in the patch
+    run_gitmem("memory", "write", "--agent", "dashes", repo=repo, input="kept\n-- a rule\n")
+    run_gitmem("memory", "write", "--agent", "dashes", repo=repo, input="kept\n++ b plus\n")
+    page = html.unescape(web.get("/diff?name=agent:dashes&from=@~1&to=@", web.token))
+    assert re.findall(r'<td class="old">(.*?)</td>', page) == ["kept", "-- a rule"]
+    assert re.findall(r'<td class="new">(.*?)</td>', page) == ["kept", "++ b plus"]
