@@ -111,17 +111,13 @@ class SessionStore:
                      fitted.left_out)
         return fitted.text, meta.get("agentSessionId", "")
 
-    def count(self, agent_type: str, session_id: str, *, snapshot: Snapshot | None = None) -> int:
-        """How many messages the session holds."""
-        snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
-        return self._log(agent_type, session_id).count(snapshot)
-
-    def lines(self, agent_type: str, session_id: str, start: int, stop: int, *,
-              snapshot: Snapshot | None = None) -> list[bytes]:
+    def page(self, agent_type: str, session_id: str, start: int, stop: int, *,
+             snapshot: Snapshot | None = None) -> tuple[list[bytes], int]:
         """Messages ``start`` to ``stop`` as JSON lines, images left as blob references
-        (``gitmem:blob:<name>``; :meth:`image` reads one): a page of a long session."""
+        (``gitmem:blob:<name>``; :meth:`image` reads one), and how many messages the
+        session holds: a page of a long session, no message parsed."""
         snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
-        return self._log(agent_type, session_id).sent_lines(snapshot, start, stop)
+        return self._log(agent_type, session_id).page(snapshot, start, stop)
 
     def image(self, agent_type: str, session_id: str, name: str, *,
               snapshot: Snapshot | None = None) -> tuple[str, bytes] | None:

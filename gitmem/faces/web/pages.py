@@ -121,9 +121,9 @@ class Pages:
         snapshot = self.mem.engine.snapshot_of(commit, scope=record.path) if at else \
             self.mem.engine.snapshot(scope=record.path)
         if record.kind == "session":
-            total = self.mem.sessions.count(*record.ids, snapshot=snapshot)
+            total = self.mem.sessions.page(*record.ids, 0, 0, snapshot=snapshot)[1]
             start = self._start(request, total, words, record, snapshot)
-            lines = self.mem.sessions.lines(*record.ids, start, start + MESSAGES, snapshot=snapshot)
+            lines = self.mem.sessions.page(*record.ids, start, start + MESSAGES, snapshot=snapshot)[0]
             messages = [json.loads(line) for line in lines]
 
             def image(file: str) -> str:
@@ -152,7 +152,7 @@ class Pages:
         of the first message holding them all; else the last page."""
         if "from" not in request.query_params and words:
             for start in range(0, total, FIND_BATCH):
-                lines = self.mem.sessions.lines(*record.ids, start, start + FIND_BATCH, snapshot=snapshot)
+                lines = self.mem.sessions.page(*record.ids, start, start + FIND_BATCH, snapshot=snapshot)[0]
                 for i, line in enumerate(lines):
                     if _holds(json.dumps(json.loads(line), ensure_ascii=False), words):
                         return (start + i) // MESSAGES * MESSAGES
