@@ -42,6 +42,7 @@ FIND_BATCH = 2000  # messages read at a time, looking for a search hit's
 SHOWN_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 CLIENT = "gitmem web"  # the Gitmem-Client trailer of the page's writes
 _MARKED = re.compile(r"\*\*(.+?)\*\*")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 
 templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 templates.env.filters["markdown"] = render
@@ -102,6 +103,7 @@ class Pages:
                          records=self.listing.records(kind))
 
     async def record(self, request: Request) -> Response:
+        """A record now, or at ``at`` (a WHEN), with the units holding every ``find`` word marked."""
         record = _record(request)
         at = request.query_params.get("at") or None
         commit = history.resolve_version(self.mem, record, at) if at else None
@@ -109,42 +111,51 @@ class Pages:
         values = {"record": record, "at": at, "commit": commit, "words": words,
                   "title": record.name, "saved": request.query_params.get("saved")}
         if record.kind in ("user", "agent"):
-            agent = record.ids[0] if record.kind == "agent" else None
-            if commit is None and at is None:
-                text = self.mem.memory.read(agent)  # a person's save waiting is taken in first
-                values["commit"] = self.mem.engine.head()
-            else:
-                text = self.mem.memory.read(agent, snapshot=self.mem.engine.snapshot_of(commit, scope=record.path))
-            found = blocks(text)
-            values["blocks"] = [(block, _holds(block, words)) for block in found]
-            return self.page(request, "memory.html", **values)
+            return self._memory(request, record, values)
         snapshot = self.mem.engine.snapshot_of(commit, scope=record.path) if at else \
-            self.mem.engine.snapshot(scope=record.path)
+            self.mem.engine.snapshot(scope=record.path)  # a person's save waiting is taken in first
         if record.kind == "session":
-            total = self.mem.sessions.page(*record.ids, 0, 0, snapshot=snapshot)[1]
-            start = self._start(request, total, words, record, snapshot)
-            lines = self.mem.sessions.page(*record.ids, start, start + MESSAGES, snapshot=snapshot)[0]
-            messages = [json.loads(line) for line in lines]
+            return self._session(request, record, snapshot, values)
+        return self._thread(request, record, snapshot, values)
 
-            def image(file: str) -> str:
-                return "/blob?" + urlencode({"name": record.name, "file": file,
-                                             **({"at": commit} if commit else {})})
+    def _memory(self, request: Request, record: layout.Record, values: dict) -> Response:
+        agent = record.ids[0] if record.kind == "agent" else None
+        if values["at"] is None:
+            text = self.mem.memory.read(agent)  # a person's save waiting is taken in first
+            values["commit"] = self.mem.engine.head()
+        else:
+            text = self.mem.memory.read(agent, snapshot=self.mem.engine.snapshot_of(
+                values["commit"], scope=record.path))
+        values["blocks"] = [(block, _holds(block, values["words"])) for block in blocks(text)]
+        return self.page(request, "memory.html", **values)
 
-            values["messages"] = [(start + i, role_of(m), parts(m, image), _holds(json.dumps(m, ensure_ascii=False), words))
-                                  for i, m in enumerate(messages)]
-            values["meta"] = self.mem.sessions.meta(*record.ids, snapshot=snapshot) or {}
-            values.update(_pages(record, at, start, total, MESSAGES))
-            return self.page(request, "session.html", **values)
+    def _session(self, request: Request, record: layout.Record, snapshot, values: dict) -> Response:
+        words, commit = values["words"], values["commit"]
+        total = self.mem.sessions.page(*record.ids, 0, 0, snapshot=snapshot)[1]
+        start = self._start(request, total, words, record, snapshot)
+        lines = self.mem.sessions.page(*record.ids, start, start + MESSAGES, snapshot=snapshot)[0]
+
+        def image(file: str) -> str:
+            return "/blob?" + urlencode({"name": record.name, "file": file, **({"at": commit} if commit else {})})
+
+        messages = [json.loads(line) for line in lines]
+        values["messages"] = [(start + i, role_of(m), parts(m, image), _holds(json.dumps(m, ensure_ascii=False), words))
+                              for i, m in enumerate(messages)]
+        values["meta"] = self.mem.sessions.meta(*record.ids, snapshot=snapshot) or {}
+        values.update(_pages(record, values["at"], start, total, MESSAGES))
+        return self.page(request, "session.html", **values)
+
+    def _thread(self, request: Request, record: layout.Record, snapshot, values: dict) -> Response:
         thread = record.ids[0]
         events = self.mem.threads.read_events(thread, snapshot=snapshot)
-        found = {i for i, e in enumerate(events) if _holds(json.dumps(e, ensure_ascii=False), words)}
+        found = {i for i, e in enumerate(events) if _holds(json.dumps(e, ensure_ascii=False), values["words"])}
         start = min(found) // MESSAGES * MESSAGES if found and "from" not in request.query_params \
             else _page_start(request, len(events), MESSAGES)
         values["events"] = [(i, events[i], i in found) for i in range(start, min(start + MESSAGES, len(events)))]
         values["state"] = json.dumps(self.mem.threads.read_state(thread, snapshot=snapshot),
                                      ensure_ascii=False, indent=1)
         values["meta"] = self.mem.threads.meta(thread, snapshot=snapshot) or {}
-        values.update(_pages(record, at, start, len(events), MESSAGES))
+        values.update(_pages(record, values["at"], start, len(events), MESSAGES))
         return self.page(request, "thread.html", **values)
 
     def _start(self, request, total, words, record, snapshot) -> int:
@@ -163,6 +174,8 @@ class Pages:
         if record.kind != "session":
             raise history.HistoryError("only a session keeps images")
         at = request.query_params.get("at") or None
+        if at is not None and not _COMMIT.fullmatch(at):
+            raise history.HistoryError(f"at {at!r} is not a commit id")
         snapshot = self.mem.engine.snapshot_of(at, scope=record.path) if at else \
             self.mem.engine.snapshot(scope=record.path)
         found = self.mem.sessions.image(*record.ids, request.query_params.get("file", ""), snapshot=snapshot)
@@ -224,7 +237,7 @@ class Pages:
         form = await check_form(request)
         record = _memory(layout.parse_record(form.get("name", "")))
         base = form.get("base") or None
-        if base is not None and not re.fullmatch(r"[0-9a-f]{40}", base):
+        if base is not None and not _COMMIT.fullmatch(base):
             raise history.HistoryError(f"base {base!r} is not a commit id")
         content = form.get("content", "").replace("\r\n", "\n")  # a form's text has CRLF line ends
         agent = record.ids[0] if record.kind == "agent" else None
