@@ -408,3 +408,12 @@ def test_a_side_by_side_diff_keeps_lines_that_look_like_a_patchs_headers(repo: P
     page = html.unescape(web.get("/diff?name=agent:dashes&from=@~1&to=@", web.token))
     assert re.findall(r'<td class="old">(.*?)</td>', page) == ["kept", "-- a rule"]
     assert re.findall(r'<td class="new">(.*?)</td>', page) == ["kept", "++ b plus"]
+
+
+def test_a_memory_that_is_not_utf8_is_shown_with_replacement_characters(repo: Path, web: WebServer):
+    (repo / "memory" / "agents" / "latin.md").write_bytes("Caf\u00e9 au lait.\n".encode("latin-1"))
+    git = Git(repo)
+    git("add", "memory/agents/latin.md")
+    git("commit", "-q", "-m", "a Latin-1 memory, by hand")
+    page = web.get("/record?name=agent:latin", web.token)
+    assert "Caf\ufffd au lait." in page

@@ -17,9 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlencode
 
+from jinja2 import Environment, FileSystemLoader
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
-from starlette.templating import Jinja2Templates
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from gitmem.errors import BadQuery
 from gitmem.faces.web import activity as activity_page
@@ -43,14 +43,15 @@ SHOWN_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 CLIENT = "gitmem web"  # the Gitmem-Client trailer of the page's writes
 _MARKED = re.compile(r"\*\*(.+?)\*\*")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
-templates = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
-templates.env.filters["markdown"] = render
-templates.env.filters["short"] = lambda commit: (commit or "")[:10]
-templates.env.filters["size"] = lambda n: f"{n:,} B" if n < 10_000 else (
+templates = Environment(loader=FileSystemLoader(Path(__file__).with_name("templates")), autoescape=True)
+templates.filters["markdown"] = render
+templates.filters["short"] = lambda commit: (commit or "")[:10]
+templates.filters["size"] = lambda n: f"{n:,} B" if n < 10_000 else (
     f"{n / 1000:,.1f} kB" if n < 10_000_000 else f"{n / 1_000_000:,.1f} MB")
-templates.env.globals["client_of"] = activity_page.client_of
-templates.env.globals["format_date"] = history.format_date
+templates.globals["client_of"] = activity_page.client_of
+templates.globals["format_date"] = history.format_date
 
 
 class Pages:
@@ -89,9 +90,11 @@ class Pages:
         return answer
 
     def page(self, request: Request, template: str, status: int = 200, **values) -> Response:
+        """``template`` filled with ``values``. A record that is not UTF-8 (a Latin-1 hand
+        edit, read with each such byte a lone surrogate) is shown with U+FFFD for those."""
         values.setdefault("title", template.removesuffix(".html"))
-        return templates.TemplateResponse(request, template, {
-            "token": request.state.write_token, **values}, status_code=status)
+        text = templates.get_template(template).render(request=request, token=request.state.write_token, **values)
+        return HTMLResponse(_SURROGATE.sub("\ufffd", text), status)
 
     # -- the records ---------------------------------------------------------------
 
