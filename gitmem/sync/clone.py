@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
-from gitmem.repository import ENV_DURABILITY, LAYOUT_NAMES, Gitmem, default_repo_path, make_private
+from gitmem.repository import ENV_DURABILITY, Gitmem, default_repo_path, make_private, refuse_a_foreign_remote
 
 REMOTE = "origin"
 
@@ -50,11 +50,8 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
             engine.set_config_default("branch.main.merge", "refs/heads/main")
             engine.set_config_default("core.sharedRepository", "0600")  # plain git's writes too
             tip = engine.fetch(remote)
+            refuse_a_foreign_remote(engine, remote, tip, named=url, undone="nothing cloned")
             if tip is not None:
-                foreign = sorted(set(engine.snapshot(tip).list()) - LAYOUT_NAMES)
-                if foreign:
-                    raise CloneError(f"{url} is not a gitmem repository (its main holds "
-                                     f"{', '.join(foreign[:3])}); nothing cloned")
                 engine.fast_forward(None, tip)
         finally:
             engine.close()
