@@ -151,7 +151,7 @@ def _refuse_a_home_folder(path: Path) -> None:
                                  f"like {default_repo_path()}")
 
 
-def _refuse_a_folder_inside_a_repository(path: Path) -> None:
+def refuse_a_folder_inside_a_repository(path: Path) -> None:
     """A new repository never goes inside a gitmem repository: records would be nested in
     records, and each would take the other's files for hand edits."""
     holding = gitmem_repository_holding(Path(os.path.abspath(path)).parent)
@@ -164,7 +164,7 @@ def _missing(path: Path) -> MissingRepository:
     """The error for no repository at ``path``: it names a gitmem repository whose name is
     close (a typo), else the default one, and how to create one there. A folder inside a
     gitmem repository is refused as that (:class:`NotAFolderOfItsOwn`)."""
-    _refuse_a_folder_inside_a_repository(path)
+    refuse_a_folder_inside_a_repository(path)
     nearest = _named_like(path)
     default = default_repo_path()
     if nearest is not None:
@@ -236,6 +236,9 @@ class Gitmem:
 
         A git repository that gitmem did not make (a project's code) is refused with
         :class:`ForeignRepository` unless ``adopt``; even then only on branch ``main``.
+        Nothing is written into a refused one. Without ``create`` a missing repository is
+        :class:`MissingRepository`, naming the one probably meant; a folder inside a gitmem
+        repository is never one (:class:`NotAFolderOfItsOwn`).
         The first time gitmem opens a repository (a plain ``git clone``), the files git
         created are made private (0600, folders 0700).
 
@@ -254,7 +257,7 @@ class Gitmem:
         new = facts is None or not (facts.has_commits or facts.opened_by_gitmem)
         if create and facts is None:
             _refuse_a_home_folder(path)
-            _refuse_a_folder_inside_a_repository(path)
+            refuse_a_folder_inside_a_repository(path)
         if create and new and not adopt:
             _refuse_a_folder_of_its_own(path)
         foreign = facts is not None and not _is_gitmems(facts)

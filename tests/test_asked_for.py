@@ -224,4 +224,6 @@ def test_no_repository_is_made_inside_a_gitmem_repository(agents):
             assert "--adopt" not in done.stderr
         for said in (by_serve(path), by_serve(path, "--create"), by_python(path)):
             assert inside in said and "--adopt" not in said, said
+    cloned = run_gitmem("clone", str(agents), str(agents / "new"), check=False)
+    assert cloned.returncode == 1 and inside in cloned.stderr
     assert every_file(agents) == before
