@@ -633,7 +633,7 @@ def test_requests_never_wait_for_a_background_sync_on_the_network(machines, tmp_
 def test_background_sync_failures_are_logged_recorded_and_retried_with_backoff(machines, tmp_path):
     a, _ = machines
     a.engine.close()
-    Git(a.engine.workdir)("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    (tmp_path / "remote.git").rename(tmp_path / "gone.git")  # the same remote, out of reach
     log_file = tmp_path / "serve.log"
     server = Server(a.engine.workdir, "--sync-interval", "0.1", "--log-file", str(log_file))
     try:
