@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gitmem.edits import quick_reads
 from gitmem.edits.handedits import HandEdits
-from gitmem.git.base import BRANCH, CommitInfo, EngineError, MissingRepository
+from gitmem.git.base import BRANCH, REF, CommitInfo, EngineError, MissingRepository
 from gitmem.git.engine import GitEngine
 from gitmem.git.facts import RepositoryFacts, inspect_repository
 from gitmem.history import versions as history
@@ -201,6 +201,21 @@ def _shown(path: Path) -> Path:
     return Path(os.path.abspath(path))
 
 
+def _take_a_fetched_main(engine: GitEngine) -> None:
+    """Start ``main`` from a remote's ``main`` already fetched, as `gitmem clone` does: a
+    plain `git clone` of a remote whose HEAD names a branch it does not have (`git init
+    --bare` names master) checks nothing out, and its memory would read as empty. Refused
+    when that ``main`` holds more than gitmem's records."""
+    for remote in engine.remotes():
+        tip = engine.remote_tip(remote)
+        if tip is not None:
+            refuse_a_foreign_remote(engine, remote, tip, named=remote, undone="nothing taken in")
+            engine.fast_forward(None, tip)
+            engine.set_config_default(f"branch.{BRANCH}.remote", remote)
+            engine.set_config_default(f"branch.{BRANCH}.merge", REF)
+            return
+
+
 def _refuse_a_folder_of_its_own(path: Path) -> None:
     """A new repository goes into a new or empty folder (``adopt`` takes one as it is)."""
     names = sorted(entry.name for entry in path.iterdir() if entry.name != ".git") \
@@ -278,6 +293,8 @@ class Gitmem:
         mem = cls(engine)
         if facts is not None and not facts.has_commits and facts.branch != BRANCH:
             mem.engine.refs.point_head_at_main()  # no commit yet: no second branch, only a name
+        if facts is not None and not facts.has_commits and mem.engine.writable:
+            _take_a_fetched_main(mem.engine)
         if facts is None or not facts.opened_by_gitmem:
             if mem.engine.writable:  # a read-only repository is only read
                 mem.engine.set_config_default("core.sharedRepository", "0600")

@@ -122,6 +122,25 @@ def test_the_readmes_remote_is_cloned_by_plain_git(tmp_path):
     assert run_gitmem("memory", "read", "--user", repo=clone).stdout == "likes tea\n"
 
 
+def test_a_plain_clone_that_checked_nothing_out_reads_the_remotes_main(tmp_path):
+    """A remote gitmem could not point at main (one pushed by plain git, or over the
+    network): `git clone` checks nothing out, and gitmem starts main from what it fetched."""
+    remote = tmp_path / "memory-remote.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True, env=SUBPROCESS_ENV)
+    repo = tmp_path / "repo"
+    memory_repository(repo)
+    Git(repo)("push", "-q", str(remote), "main")
+    clone = tmp_path / "clone"
+    done = subprocess.run(["git", "clone", "-q", str(remote), str(clone)], capture_output=True, text=True,
+                          env=SUBPROCESS_ENV, check=True)
+    assert "unable to checkout" in done.stderr and not (clone / "memory").exists()
+    assert run_gitmem("memory", "read", "--user", repo=clone).stdout == "likes tea\n"
+    assert Git(clone)("rev-parse", "main") == Git(repo)("rev-parse", "main")
+    assert Git(clone).status() == "" and (clone / "memory" / "user.md").stat().st_mode & 0o777 == 0o600
+    run_gitmem("memory", "write", "--user", "--append", input="and coffee", repo=clone)
+    assert "out: 1 commit to origin" in run_gitmem("sync", repo=clone).stdout
+
+
 def test_status_shows_the_syncs_of_the_remote_it_names(tmp_path):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True, env=SUBPROCESS_ENV)
