@@ -128,7 +128,9 @@ def test_a_refused_repository_is_refused_by_every_face_on_every_start_and_nothin
         gitmem.open(project)
     reason = str(refused.value)
     assert "did not make" in reason and f"gitmem init --adopt {project}" in reason
-    for start in (1, 2):  # the second start took the repository for gitmem's
+    # Before, serve's refused start left its log, and every start after it (any face)
+    # took the repository for gitmem's: one round shows it on master, two on main.
+    for start in (1, 2) if branch == "main" else (1,):
         for face in FACES:
             said = face(project)
             assert reason in said, f"{face.__name__}, start {start}: {said}"
