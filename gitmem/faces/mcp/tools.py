@@ -9,7 +9,9 @@ repository, an empty query; any other failure too, logged) is a tool result with
 the server keeps serving. Ids are taken as the CLI takes them, kept inside the
 repository by the stores' escaping. A record that is not UTF-8
 comes back with U+FFFD for the bytes that are not, and a note saying so. Every write
-names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit.
+names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit; a
+server that knows more about who calls (``gitmem web``'s tokens) says so through
+``identify``, whose :class:`Caller` may also be read-only.
 
     server = build_server(open_services, version=gitmem.__version__)
     await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -69,6 +71,19 @@ class Services:
     search: Callable[..., list]
 
 
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who makes a request: ``name`` for the log, the trailers its writes carry, and
+    whether it may write at all."""
+
+    name: str
+    trailers: dict[str, str]
+    may_write: bool = True
+
+
+WRITING_TOOLS = frozenset({"memory_write"})
+
+
 class ToolError(Exception):
     """A call the model can correct: its message is the one line the result holds."""
 
@@ -121,33 +136,45 @@ TOOLS = (
 )
 
 
+def client_info(ctx) -> str:
+    """The client a request's session says it is (``clientInfo``), on one line."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    if info is None:
+        return "unknown"
+    return " ".join(f"{info.name} {info.version}".split())[:120]  # one trailer line
+
+
 def build_server(open_services: Callable[[], Services], *, version: str,
                  run_blocking: Callable[[Callable[[], Any], Callable[[], bool]], Awaitable[Any]],
-                 name: str = "gitmem") -> Server:
+                 name: str = "gitmem", identify: Callable[[Any], Caller] | None = None) -> Server:
     """The MCP server: :data:`TOOLS` and the memory resources on the services that
     ``open_services`` gives (called for each request; it raises when the repository
-    cannot be opened, which the request's answer then says).
+    cannot be opened, which the request's answer then says). ``identify(ctx)`` says who
+    makes a request (default: the client it says it is, who may write).
 
     What a tool or a resource does with the services is handed to ``run_blocking(call,
     cancelled)``, which runs ``call()`` off the event loop and returns its result, so that
-    the server answers a ping, or takes a cancel, while a big write runs. ``cancelled()``
-    is true once the client sent ``notifications/cancelled`` for the call: a write not
-    committed by then is stopped, and the log says which it was (MCP sends no answer).
+    the server answers a ping, or takes a cancel, while a big write runs
+    (:class:`gitmem.faces.mcp.server.Worker`). ``cancelled()`` is true once the client
+    sent ``notifications/cancelled`` for the call: a write not committed by then is
+    stopped, and the log says which it was (MCP sends no answer).
     """
     in_flight: dict[str, threading.Event] = {}  # a tool call's request id -> set when cancelled
 
-    def client_of(ctx) -> str:
-        params = ctx.session.client_params
-        info = params.client_info if params is not None else None
-        if info is None:
-            return "unknown"
-        return " ".join(f"{info.name} {info.version}".split())[:120]  # one trailer line
+    def caller_of(ctx) -> Caller:
+        if identify is not None:
+            return identify(ctx)
+        client = client_info(ctx)
+        return Caller(client, {"Gitmem-Client": client})
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(TOOLS))
+        may_write = caller_of(ctx).may_write
+        return types.ListToolsResult(tools=[t for t in TOOLS if may_write or t.name not in WRITING_TOOLS])
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        client = client_of(ctx)
+        caller = caller_of(ctx)
+        client = caller.name
         args = params.arguments or {}
         tool = _TOOL_CALLS.get(params.name)
         cancel = in_flight[str(ctx.request_id)] = threading.Event()
@@ -155,8 +182,11 @@ def build_server(open_services: Callable[[], Services], *, version: str,
             if tool is None:
                 raise ToolError(f"no tool {params.name!r}: use one of "
                                 f"{', '.join(t.name for t in TOOLS)}")
+            if params.name in WRITING_TOOLS and not caller.may_write:
+                raise ToolError(f"{params.name} refused: this caller's token is read-only "
+                                "(a read-write one is made by `gitmem web token add NAME`)")
             _known_arguments(params.name, args)
-            text = await run_blocking(functools.partial(_run_tool, tool, open_services, args, client),
+            text = await run_blocking(functools.partial(_run_tool, tool, open_services, args, caller),
                                       cancel.is_set)
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
             line = _unicode(_one_line(error))[0]
@@ -231,23 +261,23 @@ def build_server(open_services: Callable[[], Services], *, version: str,
     return server
 
 
-def _run_tool(tool: Callable[[Services, dict, str], str], open_services: Callable[[], Services],
-              args: dict, client: str) -> str:
+def _run_tool(tool: Callable[[Services, dict, Caller], str], open_services: Callable[[], Services],
+              args: dict, caller: Caller) -> str:
     try:
         services = open_services()
     except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
         raise ToolError(_one_line(error)) from None
-    return tool(services, args, client)
+    return tool(services, args, caller)
 
 
 def _never() -> bool:
     return False
 
 
-# -- the tools: (services, arguments, client name) -> the result's text ------------------
+# -- the tools: (services, arguments, caller) -> the result's text ------------------
 
 
-def memory_read(services: Services, args: dict, client: str) -> str:
+def memory_read(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), READABLE)
     if record.kind in ("user", "agent"):
         return services.memory.read(_agent_id(record))
@@ -259,7 +289,7 @@ def memory_read(services: Services, args: dict, client: str) -> str:
                   "messages": services.threads.read_messages(thread_id)})
 
 
-def memory_write(services: Services, args: dict, client: str) -> str:
+def memory_write(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), WRITABLE)
     if record.kind not in ("user", "agent"):
         raise ToolError(f"{record.name} cannot be written here: write {WRITABLE}")
@@ -268,22 +298,22 @@ def memory_write(services: Services, args: dict, client: str) -> str:
     if mode not in WRITE_MODES:
         raise ToolError(f'mode must be "append" or "replace", not {mode!r}')
     commit = services.memory.write(content, _agent_id(record), mode,
-                                   trailers={"Gitmem-Client": client})
+                                   trailers=caller.trailers)
     if commit is None:
         return f"{record.name} already held that: nothing to commit"
     return f"{'appended to' if mode == 'append' else 'replaced'} {record.name} in commit {commit[:10]}"
 
 
-def memory_list(services: Services, args: dict, client: str) -> str:
+def memory_list(services: Services, args: dict, caller: Caller) -> str:
     return _json([listed.to_json() for listed in services.memories()])
 
 
-def history(services: Services, args: dict, client: str) -> str:
+def history(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), READABLE)
     return _json([entry.to_json() for entry in services.log(record.name, limit=_limit(args))])
 
 
-def memory_show(services: Services, args: dict, client: str) -> str:
+def memory_show(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), READABLE)
     shown = services.show(record.name, _string(args, "at"))
     if not shown.exists:
@@ -294,7 +324,7 @@ def memory_show(services: Services, args: dict, client: str) -> str:
     return _json(shown.value)
 
 
-def search(services: Services, args: dict, client: str) -> str:
+def search(services: Services, args: dict, caller: Caller) -> str:
     query = _string(args, "query")
     with_history = args.get("history", False)
     if not isinstance(with_history, bool):
@@ -307,7 +337,7 @@ def search(services: Services, args: dict, client: str) -> str:
     return _json([hit.as_json() for hit in hits])
 
 
-_TOOL_CALLS: dict[str, Callable[[Services, dict, str], str]] = {
+_TOOL_CALLS: dict[str, Callable[[Services, dict, Caller], str]] = {
     "memory_read": memory_read, "memory_write": memory_write, "memory_list": memory_list,
     "history": history, "memory_show": memory_show, "search": search}
 
