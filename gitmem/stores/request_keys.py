@@ -49,13 +49,17 @@ class RequestKeys:
             return self._keys.get(key)
 
     def _read_up_to(self, tip: str | None) -> None:
-        if tip is not None and self._tip is not None and self.engine.descends_from(tip, self._tip):
-            infos = self.engine.commit_infos(self.engine.new_commits(tip, [self._tip])[-WINDOW:])
-        else:  # a first look, or main went elsewhere (a rewrite): read the window again
+        new = []  # the commits since the last look, newest first, one read each
+        at = tip
+        while at is not None and at != self._tip and self._tip is not None and len(new) < WINDOW:
+            info = self.engine.commit_infos([at])[0]
+            new.append(info)
+            at = info.parents[0] if info.parents else None
+        if self._tip is None or at != self._tip:  # a first look, or main went elsewhere (a rewrite)
             self._window.clear()
             self._keys.clear()
-            infos = self.engine.history(rev=tip, limit=WINDOW)[::-1] if tip is not None else []
-        for info in infos:
+            new = self.engine.history(rev=tip, limit=WINDOW) if tip is not None else []
+        for info in reversed(new):
             key = info.trailers.get(TRAILER)
             self._window.append((info.id, key))
             if key is not None:
