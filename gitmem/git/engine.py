@@ -40,7 +40,7 @@ from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchM
                              CommitInfo, DamagedObject, EngineError, Identity,
                              check_path, config_get, default_identity, user_identity, with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
-from gitmem.git.branch import Branch
+from gitmem.git.branch import Branch, NotOnDisk
 from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.facts import open_work_tree
 from gitmem.git.files import may_write
@@ -136,7 +136,7 @@ class GitEngine:
         self._index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
                             reader=self._reader, worktree=self._worktree, durability=durability)
         self._trees = TreeWriter(repo, self._objects)
-        self._branch = Branch(repo, self.gitdir, tip=self._reader.tip)
+        self._branch = Branch(repo, self.gitdir, tip=self._reader.tip, durable=durability == "fsync")
         self._log = History(repo, self._reader, self._objects)
         self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self._worktree,
                                   index=self._index, path_versions=self._log.path_versions,
@@ -427,6 +427,9 @@ class GitEngine:
                         self._index.stage(changes, tree, moved=(base, commit_id))
                     try:
                         moved = self._branch.move_waiting(base, commit_id, full_message)
+                    except NotOnDisk:
+                        tried = None  # main holds the write: nothing to take back
+                        raise
                     except (OSError, pygit2.GitError):
                         full = disk_full(self.gitdir, changes)
                         if full is not None:

@@ -1,0 +1,87 @@
+"""System-call faults injected into the real processes with ``strace -e inject``, as a
+disk or a kill does them: an fsync that fails after libgit2 moved ``main``, a log write
+that fails under ``gitmem serve``, a writer killed while it holds git's lock files.
+
+Each fault hits the system calls on one path only (``strace -P``), so the rest of the
+process runs as it always does. Skipped where strace is missing or may not trace.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import SUBPROCESS_ENV, Git
+from gitmem.repository import Gitmem
+from nui_client import NuiHost
+from test_faults import HANG_GUARD, USER, gitmem, one_line_error
+
+
+def strace(trace: Path, fault: str, *paths: Path) -> list[str]:
+    """The command prefix that runs a program under strace, injecting ``fault`` (the value
+    of ``-e inject=``) into the system calls on ``paths`` alone, and listing those calls
+    in the file ``trace``."""
+    found = shutil.which("strace")
+    if found is None:
+        pytest.skip("strace is not installed")
+    if subprocess.run([found, "-o", "/dev/null", "true"], capture_output=True).returncode != 0:
+        pytest.skip("strace may not trace here")
+    syscall = fault.split(":", 1)[0]
+    return [found, "-f", "-qq", "-o", str(trace), "-e", f"trace={syscall}", "-e", f"inject={fault}",
+            *(f"-P{path}" for path in paths)]
+
+
+def traced(trace: Path) -> list[str]:
+    return trace.read_text().splitlines()
+
+
+# -- fsync durability: an ok means main is on disk ----------------------------------------
+
+
+@pytest.fixture
+def heads(repo_path: Path) -> Path:
+    """The folder of ``main``'s ref in a repository holding user memory."""
+    with Gitmem.open(repo_path) as mem:
+        mem.memory.write("likes tea")
+    return repo_path / ".git" / "refs" / "heads"
+
+
+def test_a_failed_sync_of_main_s_folder_is_synced_again(heads, repo_path, tmp_path):
+    trace = tmp_path / "trace"
+    done = subprocess.run(
+        [*strace(trace, "fsync:error=EIO:when=1", heads), sys.executable, "-m", "gitmem",
+         "--repo", str(repo_path), "memory", "write", "--user"],
+        input="short answers", capture_output=True, text=True, env={**SUBPROCESS_ENV,
+                                                                    "GITMEM_DURABILITY": "fsync"},
+        timeout=HANG_GUARD * 3)
+    assert done.returncode == 0, done.stderr
+    syncs = [line for line in traced(trace) if "fsync(" in line]
+    assert "EIO" in syncs[0] and "(INJECTED)" in syncs[0]
+    assert len(syncs) == 2 and syncs[1].endswith("= 0")  # gitmem synced the folder again
+    (line,) = done.stderr.splitlines()
+    assert "synced again" in line and "Input/output error" in line
+    assert Git(repo_path).show("main:memory/user.md") == "short answers\n"
+
+
+def test_a_sync_of_main_s_folder_that_keeps_failing_fails_the_write(heads, repo_path, tmp_path):
+    trace = tmp_path / "trace"
+    env = {**SUBPROCESS_ENV, "GITMEM_DURABILITY": "fsync"}
+    done = subprocess.run(
+        [*strace(trace, "fsync:error=EIO:when=1+", heads), sys.executable, "-m", "gitmem",
+         "--repo", str(repo_path), "memory", "write", "--user"],
+        input="short answers", capture_output=True, text=True, env=env, timeout=HANG_GUARD * 3)
+    error = one_line_error(done)
+    assert "not on disk" in error and "Input/output error" in error, error
+
+    server = [*strace(tmp_path / "serve-trace", "fsync:error=EIO:when=1+", heads), sys.executable,
+              "-m", "gitmem", "serve", "--repo", str(repo_path), "--durability", "fsync"]
+    with NuiHost(server, cwd=tmp_path, env=SUBPROCESS_ENV) as host:
+        refused = host.error("storage.userMemory.write", {**USER, "content": "be brief"},
+                             timeout=HANG_GUARD * 3)
+        assert refused["code"] == -32603 and "not on disk" in refused["message"], refused
+        host.close_stdin()
+        assert host.wait(HANG_GUARD * 3) == 0
