@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -85,3 +86,40 @@ def test_a_sync_of_main_s_folder_that_keeps_failing_fails_the_write(heads, repo_
         assert refused["code"] == -32603 and "not on disk" in refused["message"], refused
         host.close_stdin()
         assert host.wait(HANG_GUARD * 3) == 0
+
+
+# -- the serve log goes on after a failed write ---------------------------------------------
+
+
+def until(condition, what: str, guard: float = HANG_GUARD):
+    """Poll ``condition`` until it is true; fail after ``guard`` seconds (a hang guard)."""
+    deadline = time.monotonic() + guard
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {guard} s"
+        time.sleep(0.05)
+
+
+def test_the_serve_log_goes_on_after_a_failed_write(repo_path, tmp_path):
+    Gitmem.open(repo_path).close()
+    log = repo_path / ".git" / "gitmem" / "serve.log"
+    trace = tmp_path / "trace"
+    server = [*strace(trace, "write:error=ENOSPC:when=2", log), sys.executable, "-m", "gitmem",
+              "serve", "--repo", str(repo_path)]
+    with NuiHost(server, cwd=tmp_path, env=SUBPROCESS_ENV) as host:
+        host.call("storage.info")
+        # each request's line goes out in a write of its own, a quarter second later
+        until(lambda: host.call("storage.info") and "(INJECTED)" in trace.read_text(),
+              "the log's second write failing")
+        for n in range(3):
+            request_id = host.send_request("storage.userMemory.write",
+                                           {**USER, "content": f"note {n}", "writeMode": "append"})
+            assert host.answer_to(request_id)["result"] == {"ok": True}
+            until(lambda: f"storage.userMemory.write id={request_id} " in log.read_text(),
+                  "the request's line in serve.log while serve runs")
+        host.call("storage.shutdown")
+        assert host.wait(HANG_GUARD * 3) == 0
+        stderr = host.stderr()
+    assert "Traceback" not in stderr and "Exception" not in stderr, stderr
+    (said,) = [line for line in stderr.splitlines() if str(log) in line]
+    assert said.startswith("gitmem: ") and "No space left on device" in said
+    assert "could not write" in log.read_text()  # the log says where lines may be missing
