@@ -123,3 +123,27 @@ def test_the_serve_log_goes_on_after_a_failed_write(repo_path, tmp_path):
     (said,) = [line for line in stderr.splitlines() if str(log) in line]
     assert said.startswith("gitmem: ") and "No space left on device" in said
     assert "could not write" in log.read_text()  # the log says where lines may be missing
+
+
+# -- git's lock files left by a killed writer ---------------------------------------------
+
+
+@pytest.mark.parametrize("lock", ["index.lock", "refs/heads/main.lock"])
+def test_status_says_a_killed_writer_left_a_git_lock(lock, heads, repo_path, tmp_path):
+    held = repo_path / ".git" / lock
+    killed = subprocess.run(
+        [*strace(tmp_path / "trace", "rename:signal=KILL", held), sys.executable, "-m", "gitmem",
+         "--repo", str(repo_path), "memory", "write", "--agent", "a1"],
+        input="use tabs", capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=HANG_GUARD * 3)
+    assert killed.returncode != 0 and held.exists()
+    refused = subprocess.run(["git", "-C", str(repo_path), "commit", "--allow-empty", "-m", "by hand"],
+                             capture_output=True, text=True, env=SUBPROCESS_ENV)
+    assert refused.returncode != 0 and ".lock" in refused.stderr  # plain git is refused meanwhile
+
+    done = gitmem(repo_path, "status")
+    assert done.returncode == 0, done.stderr
+    (said,) = [line for line in done.stdout.splitlines() if f".git/{lock}" in line]
+    assert "killed" in said and "git commit" in said and "removed" in said, said
+    assert not held.exists()
+    Git(repo_path)("commit", "--allow-empty", "-m", "by hand")  # plain git works again
+    assert gitmem(repo_path, "status").stdout.count(".lock") == 0

@@ -44,7 +44,7 @@ from gitmem.git.branch import Branch, NotOnDisk
 from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.facts import open_work_tree
 from gitmem.git.files import may_write
-from gitmem.git.index import Index, Recovery
+from gitmem.git.index import GitLock, Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
 from gitmem.git.log import ChangedCommit, FileChange, FileDiff, History, tree_changes
@@ -639,6 +639,12 @@ class GitEngine:
     def lock(self) -> FileLock:
         """The writers' lock; hold it to keep other gitmem writers out."""
         return self._lock
+
+    def git_locks(self) -> list[GitLock]:
+        """git's lock files this process removed as stale (a killed writer left them), then
+        those that exist now: a plain ``git commit`` is refused while one is there. Those a
+        killed gitmem writer left are removed by the next one to take the writers' lock."""
+        return self._recovery.removed_locks + self._recovery.git_locks(self._lock.died_holding())
 
     # -- remotes -----------------------------------------------------------------
 
