@@ -25,10 +25,11 @@ from conftest import SUBPROCESS_ENV
 from gitmem.records import layout
 from gitmem.repository import Gitmem
 from nui_client import NUI_LINE_LIMIT, NuiHost, go_json, manifest_command
-from test_serve import (AGENT_MEMORY, SESSIONS, USER_MEMORY, extension, image, message, repo_path,  # noqa: F401
+from test_serve import (AGENT_MEMORY, AGENT_TYPES, SESSIONS, USER_MEMORY, extension, image, message, repo_path,  # noqa: F401
                         session, spawn, stop)
 
 AGENT = {"handlerId": AGENT_MEMORY, "agentId": "codex"}
+OK = {"ok": True}
 
 
 def started(spawn, *extra_args: str) -> NuiHost:
@@ -218,6 +219,87 @@ def test_a_replace_made_after_a_read_is_a_replace(spawn, git):
             assert nui.call("storage.agentMemory.read", AGENT)["content"] == text + "\n"
             assert git.show("main:memory/agents/codex.md") == text + "\n"
     stop(nui.host)
+
+
+class SeedStore:
+    """The in-memory store of nui's storage-handler docs (``InMemoryStorage`` of the seed):
+    what one client's calls, made in order, must leave."""
+
+    def __init__(self):
+        self.memory: dict[str | None, str] = {}  # agent id (None: the user) -> content
+
+    def read(self, agent: str | None) -> str:
+        return self.memory.get(agent, "")
+
+    def write(self, agent: str | None, content: str, mode: str) -> None:
+        existing = self.memory.get(agent, "")
+        if mode == "append" and existing:
+            content = existing.rstrip() + "\n\n" + content.strip()
+        self.memory[agent] = content
+
+    def delete(self, agent: str | None) -> None:
+        self.memory.pop(agent, None)
+
+
+def client_in_turn(seed: int, steps: int, agents: list[str]) -> list[tuple[str, str | None, str]]:
+    """A seeded sequence of ``(op, agent, text)`` over the user (None) and ``agents``: reads,
+    appends, replaces (fresh text, text extending what the client read, or a version it
+    read before: an undo) and deletes. The client reads and writes in turn: it reads a
+    memory again only after writing it (a second read before a write is what nui's racing
+    appends look like, see docs/nui.md)."""
+    rng = random.Random(seed)
+    last_op: dict[str | None, str] = {}
+    calls = []
+    for step in range(steps):
+        agent = rng.choice([None, *agents])
+        op = rng.choice(["read", "read", "append", "replace", "replace", "delete"])
+        if op == "read" and last_op.get(agent) == "read":
+            op = rng.choice(["append", "replace", "delete"])
+        kind = rng.choice(["fresh", "extend", "undo"]) if op == "replace" else ""
+        if kind in ("extend", "undo") and last_op.get(agent) != "read":
+            kind = "fresh"  # extending or undoing what it read needs a read
+        calls.append((f"{op} {kind}".strip(), agent, f"seed {seed} step {step}: note"))
+        last_op[agent] = op
+    return calls
+
+
+def test_one_client_reading_and_writing_in_turn_leaves_what_the_seed_store_leaves(spawn, git):
+    """A replace after the client's own read is a replace (of an empty memory too), an
+    append after a read or a delete takes that read, and nothing else is merged in."""
+    host = started(spawn)
+    agents = AGENT_TYPES  # those the handler list serves
+
+    def memory(agent: str | None) -> tuple[str, dict]:
+        if agent is None:
+            return "storage.userMemory", {"handlerId": USER_MEMORY}
+        return "storage.agentMemory", {"handlerId": AGENT_MEMORY, "agentId": agent}
+
+    for seed in range(12):
+        oracle, seen = SeedStore(), {}  # seen: every version the client read, per memory
+        for agent in [None, *agents]:  # each seed starts from nothing (a delete is a write)
+            host.call(f"{memory(agent)[0]}.delete", memory(agent)[1])
+        for op, agent, text in client_in_turn(seed, 40, agents):
+            kind, params = memory(agent)
+            if op == "read":
+                got = host.call(f"{kind}.read", params)["content"]
+                assert got.rstrip("\n") == oracle.read(agent).rstrip("\n"), (seed, op, agent)
+                seen.setdefault(agent, []).append(got.strip())
+            elif op == "delete":
+                host.call(f"{kind}.delete", params)
+                oracle.delete(agent)
+            else:
+                mode = op.split()[0]
+                if op == "replace extend":
+                    text = seen[agent][-1] + "\n\n" + text if seen[agent][-1] else text
+                elif op == "replace undo":
+                    text = seen[agent][0]
+                assert host.call(f"{kind}.write", {**params, "content": text, "writeMode": mode}) == OK
+                oracle.write(agent, text, mode)
+        for agent in [None, *agents]:  # read with git: a read of the client's would be one more
+            path = layout.USER_MEMORY if agent is None else layout.agent_memory_path(agent)
+            stored = git("show", f"main:{path}", check=False)
+            assert stored.rstrip("\n") == oracle.read(agent).rstrip("\n"), (seed, agent)
+    stop(host)
 
 
 def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git):
