@@ -330,6 +330,44 @@ def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git)
     stop(host)
 
 
+@pytest.mark.parametrize("held", ["", "# codex\n\nlikes tea"])
+def test_a_replace_queued_behind_a_burst_keeps_the_appends_acknowledged_meanwhile(spawn, git, repo_path,
+                                                                                 held):
+    """nui reads, joins and sends its replace at once; gitmem handles it only after a burst
+    of big session writes queued ahead of it, past the late window, and after another face
+    appended. The replace is judged by when it arrived: every acknowledged block stays."""
+    window = 0.5
+    host = started(spawn, "--late-window", str(window))
+    replace = {**AGENT, "writeMode": "replace"}
+    if held:
+        host.call("storage.agentMemory.write", {**replace, "content": held})
+    existing = host.call("storage.agentMemory.read", AGENT)["content"]
+    read_at = time.monotonic()
+    big = [message(i, f"{i}: " + "a long answer " * 300) for i in range(40)]  # 170 KB
+    joined = existing.strip() + "\n\n" + "from nui" if existing.strip() else "from nui"
+    appended = [f"from the API {k}" for k in range(3)]
+    with Gitmem.open(repo_path, create=False) as api, api.engine.lock:
+        # The API's writes hold the writers' lock (it is this thread's: they take it again);
+        # serve's first session write waits for it, the rest of the burst and the replace
+        # queue behind it (all of it fits in the pipe), sent at once, as nui sends a replace
+        # right after its read.
+        burst = [host.send_request("storage.session.write", session(f"big-{n}", messages=big[n:]))
+                 for n in range(4)]
+        replace_id = host.send_request("storage.agentMemory.write", {**replace, "content": joined})
+        for block in appended:
+            assert api.memory.write(block, "codex", mode="append") is not None  # acknowledged
+        time.sleep(max(0.0, read_at + window + 0.2 - time.monotonic()))  # past the window
+    for request_id in burst:
+        assert host.answer_to(request_id, timeout=120)["result"] == OK
+    assert host.answer_to(replace_id, timeout=120)["result"] == OK
+    subjects = git("log", "--format=%s", "--", "memory/agents/codex.md").splitlines()
+    assert subjects[0].startswith("memory: merge") or subjects[0].startswith("memory: replace")
+    assert all(subject.startswith("memory: append") for subject in subjects[1:4])  # handled after them
+    blocks = git.show("main:memory/agents/codex.md").rstrip("\n").split("\n\n")
+    assert sorted(blocks) == sorted(held.split("\n\n") * bool(held) + appended + ["from nui"])
+    stop(host)
+
+
 # -- sessions over 4 MiB -----------------------------------------------------------------
 
 
