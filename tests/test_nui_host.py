@@ -142,6 +142,26 @@ def test_back_to_back_snapshots_leave_the_newest_at_head(spawn, git, repo_path):
     assert len([line for line in late if "pairs" in line]) == reversed_pairs
 
 
+def test_a_late_snapshot_handled_after_a_burst_is_late_by_when_it_arrived(spawn, git, repo_path):
+    """The newer snapshot, a burst of other sessions' writes, then the older snapshot, all
+    sent at once: the older one is handled past the window after the newer, yet arrived
+    with it, and is not applied."""
+    window = 0.1
+    host = started(spawn, "--late-window", str(window))
+    messages = [message(i, f"{i}: " + "a long answer " * 300) for i in range(40)]  # 170 KB
+    with Gitmem.open(repo_path, create=False) as api, api.engine.lock:  # the queue waits
+        sent = [host.send_request("storage.session.write", session("turns", messages=messages[:4])),
+                *[host.send_request("storage.session.write", session(f"other-{n}", messages=messages[n:]))
+                  for n in range(4)],
+                host.send_request("storage.session.write", session("turns", messages=messages[:3]))]
+        time.sleep(window + 0.2)
+    for request_id in sent:
+        assert host.answer_to(request_id, timeout=120)["result"] == OK
+    assert head_messages(git, "turns") == messages[:4]
+    stop(host)
+    assert "late snapshot of claude-code/turns" in serve_log(repo_path)
+
+
 def test_a_truncation_outside_the_window_is_applied(spawn, git, repo_path):
     host = started(spawn, "--late-window", "0.3")
     first = [message(i) for i in range(4)]

@@ -125,9 +125,10 @@ class SessionStore:
         those already stored as they are then cost no parsing and no comparison.
 
         With ``late_window`` (seconds; None or 0: off), a strict prefix of the stored messages is not
-        applied when the stored ones were written less than that long before (or after) the
-        write arrived (``arrived``, a ``time.monotonic()``; default now), by their
-        ``updatedAt``: it is a snapshot older than the stored one that arrived after it.
+        applied when the stored ones were written less than that long before the write
+        arrived (``arrived``, a ``time.monotonic()``; default now), or while it waited its
+        turn, by their ``updatedAt``: it is a snapshot older than the stored one that arrived
+        after it.
         A write that starts with the first message of a cut read (:meth:`read_json_within`)
         gets the messages that read left out in front of it.
         """
@@ -171,11 +172,15 @@ class SessionStore:
         if len(messages) >= stored:
             return None
         meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        now = time.time()
+        arrived_at = now if arrived_at is None else arrived_at
         try:
-            age = (arrived_at or time.time()) - datetime.fromisoformat(meta["updatedAt"]).timestamp()
+            age = arrived_at - datetime.fromisoformat(meta["updatedAt"]).timestamp()
         except (KeyError, TypeError, ValueError):
             return None
-        if abs(age) > window or not chunks.starts_with(snapshot, messages):
+        # Below 0: the stored write was made while this one waited its turn (as long as
+        # now - arrived_at), after it arrived: later still than within the window.
+        if not -(now - arrived_at) - window <= age <= window or not chunks.starts_with(snapshot, messages):
             return None
         return stored, age
 
