@@ -429,35 +429,17 @@ class _Arrivals(threading.Thread):
                 while self._ahead > MAX_READ_AHEAD and not self._stopped:
                     self._changed.wait()
             try:
-                ready, _, _ = select.select([self._fd, self._wake_read], [], [])
+                select.select([self._fd, self._wake_read], [], [])
                 if self._stopped:
                     return
                 chunk = os.read(self._fd, PIPE_CHUNK)
             except OSError:  # the input is gone: as its end
                 chunk = b""
-            lines: list[tuple[bytes, bool]] = []
-            if not chunk:
-                if pending and not skipping:
-                    lines.append((bytes(pending), False))  # a last line without its newline
+            if chunk:
+                lines, skipping = self._lines_in(pending, chunk, skipping)
+            else:  # the end, after a last line without its newline
+                lines = [(bytes(pending), False)] if pending and not skipping else []
                 lines.append((b"", False))
-            else:
-                pending += chunk
-                start = 0
-                while True:
-                    newline = pending.find(b"\n", start)
-                    if skipping:
-                        if newline < 0:
-                            break
-                        skipping, start = False, newline + 1
-                    elif newline >= 0 and newline - start <= self._max_line:
-                        lines.append((bytes(pending[start:newline + 1]), False))
-                        start = newline + 1
-                    elif len(pending) - start > self._max_line:
-                        lines.append((bytes(pending[start:start + self._max_line + 1]), True))
-                        skipping, start = True, start + self._max_line + 1
-                    else:
-                        break
-                del pending[:len(pending) if skipping else start]
             if lines:
                 arrived = time.monotonic()
                 with self._changed:
@@ -467,6 +449,32 @@ class _Arrivals(threading.Thread):
                     self._changed.notify_all()
             if not chunk:
                 return
+
+    def _lines_in(self, pending: bytearray, chunk: bytes,
+                  skipping: bool) -> tuple[list[tuple[bytes, bool]], bool]:
+        """The lines ``chunk`` ends, with the start of the first in ``pending`` (left
+        holding the start of the next), each with whether it was too long; and whether
+        the rest of a too long line is being skipped."""
+        lines = []
+        start, searched = 0, len(pending)  # what came before holds no newline
+        pending += chunk
+        with memoryview(pending) as view:
+            while True:
+                newline = pending.find(b"\n", max(start, searched))
+                if skipping:
+                    if newline < 0:
+                        break
+                    skipping, start = False, newline + 1
+                elif newline >= 0 and newline - start <= self._max_line:
+                    lines.append((bytes(view[start:newline + 1]), False))
+                    start = newline + 1
+                elif len(pending) - start > self._max_line:
+                    lines.append((bytes(view[start:start + self._max_line + 1]), True))
+                    skipping, start = True, start + self._max_line + 1
+                else:
+                    break
+        del pending[:len(pending) if skipping else start]
+        return lines, skipping
 
     def next(self) -> tuple[bytes, bool, float]:
         """The next line (b"" at end of input), whether it was too long, and when it came."""
