@@ -32,7 +32,6 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
 
 import pygit2
 
@@ -43,6 +42,7 @@ from gitmem.git.attempts import Attempt, expected_files
 from gitmem.git.branch import Branch, NotOnDisk
 from gitmem.git.cancel import stop_if_cancelled
 from gitmem.git.displaced import DisplacedFiles
+from gitmem.git.wiring import BackgroundPacker, RecordGuard
 from gitmem.git.facts import open_work_tree
 from gitmem.git.files import LOCK_FILE, may_write
 from gitmem.git.index import GitLock, Index, Recovery
@@ -65,26 +65,6 @@ MAX_CAS_RETRIES = 20
 OBJECT_WRITE_RETRIES = 3  # object writes that may fail while a packer removes empty folders
 TREE_CACHE_LIMIT = 64 << 20  # bytes: the largest tree libgit2 keeps parsed (see GitEngine)
 STAT_CACHE_FILE = "stat-cache"  # in .git/gitmem/
-
-
-class RecordGuard(Protocol):
-    """What an engine opened with ``hand_edits`` calls before a record is read or written."""
-
-    def before_access(self, scope: str) -> None:
-        """Called with a record's path (file or folder) before it is read from HEAD, and
-        under the writers' lock before it is written."""
-
-    def merge_displaced(self, path: str, base_id: str, data: bytes) -> None:
-        """Called (from a thread of the engine's) with what a work-tree file a write had
-        replaced holds now: bytes a writer put there after it was checked to hold
-        ``base_id`` (see :mod:`gitmem.git.displaced`)."""
-
-
-class BackgroundPacker(Protocol):
-    """What an engine opened with ``packer`` tells of each commit it makes."""
-
-    def maybe_start(self) -> None:
-        """Note one commit (cheap: packing, when due, happens on a thread of its own)."""
 
 
 class GitEngine:
