@@ -16,7 +16,6 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from typing import Any
 
 from gitmem.records import layout
@@ -115,6 +114,7 @@ def unit_date(value: Any) -> str | None:
         if isinstance(found, str) and found:
             return found
         if isinstance(found, (int, float)) and not isinstance(found, bool):
+            from datetime import datetime, timezone  # only a number needs it
             try:
                 return datetime.fromtimestamp(found / 1000, timezone.utc).isoformat(timespec="seconds")
             except (OverflowError, OSError, ValueError):

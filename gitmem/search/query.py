@@ -383,9 +383,13 @@ def _value(unit: str, piece: str) -> Any:
 def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, str]]) -> dict[int, str]:
     """{unit id: snippet}: FTS5's snippet of each (unit id, text)."""
     db.execute(_HIT_TEXTS)
-    db.execute("DELETE FROM temp.hit_texts")
-    db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)",
-                   [(unit, spaced(text)) for unit, text in texts])
+    db.execute("SAVEPOINT hit_texts")  # one transaction, not one a row: half the time
+    try:
+        db.execute("DELETE FROM temp.hit_texts")
+        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)",
+                       [(unit, spaced(text)) for unit, text in texts])
+    finally:
+        db.execute("RELEASE hit_texts")
     return {unit: snippet.replace(_SEPARATOR, "") for unit, snippet in db.execute(
         "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
         " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression))}
