@@ -110,7 +110,7 @@ class SearchIndex:
                                "history every time")
         path = layout.parse_record(record).path if record is not None else None
         window = (self._moment(since), self._moment(until))
-        moment = self._moment(at)
+        moment = self._at(at)
         options = dict(history=history, kind=kind, path=path, window=window, limit=limit,
                        context=context)
         try:
@@ -122,7 +122,7 @@ class SearchIndex:
             self._start_over()
         return self._query(parsed, moment, options, progress)
 
-    def _query(self, query: Parsed, moment: int | None, options: dict,
+    def _query(self, query: Parsed, moment: tuple[int, str | None] | None, options: dict,
                progress: ProgressCallback | None) -> list[SearchHit]:
         db = self._open()
         if not self._stamp_holds(db):
@@ -131,9 +131,11 @@ class SearchIndex:
             if look is not None and meta(db, "tip") == look.head:
                 self._stamp(db, look.started_ns)
         at = None
-        if moment is not None:  # the last commit main had taken in by then (0: none yet)
-            at = db.execute("SELECT coalesce(max(id), 0) FROM commits WHERE time <= ?",
-                            (moment,)).fetchone()[0]
+        if moment is not None:  # the commit named, else the last one main had by then (0: none)
+            time, commit = moment
+            found = db.execute("SELECT id FROM commits WHERE sha = ?", (commit,)).fetchone()
+            at = found[0] if found else db.execute(
+                "SELECT coalesce(max(id), 0) FROM commits WHERE time <= ?", (time,)).fetchone()[0]
         return answer(db, query, self._read_blobs, at=at, **options)
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
@@ -146,15 +148,21 @@ class SearchIndex:
         return found
 
     def _moment(self, when: str | None) -> int | None:
+        found = self._at(when)
+        return None if found is None else found[0]
+
+    def _at(self, when: str | None) -> tuple[int, str | None] | None:
+        """(time, commit) that ``at`` names: a date's time, or a revision's commit and its
+        time (a commit that changed no unit is not in the index: its time then says)."""
         if when is None:
             return None
         moment = parse_time(when)
         if moment is not None:
-            return int(moment)
+            return int(moment), None
         commit = resolve_when(self.engine, when)
         if commit is None:
             raise HistoryError(f"{when!r} names no commit")
-        return self.engine.commit_info(commit).time
+        return self.engine.commit_info(commit).time, commit
 
     def _take_in_hand_edits(self, path: str | None) -> SettledLook | None:
         """What a read does first: commit the hand edits waiting (of ``path``'s record, or
