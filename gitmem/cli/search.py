@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from types import SimpleNamespace
 
-from gitmem.cli.base import UsageError, open_repo, print_json, quick_first
+from gitmem.cli.base import open_repo, print_json, quick_first
 
 _FLAGS = ("--history", "--json")
 _VALUES = ("--repo", "--kind", "--record", "--limit", "--context")  # each takes the next argument

@@ -11,8 +11,8 @@ no hand edit waiting, nothing moved) is answered here without opening the reposi
 no pygit2, no look at the work tree, the snippets' blobs read by one ``git cat-file``.
 Otherwise :func:`quick_search` says None, and the repository is opened.
 
-    to_fts("Deploys on friday?")          # '"deploys" OR "friday"', FTS5's syntax
-    to_fts('deploy -friday "on call"')     # operators: every word, a phrase, one left out
+    parse("Deploys on friday?").expression   # '"deploys" OR "friday"', FTS5's syntax
+    parse('deploy -friday "on call"')        # operators: every word, a phrase, one left out
     quick_search(Path("~/gitmem").expanduser(), "deploy")   # [SearchHit, ...] or None
 """
 
@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitmem.errors import BadQuery, InvalidInput
+from gitmem.errors import InvalidInput
 from gitmem.git import stamp
 from gitmem.git.files import GITMEM_DIR, read_regular
 from gitmem.records import layout
@@ -108,6 +108,10 @@ def _quoted(text: str) -> str:
     return '"' + spaced(text).replace('"', '""') + '"'
 
 
+class _NotOperators(Exception):
+    """A query whose operators make no sense: it is read in plain words."""
+
+
 class _Term(NamedTuple):
     text: str
     prefix: bool
@@ -134,7 +138,7 @@ def parse(query: str) -> Parsed:
     if uses_operators(query):
         try:
             return _operators(query)
-        except BadQuery:  # a lone -, an unbalanced quote, OR at an end: read as plain words
+        except _NotOperators:  # a lone -, an unbalanced quote, OR at an end: read as plain words
             pass
     return _plain(query)
 
@@ -148,13 +152,13 @@ def _plain(query: str) -> Parsed:
 
 
 def _operators(query: str) -> Parsed:
-    """The query read as operators; :class:`BadQuery` when they make no sense."""
+    """The query read as operators; :class:`_NotOperators` when they make no sense."""
     groups = _groups(query)
     clauses = []
     for group in groups:
         wanted = [term.fts() for term in group if not term.negated]
         if not wanted:
-            raise BadQuery("-word only leaves words out")
+            raise _NotOperators("-word only leaves words out")
         clause = "(" + " AND ".join(wanted) + ")"
         clauses.append(clause + "".join(" NOT " + t.fts() for t in group if t.negated))
     words = [word.lower() for group in groups for term in group if not term.negated
@@ -162,15 +166,10 @@ def _operators(query: str) -> Parsed:
     return Parsed(" OR ".join(f"({clause})" for clause in clauses), words)
 
 
-def to_fts(query: str) -> str | None:
-    """``query`` in FTS5's syntax (None: no word to look for)."""
-    return parse(query).expression
-
-
 def _groups(query: str) -> list[list[_Term]]:
     """The terms of ``query``, in groups that OR joins."""
     if query.count('"') % 2:
-        raise BadQuery("unbalanced quote")
+        raise _NotOperators("unbalanced quote")
     groups: list[list[_Term]] = [[]]
     at = 0
     while True:
@@ -183,11 +182,11 @@ def _groups(query: str) -> list[list[_Term]]:
         negated, phrase, word = bool(match[1]), match[2], match[3]
         if word == "OR" and not negated:
             if not groups[-1]:
-                raise BadQuery("OR needs a word on each side")
+                raise _NotOperators("OR needs a word on each side")
             groups.append([])
             continue
         if word is not None and not word.strip("-*"):
-            raise BadQuery(f"a lone {match[0]!r}")
+            raise _NotOperators(f"a lone {match[0]!r}")
         text, prefix = (phrase, False) if phrase is not None else (word.rstrip("*"), word.endswith("*"))
         if phrase is not None and query.startswith("*", at):
             prefix, at = True, at + 1
@@ -195,9 +194,9 @@ def _groups(query: str) -> list[list[_Term]]:
             continue  # punctuation only, or an empty phrase: no word to match
         groups[-1].append(_Term(text, prefix, negated))
     if len(groups) > 1 and not groups[-1]:
-        raise BadQuery("OR needs a word on each side")
+        raise _NotOperators("OR needs a word on each side")
     if not any(groups):
-        raise BadQuery("no word to search for")
+        raise _NotOperators("no word to search for")
     return groups
 
 
