@@ -107,6 +107,25 @@ def test_a_hits_unit_id_reads_the_message_back_with_its_neighbours(repo):
     assert "holds no unit 'm9'" in done.stderr
 
 
+def test_a_units_position_and_neighbours_are_those_of_main_now(tmp_path):
+    """Not those of the version that brought the unit in: a block before it removed since,
+    a message appended after it."""
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    run_gitmem("memory", "write", "--agent", "a", repo=repo, input="alpha first\n\nbeta second\n\ngamma third")
+    run_gitmem("memory", "write", "--agent", "a", repo=repo, input="beta second\n\ngamma third")
+    for message in ({"id": "m0", "content": "one"}, {"id": "m1", "content": "two quokka"},
+                    {"id": "m2", "content": "three"}):
+        run_gitmem("session", "append", "cc", "s", repo=repo, input=json.dumps({"messages": [message]}))
+    with Gitmem.open(repo) as mem:  # the full path, and below the quick one (the command)
+        [block] = mem.search("gamma")
+        [message] = mem.search("quokka", context=1)
+        assert block.unit_id == 1 and mem.read_unit("agent:a", block.unit_id)[0].text == "gamma third"
+        assert message.unit_id == "m1" and [n["unit_id"] for n in message.context] == ["m0", "m2"]
+    assert search(repo, "gamma")[0]["unit_id"] == 1
+    assert [n["unit_id"] for n in search(repo, "--context", "1", "quokka")[0]["context"]] == ["m0", "m2"]
+
+
 def test_a_thread_events_unit_id_is_its_position_across_chunks(tmp_path):
     """A thread's events go into chunks of 64 KB: an event's position counts those before."""
     repo = tmp_path / "repo"

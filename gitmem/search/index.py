@@ -130,13 +130,19 @@ class SearchIndex:
             db = self.catch_up(progress)
             if look is not None and meta(db, "tip") == look.head:
                 self._stamp(db, look.started_ns)
-        at = None
+        at, view = None, meta(db, "tip")
         if moment is not None:  # the commit named, else the last one main had by then (0: none)
             time, commit = moment
-            found = db.execute("SELECT id FROM commits WHERE sha = ?", (commit,)).fetchone()
-            at = found[0] if found else db.execute(
-                "SELECT coalesce(max(id), 0) FROM commits WHERE time <= ?", (time,)).fetchone()[0]
-        return answer(db, query, self._read_blobs, at=at, **options)
+            found = db.execute("SELECT id, sha FROM commits WHERE sha = ?", (commit,)).fetchone()
+            found = found or db.execute("SELECT id, sha FROM commits WHERE time <= ? ORDER BY id DESC"
+                                        " LIMIT 1", (time,)).fetchone()
+            at, view = found if found else (0, None)
+        # A hit's unit is looked for in its file as main held it then (now, or at): its
+        # position and neighbours are those of that version, not of the one that added it.
+        snapshot = self.engine.snapshot_of(view) if view else None
+        return answer(db, query, self._read_blobs, at=at,
+                      read_file=None if snapshot is None else lambda path: _read(snapshot, path),
+                      **options)
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         found = {}
@@ -297,6 +303,14 @@ class SearchIndex:
             yield
         finally:
             self._lock.release()
+
+
+def _read(snapshot, path: str) -> bytes | None:
+    """The file at ``path`` in ``snapshot``; None when it is not there or cannot be read."""
+    try:
+        return snapshot.read(path)
+    except (KeyError, ValueError, EngineError):
+        return None
 
 
 def _inode(path) -> int | None:
