@@ -330,12 +330,14 @@ class _Place:
         self.added_date = added_date
         self._before: int | None = None
 
-    def identity(self, piece: str, index: int, own: bool = True) -> tuple[str | int, str]:
+    def identity(self, piece: str, index: int, own: bool = True) -> tuple[str | int | None, str]:
         """(unit id, date) of the unit held in ``piece``, at ``index`` among its file's
         pieces: the hit's own (``own``) or a neighbour's."""
         value = _value(self.unit, piece)
         if isinstance(value, dict) and self.unit == "message" and isinstance(value.get("id"), str):
-            number: str | int = value["id"]
+            number: str | int | None = value["id"]
+        elif self.unit == "message" and self.path.startswith(layout.THREADS + "/"):
+            number = None  # in a thread a position names an event: an id-less message has none
         else:
             number = self.before() + index
         return number, unit_date(value) or (self.added_date if own else self._added_date(piece))
