@@ -63,7 +63,7 @@ class SearchHit(NamedTuple):
     removed: str | None  # the commit that took it out; None while it is still there
     removed_date: str | None
     path: str  # the file that held it
-    context: list[dict[str, Any]]  # with ``context``: the units around it (:func:`neighbour`)
+    context: list[dict[str, Any]]  # with ``context``: {offset, unit_id, date, text} of those around it
 
     def as_json(self) -> dict[str, Any]:
         """The object ``gitmem search --json`` prints for this hit."""
