@@ -112,7 +112,8 @@ def test_a_units_position_and_neighbours_are_those_of_main_now(tmp_path):
     a message appended after it."""
     repo = tmp_path / "repo"
     run_gitmem("init", str(repo))
-    run_gitmem("memory", "write", "--agent", "a", repo=repo, input="alpha first\n\nbeta second\n\ngamma third")
+    run_gitmem("memory", "write", "--agent", "a", repo=repo,
+               input="alpha first\n\nbeta second\n\ngamma third")
     run_gitmem("memory", "write", "--agent", "a", repo=repo, input="beta second\n\ngamma third")
     for message in ({"id": "m0", "content": "one"}, {"id": "m1", "content": "two quokka"},
                     {"id": "m2", "content": "three"}):

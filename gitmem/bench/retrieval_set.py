@@ -1,5 +1,6 @@
-"""The retrieval bench's set (:mod:`gitmem.bench.retrieval`): generated multi-session conversations with planted facts, and
-questions asking for them in other words, each with the turns that answer it.
+"""The retrieval bench's set (:mod:`gitmem.bench.retrieval`): generated multi-session
+conversations with planted facts, and questions asking for them in other words, each
+with the turns that answer it.
 
 Two people talk over several dated sessions; most turns are small talk that shares the
 facts' topics (other pets, other trips, other food), and some turns plant a fact:

@@ -63,7 +63,7 @@ class SearchHit(NamedTuple):
     removed: str | None  # the commit that took it out; None while it is still there
     removed_date: str | None
     path: str  # the file that held it
-    context: list[dict[str, Any]]  # with ``context``: {offset, unit_id, date, text} of those around it
+    context: list[dict[str, Any]]  # with ``context``: those around it {offset, unit_id, date, text}
 
     def as_json(self) -> dict[str, Any]:
         """The object ``gitmem search --json`` prints for this hit."""
@@ -267,7 +267,8 @@ def answer(db: sqlite3.Connection, query: Parsed, read_blobs: ReadBlobs, *, hist
         place = _Place(db, record, unit, file, seen, added_date)
         hit = found.get(unit_id)
         near = place.neighbours(hit, context) if hit is not None else []
-        number, date = place.identity(hit.pieces[hit.index], hit.index) if hit is not None else (None, added_date)
+        number, date = (None, added_date) if hit is None else place.identity(hit.pieces[hit.index],
+                                                                              hit.index)
         hits.append(SearchHit(name, unit, number, date, snippets.get(unit_id, ""),
                               round(scores[unit_id], 6), added, added_date, removed, removed_date,
                               file, near))
