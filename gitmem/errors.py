@@ -10,7 +10,3 @@ from __future__ import annotations
 class InvalidInput(ValueError):
     """Input the caller can correct; the message says what is wrong with it."""
 
-
-class BadQuery(InvalidInput):
-    """A search query that cannot be parsed (an unbalanced quote, a lone operator, nothing
-    to search for); the message says what is wrong, in one line."""

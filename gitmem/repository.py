@@ -28,6 +28,7 @@ from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 if TYPE_CHECKING:
     from gitmem.history.blame import Blamed
     from gitmem.search.index import SearchHit
+    from gitmem.search.neighbours import UnitRead
 
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
 
@@ -377,12 +378,21 @@ class Gitmem:
 
     def search(self, query: str, history: bool = False, kind: str | None = None,
                record: str | None = None, since: str | None = None, until: str | None = None,
-               limit: int = 20) -> list[SearchHit]:
-        """The memory blocks, session messages and thread events matching ``query``, best
-        first (with ``history``: also text main no longer holds). A query that cannot be
-        parsed raises :class:`gitmem.errors.BadQuery`."""
+               limit: int = 20, at: str | None = None, context: int = 0) -> list[SearchHit]:
+        """The memory blocks, session messages and thread events matching ``query`` (any
+        text: plain words, or operators, :mod:`gitmem.search.query`), best first; with
+        ``history`` also text main no longer holds, with ``at`` (a WHEN) what main held
+        then; ``context`` adds that many units on each side of a hit."""
         return self.search_index.search(query, history=history, kind=kind, record=record,
-                                        since=since, until=until, limit=limit)
+                                        since=since, until=until, at=at, context=context,
+                                        limit=limit)
+
+    def read_unit(self, record: str, unit_id: str | int, context: int = 0) -> list[UnitRead]:
+        """The unit of ``record`` a search hit's ``unit_id`` names, at HEAD, with up to
+        ``context`` units on each side (:mod:`gitmem.search.neighbours`)."""
+        from gitmem.search.neighbours import read_unit, record_units
+        return read_unit(record_units(self.memory, self.sessions, self.threads), record, unit_id,
+                         context)
 
     def close(self) -> None:
         if self._search_index is not None:

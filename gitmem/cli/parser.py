@@ -63,7 +63,9 @@ COMMANDS = (
     ("restore", "write a record back as it was at a time, as a new commit",
      "history.add_restore"),
     ("search", "find the memory blocks, session messages and thread events that say "
-     "something, now or (--history) ever", "search.add_search"),
+     "something, now, at a time (--at) or (--history) ever", "search.add_search"),
+    ("unit", "one block, message or event of a record by a search hit's unit_id, with its "
+     "neighbours", "search.add_unit"),
     ("import", "bring data in from another store", "edges.add_import"),
     ("export", "write data out in another store's format", "edges.add_export"),
     ("gc", "pack the repository now (all objects into one pack, bounded memory)",
@@ -209,7 +211,8 @@ EXAMPLES = {
     "show": "gitmem show user --at yesterday",
     "diff": "gitmem diff agent:reviewer --since '3 days ago'",
     "restore": "gitmem restore user --at HEAD~2",
-    "search": "gitmem search 'deploy* -staging' --history --kind memory",
+    "search": "gitmem search 'when do we deploy?' --context 1  # or: 'deploy* -staging' --history",
+    "unit": "gitmem unit session:claude-code/6f1c m42 --context 2",
     "import nui": "gitmem import nui --dry-run",
     "export nui": "gitmem export nui ~/nui-backup",
     "gc": "gitmem gc",

@@ -42,6 +42,7 @@ log = logging.getLogger("gitmem.mcp")
 
 WRITE_MODES = ("append", "replace")
 MAX_LIMIT = 1000
+MAX_CONTEXT = 50
 RESOURCE_PREFIX = "gitmem://memory/"
 AGENT_RESOURCES = RESOURCE_PREFIX + "agent/"
 READABLE = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
@@ -49,7 +50,8 @@ WRITABLE = "user or agent:<id>"
 INSTRUCTIONS = ("Memory kept in a git repository: `user` (about the person) and `agent:<id>` "
                 "(one agent's notes). Read them with memory_read before you start; save what is "
                 "worth keeping with memory_write (append, a short block). Every write is a git "
-                "commit: history and memory_show look back, search finds words.")
+                "commit: history and memory_show look back; search finds what was said (ask in "
+                "plain words) and read_unit reads a hit with the units around it.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +60,8 @@ class Services:
 
     ``log(record, limit=)`` gives entries with ``to_json()`` (:func:`gitmem.history.versions.log`),
     ``show(record, at)`` one with ``.value``/``.exists``/``.commit``, ``memories()`` the
-    memory records with ``to_json()``, ``search(query, history=, limit=)`` hits with
-    ``as_json()``.
+    memory records with ``to_json()``, ``search(query, history=, at=, context=, limit=)``
+    hits with ``as_json()``, ``read_unit(record, unit_id, context)`` units with ``as_json()``.
     """
 
     memory: MemoryStore
@@ -69,6 +71,7 @@ class Services:
     log: Callable[..., list]
     show: Callable[[str, str], Any]
     search: Callable[..., list]
+    read_unit: Callable[..., list]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,13 +98,18 @@ def _record(name: str) -> dict:
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}
 
 
-def _tool(name: str, description: str, properties: dict, *required: str) -> types.Tool:
-    """A tool whose arguments are ``properties``, ``required`` among them, and no others."""
+def _tool(name: str, description: str, properties: dict, *required: str,
+          output: dict | None = None) -> types.Tool:
+    """A tool whose arguments are ``properties``, ``required`` among them, and no others;
+    with ``output``, the properties of the structured result it gives beside its text."""
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = list(required)
     schema["additionalProperties"] = False
-    return types.Tool(name=name, description=description, input_schema=schema)
+    output_schema = None if output is None else {"type": "object", "properties": output,
+                                                 "required": list(output)}
+    return types.Tool(name=name, description=description, input_schema=schema,
+                      output_schema=output_schema)
 
 
 TOOLS = (
@@ -128,11 +136,33 @@ TOOLS = (
            "at": {"type": "string", "description": "@~N, a commit, or a date"}},
           "record", "at"),
     _tool("search",
-          "Search the memories, sessions and threads for words; with history true, also what "
-          "was written and removed in earlier commits.",
-          {"query": {"type": "string", "description": "the words to look for"},
-           "history": {"type": "boolean", "default": False}, "limit": _LIMIT},
-          "query"),
+          "Find what was said or noted: ask in plain words, as you would ask a person (a "
+          "question, or the words you remember; the best matches come first, any of the "
+          "words may match). Each hit names its record and unit_id (read_unit reads it with "
+          "the units around it) and its date. at: search the memory as it was then; history "
+          "true: also what was written and removed since.",
+          {"query": {"type": "string", "description": "plain words or a question"},
+           "history": {"type": "boolean", "default": False},
+           "at": {"type": "string", "description": "a date such as 2026-11-01 or '3 days ago', "
+                                                   "or a commit: the memory as it was then"},
+           "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0,
+                       "description": "also this many units before and after each hit"},
+           "limit": _LIMIT},
+          "query", output={"hits": {"type": "array", "items": {
+              "type": "object", "properties": {
+                  "record": {"type": "string"}, "unit": {"type": "string"},
+                  "unit_id": {"type": ["string", "integer", "null"]}, "date": {"type": "string"},
+                  "snippet": {"type": "string"}, "score": {"type": "number"},
+                  "context": {"type": "array"}},
+              "required": ["record", "unit", "unit_id", "date", "snippet"]}}}),
+    _tool("read_unit",
+          "Read one message, event or memory block by the record and unit_id a search hit "
+          "gave, with the units around it.",
+          {"record": _record(READABLE),
+           "unit_id": {"type": ["string", "integer"], "description": "a search hit's unit_id"},
+           "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 2,
+                       "description": "units before and after it"}},
+          "record", "unit_id"),
 )
 
 
@@ -206,7 +236,8 @@ def build_server(open_services: Callable[[], Services], *, version: str,
         if note:
             log.warning("%s: %s %s: %s", client, params.name, _ids_of(args), note)
             content.append(types.TextContent(text=f"note: {note}"))
-        return types.CallToolResult(content=content)
+        structured = _structured(params.name, text)
+        return types.CallToolResult(content=content, structured_content=structured)
 
     async def cancelled(ctx, params: types.CancelledNotificationParams) -> None:
         cancel = in_flight.get(str(params.request_id))
@@ -329,17 +360,30 @@ def search(services: Services, args: dict, caller: Caller) -> str:
     with_history = args.get("history", False)
     if not isinstance(with_history, bool):
         raise ToolError('"history" must be true or false')
-    limit = _limit(args)
-    try:
-        hits = services.search(query, history=with_history, limit=limit)
-    except ValueError as error:  # a query the index cannot take: say which, and why
-        raise ToolError(f"cannot search for {query!r}: {_one_line(error)}") from None
-    return _json([hit.as_json() for hit in hits])
+    at = _string(args, "at") if "at" in args else None
+    hits = services.search(query, history=with_history, at=at, context=_context(args, 0),
+                           limit=_limit(args))
+    return _json({"hits": [hit.as_json() for hit in hits]})
+
+
+def read_unit(services: Services, args: dict, client: str) -> str:
+    record = _parse(_string(args, "record"), READABLE)
+    unit_id = args.get("unit_id")
+    if isinstance(unit_id, bool) or not isinstance(unit_id, (str, int)):
+        raise ToolError('"unit_id" is required: a search hit\'s unit_id, a string or a number')
+    units = services.read_unit(record.name, unit_id, _context(args, 2))
+    return _json([unit.as_json() for unit in units])
 
 
 _TOOL_CALLS: dict[str, Callable[[Services, dict, Caller], str]] = {
     "memory_read": memory_read, "memory_write": memory_write, "memory_list": memory_list,
-    "history": history, "memory_show": memory_show, "search": search}
+    "history": history, "memory_show": memory_show, "search": search, "read_unit": read_unit}
+
+
+def _structured(tool: str, text: str) -> dict | None:
+    """The structured result of a tool whose schema says it gives one: its text's JSON."""
+    schema = next(t.output_schema for t in TOOLS if t.name == tool)
+    return None if schema is None else json.loads(text)
 
 
 # -- arguments ---------------------------------------------------------------------------
@@ -367,6 +411,13 @@ def _known_arguments(tool: str, args: dict) -> None:
         known = ", ".join(schema["properties"]) or "none"
         raise ToolError(f"{tool} takes no argument {', '.join(map(repr, unknown))} "
                         f"(its arguments: {known})")
+
+
+def _context(args: dict, default: int) -> int:
+    context = args.get("context", default)
+    if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
+        raise ToolError(f'"context" must be a whole number from 0 to {MAX_CONTEXT}, not {context!r}')
+    return context
 
 
 def _limit(args: dict) -> int:
@@ -444,5 +495,6 @@ def _or_mcp_error(call: Callable[[], Any]) -> Any:
 
 def _ids_of(args: dict) -> str:
     """The arguments for the log, never content."""
-    return " ".join(f"{k}={args[k]!r:.80}" for k in ("record", "mode", "at", "limit", "history")
+    return " ".join(f"{k}={args[k]!r:.80}" for k in ("record", "mode", "at", "limit", "history",
+                                                     "unit_id", "context")
                     if k in args)
