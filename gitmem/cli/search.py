@@ -17,7 +17,7 @@ from types import SimpleNamespace
 
 from gitmem.cli.base import open_repo, print_json, quick_first
 
-_FLAGS = ("--history", "--json")
+_FLAGS = ("--history", "--json", "--meaning")
 _VALUES = ("--repo", "--kind", "--record", "--limit", "--context")  # each takes the next argument
 
 
@@ -49,6 +49,10 @@ def add_search(sub) -> None:
     sub.add_argument("--limit", type=positive_int, default=20, metavar="N",
                      help="at most N hits (default: 20)")
     sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+    sub.add_argument("--meaning", action="store_true",
+                     help="also rank by meaning (needs gitmem[semantic] or GITMEM_EMBEDDINGS; embeds "
+                          "the units without a vector first): gitmem search --meaning which pet "
+                          "did we get")
 
 
 def plain_search(argv: list[str]) -> SimpleNamespace | None:
@@ -57,7 +61,7 @@ def plain_search(argv: list[str]) -> SimpleNamespace | None:
     None for anything else."""
     if "search" not in argv:
         return None
-    args = SimpleNamespace(repo=None, no_pager=False, history=False, json=False, kind=None,
+    args = SimpleNamespace(repo=None, no_pager=False, history=False, json=False, meaning=False, kind=None,
                            record=None, since=None, until=None, at=None, limit=20, context=0,
                            query=[], run=cmd_search)
     command, words_ended = False, False
@@ -112,7 +116,7 @@ def cmd_search(args) -> None:
     from gitmem.search.query import quick_search
     query = " ".join(args.query)
     hits = None
-    if args.since is None and args.until is None and args.at is None:  # WHENs: the repository's
+    if args.since is None and args.until is None and args.at is None and not args.meaning:
         hits = quick_search(locate_repo(args.repo)[0], query, history=args.history,
                             kind=args.kind, record=args.record, limit=args.limit,
                             context=args.context)
@@ -122,7 +126,8 @@ def cmd_search(args) -> None:
             mem.search_index.catch_up(progress_bar("indexing for search"))
             hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
                               since=args.since, until=args.until, at=args.at, limit=args.limit,
-                              context=args.context)
+                              context=args.context, meaning=args.meaning,
+                              progress=progress_bar("embedding for search") if args.meaning else None)
     if not hits:
         print(f"gitmem: no hits for {query!r}", file=sys.stderr)
     if args.json:

@@ -46,8 +46,11 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
 from gitmem.history.versions import HistoryError, parse_time, resolve_when
 from gitmem.records import layout
+from gitmem.search.embeddings import Provider, configured_spec, provider_from
+from gitmem.search.meaning import FILE as VECTORS
+from gitmem.search.meaning import VectorCache, by_meaning
 from gitmem.search.query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, Parsed, SearchHit, answer,
-                                 check_options, meta, parse, spaced, stamp_holds)
+                                 check_options, hits_of, meta, parse, spaced, stamp_holds)
 from gitmem.records.units import record_kind, record_name, unit_changes, unit_key, unit_kind
 
 LOCK_FILE = "search.lock"
@@ -92,38 +95,45 @@ class SearchIndex:
         self._db: sqlite3.Connection | None = None
         self._opened: int | None = None  # the inode of the file _db has open
         self._lock = FileLock(self.path.with_name(LOCK_FILE), timeout=LOCK_WAIT)
+        self.vectors = VectorCache(engine.private_dir / VECTORS if engine.writable else None)
+        self._provider: Provider | None = None
 
     # -- answers ------------------------------------------------------------------
 
     def search(self, query: str, *, history: bool = False, kind: str | None = None,
                record: str | None = None, since: str | None = None, until: str | None = None,
                at: str | None = None, context: int = 0, limit: int = 20,
-               progress: ProgressCallback | None = None) -> list[SearchHit]:
+               progress: ProgressCallback | None = None, meaning: bool = False) -> list[SearchHit]:
         """The units matching ``query``, best first: those at HEAD, with ``history``
         every unit main ever held, with ``at`` (a WHEN, as ``gitmem log`` takes) those
         main held then. ``since``/``until`` (WHENs) keep the hits that came or went in
-        between; ``context`` adds that many units on each side of a hit."""
+        between; ``context`` adds that many units on each side of a hit. With ``meaning``
+        the units at HEAD are ranked by meaning too (:mod:`gitmem.search.meaning`), after
+        embedding those without a vector (``progress`` is told how many)."""
         parsed = parse(query)
         check_options(kind, limit, context)
         if at is not None and history:
             raise InvalidInput("at and history do not go together: at searches one time, "
                                "history every time")
+        if meaning and (history or at or since or until):
+            raise InvalidInput("meaning searches what main holds now: not with history, at, "
+                               "since or until")
         path = layout.parse_record(record).path if record is not None else None
         window = (self._moment(since), self._moment(until))
         moment = self._at(at)
         options = dict(history=history, kind=kind, path=path, window=window, limit=limit,
                        context=context)
         try:
-            return self._query(parsed, moment, options, progress)
+            return self._query(query, parsed, moment, options, progress, meaning)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
                 raise
         with self._locked():  # damaged inside (a disk error, a bad copy): built anew
             self._start_over()
-        return self._query(parsed, moment, options, progress)
+        return self._query(query, parsed, moment, options, progress, meaning)
 
-    def _query(self, query: Parsed, moment: tuple[int, str | None] | None, options: dict,
-               progress: ProgressCallback | None) -> list[SearchHit]:
+    def _query(self, text: str, query: Parsed, moment: tuple[int, str | None] | None, options: dict,
+               progress: ProgressCallback | None, meaning: bool = False) -> list[SearchHit]:
         db = self._open()
         if not self._stamp_holds(db):
             look = self._take_in_hand_edits(options["path"])
@@ -140,9 +150,21 @@ class SearchIndex:
         # A hit's unit is looked for in its file as main held it then (now, or at): its
         # position and neighbours are those of that version, not of the one that added it.
         snapshot = self.engine.snapshot_of(view) if view else None
-        return answer(db, query, self._read_blobs, at=at,
-                      read_file=None if snapshot is None else lambda path: _read(snapshot, path),
-                      **options)
+        read_file = None if snapshot is None else lambda path: _read(snapshot, path)
+        if meaning:
+            rows, scores = by_meaning(db, self.vectors, self.provider(), text, query, self._read_blobs,
+                                      read_file, kind=options["kind"], path=options["path"],
+                                      limit=options["limit"], progress=progress)
+            return hits_of(db, rows, scores, query, self._read_blobs, context=options["context"],
+                           read_file=read_file)
+        return answer(db, query, self._read_blobs, at=at, read_file=read_file, **options)
+
+    def provider(self) -> Provider:
+        """The embeddings provider this repository is set to (:mod:`gitmem.search.embeddings`),
+        loaded on first use."""
+        if self._provider is None:
+            self._provider = provider_from(configured_spec(self.engine.config_get))
+        return self._provider
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         found = {}
@@ -284,6 +306,7 @@ class SearchIndex:
                 os.unlink(f"{self.path}{suffix}")
 
     def close(self) -> None:
+        self.vectors.close()
         if self._db is not None:
             self._db.close()
             self._db = None

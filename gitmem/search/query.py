@@ -222,8 +222,18 @@ def answer(db: sqlite3.Connection, query: Parsed, read_blobs: ReadBlobs, *, hist
     :meth:`gitmem.search.index.SearchIndex.search` for the options; ``at`` is the index's
     number of the last commit the memory had then). Each hit's text is looked for in
     ``read_file(path)`` first, when given, then in its blob."""
+    rows, scores = ranked(db, query, history=history, kind=kind, path=path, window=window,
+                          limit=limit, at=at)
+    return hits_of(db, rows, scores, query, read_blobs, at=at, context=context, read_file=read_file)
+
+
+def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | None,
+           path: str | None, window: tuple[int | None, int | None], limit: int,
+           at: int | None = None) -> tuple[list[tuple], dict[int, float]]:
+    """The index's rows of the units matching ``query``, best first, and {unit id: score}
+    (see :func:`answer` for the options)."""
     if query.expression is None:
-        return []
+        return [], {}
     where, params = ["unit_search MATCH ?"], [query.expression]
     if at is not None:
         where.append("u.added <= ? AND (u.removed IS NULL OR u.removed > ?)")
@@ -257,9 +267,30 @@ def answer(db: sqlite3.Connection, query: Parsed, read_blobs: ReadBlobs, *, hist
                 " AND rowid IN (SELECT value FROM json_each(?))", (query.near, json.dumps(list(scores)))):
             scores[near] *= NEAR_BOOST
         rows = sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit]
-    found = _units_found([(r[0], r[2], r[3], r[4], r[5]) for r in rows], query.words, read_blobs,
+    return rows, scores
+
+
+_ROW = ("SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, 0.0, ca.sha, ca.date, cr.sha, cr.date,"
+        " u.record, u.added, u.removed FROM units u JOIN records r ON r.id = u.record"
+        " JOIN commits ca ON ca.id = u.added LEFT JOIN commits cr ON cr.id = u.removed"
+        " WHERE u.id IN (SELECT value FROM json_each(?))")
+
+
+def rows_of(db: sqlite3.Connection, ids: list[int]) -> list[tuple]:
+    """The index's rows of units ``ids``, in that order, as :func:`ranked` gives them."""
+    found = {row[0]: row for row in db.execute(_ROW, (json.dumps(ids),))}
+    return [found[unit] for unit in ids if unit in found]
+
+
+def hits_of(db: sqlite3.Connection, rows: list[tuple], scores: dict[int, float], query: Parsed,
+            read_blobs: ReadBlobs, *, at: int | None = None, context: int = 0,
+            read_file: ReadFile | None = None) -> list[SearchHit]:
+    """The hits of ``rows`` (:func:`ranked`'s), with their ``scores``; a unit no word of
+    ``query`` matches has its first words as its snippet."""
+    found = units_found([(r[0], r[2], r[3], r[4], r[5]) for r in rows], query.words, read_blobs,
                          read_file)
-    snippets = _snippets(db, query.expression, [(unit, f.text) for unit, f in found.items()])
+    snippets = {} if query.expression is None else _snippets(
+        db, query.expression, [(unit, f.text) for unit, f in found.items()])
     hits = []
     for (unit_id, name, unit, file, _blob, _key, _score, added, added_date, removed, removed_date,
          record, added_at, removed_at) in rows:
@@ -269,7 +300,8 @@ def answer(db: sqlite3.Connection, query: Parsed, read_blobs: ReadBlobs, *, hist
         near = place.neighbours(hit, context) if hit is not None else []
         number, date = (None, added_date) if hit is None else place.identity(hit.pieces[hit.index],
                                                                               hit.index)
-        hits.append(SearchHit(name, unit, number, date, snippets.get(unit_id, ""),
+        snippet = snippets.get(unit_id) or (_opening(hit.text) if hit is not None else "")
+        hits.append(SearchHit(name, unit, number, date, snippet,
                               round(scores[unit_id], 6), added, added_date, removed, removed_date,
                               file, near))
     return hits
@@ -283,7 +315,7 @@ class _Found(NamedTuple):
     index: int
 
 
-def _units_found(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
+def units_found(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
                  read_file: ReadFile | None) -> dict[int, _Found]:
     """{unit id: found} for hits (unit id, unit, path, blob, key): the unit whose text has
     that key, found in the file at ``path`` (a text with the key is the text indexed),
@@ -371,6 +403,12 @@ class _Place:
                 (self.record, self.unit, self.path) + (() if self.seen is None else (self.seen,) * 2)
             ).fetchone()[0]
         return self._before
+
+
+def _opening(text: str) -> str:
+    """The first SNIPPET_WORDS words of ``text``: the snippet of a hit no word matched."""
+    words = spaced(text).replace(_SEPARATOR, " ").split()
+    return " ".join(words[:SNIPPET_WORDS]) + ("…" if len(words) > SNIPPET_WORDS else "")
 
 
 def _value(unit: str, piece: str) -> Any:

@@ -96,6 +96,7 @@ def forget_secret(mem: Gitmem, target: str, fingerprint: str) -> Forgotten:
         unpushed, path, without_the_line, kept_ref,
         f"forget: the line with fingerprint {fingerprint} in {path}")
     mem.search_index.drop()  # it may hold the line too: built again, from the new commits
+    mem.search_index.vectors.drop()  # and a vector made from it
     return Forgotten(path, fingerprint, len(unpushed), tip, kept_ref, hand_edited)
 
 
