@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitmem.search.embeddings import Provider
-from gitmem.search.query import Parsed, ReadBlobs, ReadFile, ranked, rows_of, units_found
+from gitmem.search.query import Parsed, ReadBlobs, ReadFile, filters, ranked, rows_of, units_found
 
 FILE = "vectors.sqlite"  # in .git/gitmem/
 RRF_K = 5  # measured on the retrieval set: k=5 beat k=60 (docs/search.md)
@@ -103,13 +103,7 @@ def by_meaning(db: sqlite3.Connection, cache: VectorCache, provider: Provider, q
     :data:`BOUND` units without a vector embedded first)."""
     words, _ = ranked(db, parsed, history=False, kind=kind, path=path, window=(None, None),
                       limit=max(limit, DEPTH))
-    where, params = ["u.removed IS NULL"], []
-    if kind is not None:
-        where.append("r.kind = ?")
-        params.append(kind)
-    if path is not None:
-        where.append("r.path = ?")
-        params.append(path)
+    where, params = filters(history=False, kind=kind, path=path)
     live = db.execute("SELECT u.id, u.unit, u.path, u.blob, u.key FROM units u JOIN records r"
                       f" ON r.id = u.record WHERE {' AND '.join(where)} ORDER BY u.id", params).fetchall()
     vectors = cache.vectors(provider.name, sorted({row[4] for row in live}))

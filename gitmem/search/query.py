@@ -234,18 +234,9 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
     (see :func:`answer` for the options)."""
     if query.expression is None:
         return [], {}
-    where, params = ["unit_search MATCH ?"], [query.expression]
-    if at is not None:
-        where.append("u.added <= ? AND (u.removed IS NULL OR u.removed > ?)")
-        params.extend((at, at))
-    elif not history:
-        where.append("u.removed IS NULL")
-    if kind is not None:
-        where.append("r.kind = ?")
-        params.append(kind)
-    if path is not None:
-        where.append("r.path = ?")
-        params.append(path)
+    where, params = filters(history=history, kind=kind, path=path, at=at)
+    where.insert(0, "unit_search MATCH ?")
+    params.insert(0, query.expression)
     low, high = window
     if low is not None or high is not None:
         where.append("(ca.time BETWEEN ? AND ? OR cr.time BETWEEN ? AND ?)")
@@ -268,6 +259,26 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
             scores[near] *= NEAR_BOOST
         rows = sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit]
     return rows, scores
+
+
+def filters(*, history: bool, kind: str | None, path: str | None,
+            at: int | None = None) -> tuple[list[str], list]:
+    """The conditions (on ``units u`` and ``records r``) and their parameters of the units
+    a search looks at: those at HEAD, at ``at``, or (``history``) all; of ``kind``; of the
+    record at ``path``."""
+    where, params = [], []
+    if at is not None:
+        where.append("u.added <= ? AND (u.removed IS NULL OR u.removed > ?)")
+        params.extend((at, at))
+    elif not history:
+        where.append("u.removed IS NULL")
+    if kind is not None:
+        where.append("r.kind = ?")
+        params.append(kind)
+    if path is not None:
+        where.append("r.path = ?")
+        params.append(path)
+    return where, params
 
 
 _ROW = ("SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, 0.0, ca.sha, ca.date, cr.sha, cr.date,"
