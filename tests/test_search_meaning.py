@@ -304,3 +304,18 @@ def test_a_search_embeds_a_bounded_number_of_units_and_the_next_one_goes_on(stan
         stand_in.texts.clear()
         assert block_texts(mem.search("which instrument", meaning=True))[0] == FACTS[4]
         assert stand_in.texts == [FACTS[4], "which instrument"]
+
+
+def test_forgetting_a_secret_deletes_the_vectors_made_from_it(stand_in, synced):
+    from conftest import GITHUB_TOKEN
+    repo, _ = synced
+    env = {"GITMEM_EMBEDDINGS": stand_in.spec}
+    run_gitmem("memory", "write", "--user", "--append", repo=repo, input=f"my token: {GITHUB_TOKEN}")
+    run_gitmem("search", "--meaning", "token", repo=repo, env=env)
+    cache = repo / ".git" / "gitmem" / FILE
+    assert cache.is_file()
+    refused = run_gitmem("sync", repo=repo, check=False)
+    mark = re.search(r"fingerprint ([0-9a-f]{16})", refused.stderr)[1]
+    run_gitmem("forget", "memory/user.md", "--secret", mark, repo=repo)
+    assert not cache.exists()
+    assert GITHUB_TOKEN not in run_gitmem("search", "--meaning", "--json", "token", repo=repo, env=env).stdout
