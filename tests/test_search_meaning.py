@@ -319,3 +319,17 @@ def test_forgetting_a_secret_deletes_the_vectors_made_from_it(stand_in, synced):
     run_gitmem("forget", "memory/user.md", "--secret", mark, repo=repo)
     assert not cache.exists()
     assert GITHUB_TOKEN not in run_gitmem("search", "--meaning", "--json", "token", repo=repo, env=env).stdout
+
+
+def test_a_damaged_vectors_cache_is_made_anew_with_the_same_answers(stand_in, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITMEM_EMBEDDINGS", stand_in.spec)
+    with Gitmem.open(tmp_path / "repo") as mem:
+        for fact in FACTS:
+            mem.memory.write(fact, "notes", mode="append")
+        before = [hit.as_json() for hit in mem.search("which animal joined the family", meaning=True)]
+        cache = mem.engine.private_dir / FILE
+    for suffix in ("-wal", "-shm"):
+        Path(f"{cache}{suffix}").unlink(missing_ok=True)
+    cache.write_bytes(b"\xff" * 8192)
+    with Gitmem.open(tmp_path / "repo") as mem:
+        assert [hit.as_json() for hit in mem.search("which animal joined the family", meaning=True)] == before

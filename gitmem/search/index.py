@@ -152,12 +152,24 @@ class SearchIndex:
         snapshot = self.engine.snapshot_of(view) if view else None
         read_file = None if snapshot is None else lambda path: _read(snapshot, path)
         if meaning:
-            rows, scores = by_meaning(db, self.vectors, self.provider(), text, query, self._read_blobs,
-                                      read_file, kind=options["kind"], path=options["path"],
-                                      limit=options["limit"], progress=progress)
+            rows, scores = self._by_meaning(db, text, query, read_file, options, progress)
             return hits_of(db, rows, scores, query, self._read_blobs, context=options["context"],
                            read_file=read_file)
         return answer(db, query, self._read_blobs, at=at, read_file=read_file, **options)
+
+    def _by_meaning(self, db: sqlite3.Connection, text: str, query: Parsed, read_file, options: dict,
+                    progress: ProgressCallback | None) -> tuple[list[tuple], dict[int, float]]:
+        def ranked() -> tuple[list[tuple], dict[int, float]]:
+            return by_meaning(db, self.vectors, self.provider(), text, query, self._read_blobs,
+                              read_file, kind=options["kind"], path=options["path"],
+                              limit=options["limit"], progress=progress)
+        try:
+            return ranked()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
+                raise
+        self.vectors.drop()  # damaged (a disk error, a bad copy): embedded anew
+        return ranked()
 
     def provider(self) -> Provider:
         """The embeddings provider this repository is set to (:mod:`gitmem.search.embeddings`),
