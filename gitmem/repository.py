@@ -23,6 +23,7 @@ from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.location import default_repo_path
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+from gitmem.stores.memory_tree import MemoryTree
 
 if TYPE_CHECKING:
     from gitmem.history.blame import Blamed
@@ -135,11 +136,12 @@ def _chmod_private(path: Path) -> None:
 
 
 class Gitmem:
-    """One repository and its stores: ``memory``, ``sessions`` and ``threads``."""
+    """One repository and its stores: ``memory``, ``memory_tree``, ``sessions`` and ``threads``."""
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
         self.memory = MemoryStore(engine)
+        self.memory_tree = MemoryTree(engine)  # the /memories tree of Claude's memory tool
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for

@@ -90,10 +90,12 @@ def cmd_log(args) -> None:
 
 
 def record_names(mem) -> list[str]:
-    """The name of every record at HEAD: user, agent:<id>, session:<type>/<id>, thread:<id>."""
+    """The name of every record at HEAD: user, agent:<id>, note:<path>, session:<type>/<id>,
+    thread:<id>."""
+    from gitmem.records import layout
     snapshot = mem.engine.snapshot()
-    return ((["user"] if snapshot.exists(mem.memory.path(None)) else [])
-            + [f"agent:{agent}" for agent in mem.memory.agents(snapshot=snapshot)]
+    return ([layout.memory_record(path[len(layout.MEMORY) + 1:]).name
+             for path in snapshot.files(layout.MEMORY) if layout.record_path(path) == path]
             + [f"session:{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)]
             + [f"thread:{t['id']}" for t in mem.threads.list_threads(snapshot=snapshot)])
 

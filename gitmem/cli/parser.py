@@ -123,7 +123,7 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
 
 REPO_HELP = ("the repository (default: $GITMEM_REPO, else the gitmem repository holding the "
              "current folder, else ~/.local/share/gitmem)")
-RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
+RECORDS = "user, agent:<id>, note:<path>, session:<agentType>/<sessionId> or thread:<threadId>"
 NO_PAGER_HELP = "do not pipe the output into a pager ($GIT_PAGER, $PAGER or less)"
 
 

@@ -1,7 +1,7 @@
 """History of a record: its log with a summary of each change, how it was at a time,
 what changed between two times, and putting an old version back.
 
-Records are named as everywhere else (``user``, ``agent:<id>``,
+Records are named as everywhere else (``user``, ``agent:<id>``, ``note:<path>``,
 ``session:<agentType>/<sessionId>``, ``thread:<threadId>``). A time (WHEN) is a
 revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (the end of that day,
 local time: as it was that day), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``,
@@ -250,14 +250,17 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None) ->
 
 
 def memories(mem: Records) -> list[MemoryListed]:
-    """Every memory record (``user`` first, then ``agent:<id>`` by id) with its size and
-    last change."""
+    """Every memory record (``user`` first, then ``agent:<id>`` by id, then ``note:<path>``
+    by path) with its size and last change."""
     snapshot = mem.engine.snapshot()
-    owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
-        mem.memory.agents(snapshot=snapshot))
+    records = []
+    for path in snapshot.files(layout.MEMORY):
+        if layout.record_path(path) == path and snapshot.blob_id(path) is not None:
+            record = layout.memory_record(path[len(layout.MEMORY) + 1:])
+            order = {"user": 0, "agent": 1}.get(record.kind, 2)
+            records.append(((order, record.ids), record))
     found = []
-    for agent in owners:
-        record = layout.parse_record("user" if agent is None else f"agent:{agent}")
+    for _, record in sorted(records, key=lambda pair: pair[0]):
         last = record_commits(mem, record, limit=1)
         found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
                                   last[0] if last else None))
@@ -307,7 +310,8 @@ def restore(mem: Records, record: str, at: str) -> Restored:
             raise NoRecord(f"no record {parsed.name}: nothing to restore")
         first = mem.engine.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
-                  "--agent`", "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
+                  "--agent`", "note": "the memory tool's delete",
+                  "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
         raise HistoryError(f"{parsed.name} did not exist at {at!r}: its first version is "
                            f"{first.id[:10]} of {format_date(first.time, first.offset)}; "
                            f"nothing restored ({delete} deletes it)")
@@ -384,9 +388,8 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
 
 def read_record(mem: Records, record: layout.Record, snapshot, commit: str | None) -> Shown:
     """``record`` as ``snapshot`` (of ``commit``) holds it."""
-    if record.kind in ("user", "agent"):
-        agent = record.ids[0] if record.kind == "agent" else None
-        value = {"content": mem.memory.read(agent, snapshot=snapshot)}
+    if record.is_memory:
+        value = {"content": mem.memory.read_file(record.path, snapshot=snapshot)}
         exists = snapshot.exists(record.path)
     elif record.kind == "session":
         messages, agent_session_id = mem.sessions.read(*record.ids, snapshot=snapshot)
@@ -404,7 +407,7 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
 
 def _files(snapshot, record: layout.Record) -> dict[str, str]:
     """{path: blob id} of every file of ``record`` in ``snapshot``."""
-    if record.kind in ("user", "agent"):
+    if record.is_memory:
         blob_id = snapshot.blob_id(record.path)
         return {record.path: blob_id} if blob_id else {}
     return {path: snapshot.blob_id(path) for path in snapshot.files(record.path)}
@@ -412,7 +415,7 @@ def _files(snapshot, record: layout.Record) -> dict[str, str]:
 
 def _group(record: layout.Record, path: str) -> tuple[str, str]:
     """What a changed file of ``record`` holds, and how its changes are counted."""
-    if record.kind in ("user", "agent"):
+    if record.is_memory:
         return "lines", "lines"
     parts = path[len(record.path) + 1:].split("/")
     if len(parts) == 2 and parts[1].endswith(".jsonl"):
