@@ -241,6 +241,13 @@ class Gitmem:
         """Write ``record`` back as it was at WHEN ``at``, as one new commit."""
         return history.restore(self, record, at)
 
+    def recent(self, since: str, *, limit: int = 50) -> list[history.RecentChange]:
+        """What changed across every record since WHEN ``since``, newest first, each change
+        with its diff; a person's edits waiting in the work tree are committed first."""
+        if self.engine.hand_edits is not None:
+            self.engine.hand_edits.before_access_all()
+        return history.recent(self, since, limit=limit)
+
     def blame(self, record: str) -> list[Blamed]:
         """Each block of a memory, or each message and event of a session or thread, with
         the commit that introduced it."""

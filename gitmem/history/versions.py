@@ -11,12 +11,14 @@ or before it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N
 back: ``@~1`` is the one before the newest). Restoring writes the old content back as a
 new commit; nothing is ever reset. The record's commits come from the record index
 (:mod:`gitmem.history.record_index`), so a record's history costs what its own changes cost.
+What changed lately across every record, each change with its diff, is :func:`recent`.
 
     with Gitmem.open() as mem:
         for entry in log(mem, "user"):
             print(entry.commit.summary, entry.summary)   # "memory: replace user memory" "+1 -0 lines"
         show(mem, "user", "yesterday").value["content"]
         restore(mem, "user", "yesterday")
+        recent(mem, "2 hours ago")   # [RecentChange(commit, files with their patches), ...]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.ids import printable
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.records.units import record_name
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 
@@ -56,6 +59,7 @@ _RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
 # abc1234) or as a day of this month (12), so one that names no commit is refused
 _REVISION_LIKE = re.compile(r"[^~^]*[~^].*|@.*|[0-9a-fA-F]+")
 _NOUNS = {"messages": "message", "events": "event"}
+MAX_RECENT_DIFF = 20_000  # characters of one file's diff that recent() answers
 
 
 class HistoryError(ValueError):
@@ -140,6 +144,24 @@ class MemoryListed:
         return {"record": self.record, "size": self.size,
                 "changed": format_date(last.time, last.offset) if last else None,
                 "commit": last.id if last else None}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecentChange:
+    """One commit of :func:`recent`: who made it and when, and each file it changed, with
+    the record the file belongs to (None: no record's, like README.md) and its diff."""
+
+    commit: CommitInfo
+    files: list[FileDiff]
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.commit
+        return {"id": c.id, "author": c.author, "email": c.email, "time": c.time,
+                "date": format_date(c.time, c.offset), "summary": c.summary,
+                "op": c.trailers.get("Gitmem-Op"), "trailers": c.trailers,
+                "changes": [{"record": _record_of(f.path), "path": f.path, "status": f.status,
+                             "added": f.added, "removed": f.removed, "binary": f.binary,
+                             "diff": _cut(f.patch)} for f in self.files]}
 
 
 # -- times ------------------------------------------------------------------------
@@ -264,6 +286,26 @@ def memories(mem: Records) -> list[MemoryListed]:
         last = record_commits(mem, record, limit=1)
         found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
                                   last[0] if last else None))
+    return found
+
+
+def recent(mem: Records, since: str, *, limit: int = 50) -> list[RecentChange]:
+    """What changed across every record since WHEN ``since``, newest first: the commits of
+    ``main``'s first-parent line after it (a sync's merge is one change, holding what came
+    from the other side; an API write, a hand edit and a restore are one each), at most
+    ``limit``, each with every file it changed and its diff. A date stands for the newest
+    commit made at or before it, as everywhere in history."""
+    if limit < 1:
+        raise HistoryError(f"limit must be 1 or more, not {limit}")
+    stop = resolve_when(mem.engine, since)
+    found: list[RecentChange] = []
+    commit = mem.engine.head()
+    while commit is not None and len(found) < limit and not (
+            stop is not None and mem.engine.descends_from(stop, commit)):
+        info = mem.engine.commit_info(commit)
+        parent = info.parents[0] if info.parents else None
+        found.append(RecentChange(info, mem.engine.diff_commits("", parent, commit)))
+        commit = parent
     return found
 
 
@@ -403,6 +445,21 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
                  "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
         exists = snapshot.tree_id(record.path) is not None
     return Shown(record.name, commit, exists, value)
+
+
+def _record_of(path: str) -> str | None:
+    """The name of the record file ``path`` belongs to (None: no record's)."""
+    record = layout.record_path(path)
+    return record_name(record) if record is not None else None
+
+
+def _cut(patch: str) -> str:
+    """``patch``, cut after :data:`MAX_RECENT_DIFF` characters with a line saying so."""
+    if len(patch) <= MAX_RECENT_DIFF:
+        return patch
+    rest = len(patch) - MAX_RECENT_DIFF
+    return (patch[:MAX_RECENT_DIFF].rsplit("\n", 1)[0] + f"\n... ({rest} more characters: "
+            "`gitmem diff RECORD` shows them)\n")
 
 
 def _files(snapshot, record: layout.Record) -> dict[str, str]:

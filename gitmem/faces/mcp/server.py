@@ -65,7 +65,8 @@ class OpenOnFirstUse:
                 self.services = Services(
                     memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
                     memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
-                    search=lambda query, **options: mem.search(query, **options))
+                    search=lambda query, **options: mem.search(query, **options),
+                    tree=mem.memory_tree, restore=mem.restore, recent=mem.recent)
             return self.services
 
     def start_log(self, path: Path) -> None:
