@@ -110,7 +110,7 @@ def test_only_the_mcp_face_and_the_mcp_command_import_the_mcp_sdk():
     assert importers == ["faces/mcp/server.py", "faces/mcp/tools.py"]
 
 
-@pytest.mark.parametrize("sdk, face", [("anthropic", "anthropic")])
+@pytest.mark.parametrize("sdk, face", [("anthropic", "anthropic"), ("agents", "openai_agents")])
 def test_only_its_face_imports_an_agent_sdk(sdk, face):
     """``gitmem --version`` and every other command load neither SDK: only the face and the
     public module that names it do."""
@@ -166,7 +166,7 @@ LAYERS = [
     ("gitmem.search",),
     ("gitmem.repository", ROOT),
     ("gitmem.sync", "gitmem.upkeep"),
-    ("gitmem.faces", "gitmem.anthropic", "gitmem.bench"),
+    ("gitmem.faces", "gitmem.anthropic", "gitmem.openai_agents", "gitmem.bench"),
     ("gitmem.cli", "gitmem.__main__"),
 ]
 
