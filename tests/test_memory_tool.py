@@ -253,3 +253,34 @@ def test_notes_are_listed_searched_hand_edited_and_synced(synced, tmp_path):
             "     4\t")
     log = json.loads(run_gitmem("log", "/memories/projects/parser.md", "--json", repo=clone).stdout)
     assert [entry["summary"] for entry in log] == ["+1 -0 lines", "created: +2 -0 lines"]
+
+
+def test_the_async_tool_answers_as_the_sync_one_through_the_async_runner(conversation, tmp_path):
+    """``AsyncMemoryTool`` in the SDK's async tool runner: the same tool results as the
+    sync tool gave, and the same files."""
+    from gitmem.anthropic import AsyncMemoryTool
+
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    responses = json.loads(RECORDED.read_text())
+
+    async def converse(url: str) -> None:
+        tool = AsyncMemoryTool(repo=repo)
+        try:
+            client = anthropic.AsyncAnthropic(api_key="recorded", base_url=url, max_retries=0)
+            runner = client.beta.messages.tool_runner(
+                model="claude-sonnet-4-5", max_tokens=2048, tools=[tool],
+                messages=[{"role": "user", "content": "I'm Ada; I prefer short answers. Keep our plan."}])
+            async for _ in runner:
+                pass
+        finally:
+            tool.close()
+
+    with MessagesApi(responses) as api:
+        import anyio
+        anyio.run(converse, api.url)
+    results = [request["messages"][-1]["content"][0] for request in api.requests[1:]]
+    assert [(r["content"], r.get("is_error", False)) for r in results] == [
+        (r["content"], r.get("is_error", False)) for r in conversation[2]]
+    assert (repo / "memory/user.md").read_text() == (conversation[0] / "memory/user.md").read_text()
+    assert Git(repo).count("memory") == Git(conversation[0]).count("memory")
