@@ -152,6 +152,8 @@ def test_recent_shows_a_hand_edit_a_sync_and_a_nui_write_each_with_its_diff(sync
         serve.call("storage.shutdown")
         assert serve.wait() == 0
     run_gitmem("sync", repo=repo)
+    (repo / "memory/notes").mkdir()  # saved after the sync, still waiting when recent is asked
+    (repo / "memory/notes/todo.md").write_text("- call the bank\n")
 
     async def test():
         async with session(repo) as opened:
@@ -172,6 +174,8 @@ def test_recent_shows_a_hand_edit_a_sync_and_a_nui_write_each_with_its_diff(sync
         return found[0]
 
     assert change_of("user", "edited by hand")["op"] == "hand-edit"
+    waiting = change_of("note:notes/todo.md", "- call the bank")
+    assert waiting["op"] == "hand-edit" and waiting["id"] == changes[0]["id"]  # committed by recent
     nui = change_of("agent:helper", "written by nui")
     assert nui["op"] == "memory.append" and nui["trailers"]["Gitmem-Handler"] == "nui-handler"
     synced_in = change_of("agent:reviewer", "written on the laptop")
