@@ -284,3 +284,15 @@ def test_the_async_tool_answers_as_the_sync_one_through_the_async_runner(convers
         (r["content"], r.get("is_error", False)) for r in conversation[2]]
     assert (repo / "memory/user.md").read_text() == (conversation[0] / "memory/user.md").read_text()
     assert Git(repo).count("memory") == Git(conversation[0]).count("memory")
+
+
+def test_gitmem_recent_shows_each_command_newest_first_with_its_diff(conversation):
+    repo = conversation[0]
+    git = Git(repo)
+    commits = git.log(fmt="%H")
+    found = json.loads(run_gitmem("recent", "--since", commits[-1], "--json", repo=repo).stdout)
+    assert [change["id"] for change in found] == commits[:-1]  # all but the init commit
+    assert {change["op"] for change in found} == {f"memories.{command}" for command in WRITES}
+    text = run_gitmem("recent", "--since", commits[-1], "-n", "1", repo=repo).stdout
+    assert text.startswith(commits[0][:10]) and "[memories.delete]  memories: delete /memories/projects" in text
+    assert "--- a/memory/projects/parser/plan.md\n+++ /dev/null\n" in text and "\n-# Project plan\n" in text

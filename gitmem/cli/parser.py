@@ -62,6 +62,8 @@ COMMANDS = (
     ("diff", "what changed in a record between two times", "history.add_diff"),
     ("restore", "write a record back as it was at a time, as a new commit",
      "history.add_restore"),
+    ("recent", "what changed across every record since a time, newest first, each change "
+     "with its diff", "history.add_recent"),
     ("search", "find the memory blocks, session messages and thread events that say "
      "something, now or (--history) ever", "search.add_search"),
     ("import", "bring data in from another store", "edges.add_import"),
@@ -207,6 +209,7 @@ EXAMPLES = {
     "show": "gitmem show user --at yesterday",
     "diff": "gitmem diff agent:reviewer --since '3 days ago'",
     "restore": "gitmem restore user --at HEAD~2",
+    "recent": "gitmem recent --since '2 hours ago'",
     "search": "gitmem search 'deploy* -staging' --history --kind memory",
     "import nui": "gitmem import nui --dry-run",
     "export nui": "gitmem export nui ~/nui-backup",
