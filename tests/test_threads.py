@@ -47,7 +47,7 @@ class Wire:
         self.repo = repo
         self.ids = itertools.count(1)
         self.process = subprocess.Popen(
-            [*gitmem_command(), "serve", "--repo", str(repo), "--max-response", "0"],
+            [*gitmem_command(), "serve", "--create", "--repo", str(repo), "--max-response", "0"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=SUBPROCESS_ENV)
 
@@ -569,7 +569,7 @@ def test_kaboo_path_is_the_npm_package_of_this_gitmem():
 def test_threads_info_and_answers_of_any_size_whatever_the_max_response(tmp_path):
     """nui's 4 MiB cap is for nui's reader; kaboo reads threads.* whatever `serve` was told."""
     big = {"type": "CUSTOM", "value": "é" * (5 << 20)}
-    server = subprocess.Popen([*gitmem_command(), "serve", "--repo", str(tmp_path / "repo")],
+    server = subprocess.Popen([*gitmem_command(), "serve", "--create", "--repo", str(tmp_path / "repo")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=SUBPROCESS_ENV)
     ids = itertools.count(1)
 

@@ -297,11 +297,11 @@ class GitMemThreadStore {
   #inFlight = new Set(); // this store's calls not answered yet
 
   /**
-   * @param {{ repo?: string, gitmem?: string, command?: string[], cwd?: string,
+   * @param {{ repo?: string, create?: boolean, gitmem?: string, command?: string[], cwd?: string,
    *           env?: Record<string, string | undefined>, timeoutMs?: number }} options
    *   See gitmem-thread-store.d.cts. Throws a GitMemError at once when no gitmem is found.
    */
-  constructor({ repo, gitmem, command, cwd, env, timeoutMs = 120_000 } = {}) {
+  constructor({ repo, create = false, gitmem, command, cwd, env, timeoutMs = 120_000 } = {}) {
     if (command === undefined && typeof repo !== "string") {
       throw new TypeError("GitMemThreadStore needs { repo: PATH } or { command: [...] }");
     }
@@ -311,8 +311,9 @@ class GitMemThreadStore {
       let where = path.resolve(folder, repo);
       try {
         where = fs.realpathSync(where);
-      } catch {} // not there yet: gitmem serve creates it
-      command = [...findGitmem(gitmem, childEnv, folder), "serve", "--repo", where, "--max-response", "0"];
+      } catch {} // not there yet: made when `create`, else gitmem serve answers why not
+      command = [...findGitmem(gitmem, childEnv, folder), "serve", "--repo", where, "--max-response", "0",
+        ...(create ? ["--create"] : [])];
     }
     const key = JSON.stringify([command, cwd ?? null, env ?? null]);
     let server = servers.get(key);

@@ -44,8 +44,11 @@ export interface ThreadStore {
 }
 
 export interface GitMemThreadStoreOptions {
-  /** The gitmem repository (created when missing); runs `<gitmem> serve --repo <repo>`. */
+  /** The gitmem repository; runs `<gitmem> serve --repo <repo>`. A missing one is an error
+   *  naming the nearest gitmem repository, unless `create`. */
   repo?: string;
+  /** Create the repository at `repo` when it is missing (`gitmem serve --create`). */
+  create?: boolean;
   /** The gitmem executable, e.g. `/srv/venv/bin/gitmem`. Without it: `$GITMEM`, then `gitmem`
    *  on PATH, then `python3 -P -m gitmem` where that imports; the constructor throws a
    *  GitMemError when none is found. */

@@ -53,7 +53,6 @@ class OpenOnFirstUse:
             if self.services is None:
                 # Imported here, not at the top: the git engine (pygit2) stays out of the
                 # start, which the SDK's import already makes long (see gitmem.bench.mcp).
-                from gitmem.history import versions as history
                 from gitmem.records.location import locate_repo
                 from gitmem.upkeep.maintenance import Maintenance
                 from gitmem.repository import Gitmem
@@ -62,11 +61,7 @@ class OpenOnFirstUse:
                 self.start_log(Path(self.log_file) if self.log_file
                                 else mem.engine.private_dir / logfile.SERVE_LOG)
                 log.info("serving %s over MCP (pid %d)", mem.engine.workdir, os.getpid())
-                self.services = Services(
-                    memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
-                    memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
-                    search=lambda query, **options: mem.search(query, **options),
-                    tree=mem.memory_tree, restore=mem.restore, recent=mem.recent)
+                self.services = services_of(mem)
             return self.services
 
     def start_log(self, path: Path) -> None:
@@ -87,6 +82,15 @@ class OpenOnFirstUse:
                 log.info("stopped")
             if self.log_writer is not None:
                 self.log_writer.stop()
+
+
+def services_of(mem: Gitmem) -> Services:
+    """What the tools call, on an open repository (``gitmem web``'s /mcp uses it too)."""
+    from gitmem.history import versions as history
+    return Services(memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
+                    memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
+                    search=lambda query, **options: mem.search(query, **options),
+                    tree=mem.memory_tree, restore=mem.restore, recent=mem.recent)
 
 
 def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | None = None,

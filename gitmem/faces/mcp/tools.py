@@ -17,7 +17,9 @@ repository, an empty query; any other failure too, logged) is a tool result with
 the server keeps serving. Ids are taken as the CLI takes them, kept inside the
 repository by the stores' escaping. A record that is not UTF-8
 comes back with U+FFFD for the bytes that are not, and a note saying so. Every write
-names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit.
+names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit; a
+server that knows more about who calls (``gitmem web``'s tokens) says so through
+``identify``, whose :class:`Caller` may also be read-only.
 
     server = build_server(open_services, version=gitmem.__version__)
     await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -88,6 +90,16 @@ class Services:
     tree: MemoryTree
     restore: Callable[[str, str], Any]
     recent: Callable[..., list]
+
+
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who makes a request: ``name`` for the log, the trailers its writes carry, and
+    whether it may write at all."""
+
+    name: str
+    trailers: dict[str, str]
+    may_write: bool = True
 
 
 class ToolError(Exception):
@@ -241,36 +253,54 @@ TOOLS = (
 )
 
 
-def build_server(open_services: Callable[[], Services], *, version: str,
-                 name: str = "gitmem") -> Server:
+def client_info(ctx) -> str:
+    """The client a request's session says it is (``clientInfo``), on one line."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    if info is None:
+        return "unknown"
+    return " ".join(f"{info.name} {info.version}".split())[:120]  # one trailer line
+
+
+# what a read-only caller is neither shown nor let call: every tool that is not read-only
+WRITING_TOOLS = frozenset(tool.name for tool in TOOLS if not tool.annotations.read_only_hint)
+
+
+def build_server(open_services: Callable[[], Services], *, version: str, name: str = "gitmem",
+                 identify: Callable[[Any], Caller] | None = None) -> Server:
     """The MCP server: :data:`TOOLS` and the memory resources on the services that
     ``open_services`` gives (called for each request; it raises when the repository
-    cannot be opened, which the request's answer then says)."""
+    cannot be opened, which the request's answer then says). ``identify(ctx)`` says who
+    makes a request (default: the client it says it is, who may write)."""
 
-    def client_of(ctx) -> str:
-        params = ctx.session.client_params
-        info = params.client_info if params is not None else None
-        if info is None:
-            return "unknown"
-        return " ".join(f"{info.name} {info.version}".split())[:120]  # one trailer line
+    def caller_of(ctx) -> Caller:
+        if identify is not None:
+            return identify(ctx)
+        client = client_info(ctx)
+        return Caller(client, {"Gitmem-Client": client})
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(TOOLS))
+        may_write = caller_of(ctx).may_write
+        return types.ListToolsResult(tools=[t for t in TOOLS if may_write or t.name not in WRITING_TOOLS])
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        client = client_of(ctx)
+        caller = caller_of(ctx)
+        client = caller.name
         args = params.arguments or {}
         tool = _TOOL_CALLS.get(params.name)
         try:
             if tool is None:
                 raise ToolError(f"no tool {params.name!r}: use one of "
                                 f"{', '.join(t.name for t in TOOLS)}")
+            if params.name in WRITING_TOOLS and not caller.may_write:
+                raise ToolError(f"{params.name} refused: this caller's token is read-only "
+                                "(a read-write one is made by `gitmem web token add NAME`)")
             _known_arguments(params.name, args)
             try:
                 services = open_services()
             except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
                 raise ToolError(_one_line(error)) from None
-            text, structured = tool(services, args, client)
+            text, structured = tool(services, args, caller)
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
             line = _unicode(str(error) if isinstance(error, CommandRefused) else _one_line(error))[0]
             if isinstance(error, (ToolError, ValueError)):
@@ -328,10 +358,10 @@ def build_server(open_services: Callable[[], Services], *, version: str,
                   on_read_resource=read_resource)
 
 
-# -- the tools: (services, arguments, client name) -> (the result's text, its structure) --
+# -- the tools: (services, arguments, caller) -> (the result's text, its structure) -----
 
 
-def memory_read(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_read(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
     if record.is_memory:
         content = services.memory.read(_agent_id(record)) if record.kind != "note" else \
@@ -347,7 +377,7 @@ def memory_read(services: Services, args: dict, client: str) -> tuple[str, dict]
     return _json(value), {"record": record.name, **value}
 
 
-def memory_write(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_write(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), WRITABLE)
     if record.kind not in ("user", "agent"):
         raise ToolError(f"{record.name} cannot be written here: write {WRITABLE}")
@@ -356,19 +386,19 @@ def memory_write(services: Services, args: dict, client: str) -> tuple[str, dict
     if mode not in WRITE_MODES:
         raise ToolError(f'mode must be "append" or "replace", not {mode!r}')
     commit = services.memory.write(content, _agent_id(record), mode,
-                                   trailers={"Gitmem-Client": client})
+                                   trailers=caller.trailers)
     done = {"record": record.name, "mode": mode, "commit": commit}
     if commit is None:
         return f"{record.name} already held that: nothing to commit", done
     return f"{'appended to' if mode == 'append' else 'replaced'} {record.name} in commit {commit[:10]}", done
 
 
-def memory_list(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_list(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     listed = [memory.to_json() for memory in services.memories()]
     return _json(listed), {"memories": listed}
 
 
-def memory_view(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_view(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     path = _path(args, "path")
     view_range = args.get("view_range")
     if view_range is not None and not (isinstance(view_range, list) and len(view_range) == 2 and all(
@@ -378,44 +408,44 @@ def memory_view(services: Services, args: dict, client: str) -> tuple[str, dict]
     return answer.text, {"path": path, "answer": answer.text}
 
 
-def memory_create(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_create(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     path, text = _path(args, "path"), _text(args, "file_text")
-    return _answered_command(path, lambda: services.tree.create(path, text, trailers=_client(client)))
+    return _answered_command(path, lambda: services.tree.create(path, text, trailers=caller.trailers))
 
 
-def memory_str_replace(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_str_replace(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     path, old, new = _path(args, "path"), _text(args, "old_str"), _text(args, "new_str")
     return _answered_command(path, lambda: services.tree.str_replace(path, old, new,
-                                                                     trailers=_client(client)))
+                                                                     trailers=caller.trailers))
 
 
-def memory_insert(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_insert(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     path, text = _path(args, "path"), _text(args, "insert_text")
     line = args.get("insert_line")
     if isinstance(line, bool) or not isinstance(line, int):
         raise ToolError(f'"insert_line" is required, as a whole number (0: at the top), not {line!r:.80}')
     return _answered_command(path, lambda: services.tree.insert(path, line, text,
-                                                                trailers=_client(client)))
+                                                                trailers=caller.trailers))
 
 
-def memory_delete(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_delete(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     path = _path(args, "path")
-    return _answered_command(path, lambda: services.tree.delete(path, trailers=_client(client)))
+    return _answered_command(path, lambda: services.tree.delete(path, trailers=caller.trailers))
 
 
-def memory_rename(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_rename(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     old, new = _path(args, "old_path"), _path(args, "new_path")
-    answer = _command(lambda: services.tree.rename(old, new, trailers=_client(client)))
+    answer = _command(lambda: services.tree.rename(old, new, trailers=caller.trailers))
     return answer.text, {"path": old, "newPath": new, "answer": answer.text, "commit": answer.commit}
 
 
-def history(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def history(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
     entries = [entry.to_json() for entry in services.log(record.name, limit=_limit(args))]
     return _json(entries), {"record": record.name, "entries": entries}
 
 
-def memory_show(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def memory_show(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
     shown = services.show(record.name, _string(args, "at"))
     if not shown.exists:
@@ -426,7 +456,7 @@ def memory_show(services: Services, args: dict, client: str) -> tuple[str, dict]
     return _json(shown.value), shown.to_json()
 
 
-def restore(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def restore(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
     restored = services.restore(record.name, _string(args, "at"))
     done = restored.to_json()
@@ -436,13 +466,13 @@ def restore(services: Services, args: dict, client: str) -> tuple[str, dict]:
     return f"restored {record.name} as at {source} in commit {restored.commit[:10]}", done
 
 
-def recent(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def recent(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     since = _string(args, "since") if "since" in args else "1 day ago"
     changes = [change.to_json() for change in services.recent(since, limit=_limit(args))]
     return _json(changes), {"since": since, "changes": changes}
 
 
-def search(services: Services, args: dict, client: str) -> tuple[str, dict]:
+def search(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     query = _string(args, "query")
     with_history = args.get("history", False)
     if not isinstance(with_history, bool):
@@ -456,7 +486,7 @@ def search(services: Services, args: dict, client: str) -> tuple[str, dict]:
     return _json(found), {"query": query, "hits": found}
 
 
-_TOOL_CALLS: dict[str, Callable[[Services, dict, str], tuple[str, dict]]] = {
+_TOOL_CALLS: dict[str, Callable[[Services, dict, Caller], tuple[str, dict]]] = {
     "memory_read": memory_read, "memory_write": memory_write, "memory_list": memory_list,
     "memory_view": memory_view, "memory_create": memory_create,
     "memory_str_replace": memory_str_replace, "memory_insert": memory_insert,
@@ -476,10 +506,6 @@ def _command(call: Callable[[], Answer]) -> Answer:
 def _answered_command(path: str, call: Callable[[], Answer]) -> tuple[str, dict]:
     answer = _command(call)
     return answer.text, {"path": path, "answer": answer.text, "commit": answer.commit}
-
-
-def _client(client: str) -> dict[str, str]:
-    return {"Gitmem-Client": client}
 
 
 # -- arguments ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ function newRepo() {
 }
 
 function openStore(repo, options = {}) {
-  return new GitMemThreadStore({ command: [...GITMEM, "serve", "--repo", repo, "--max-response", "0"], ...options });
+  return new GitMemThreadStore({ command: [...GITMEM, "serve", "--create", "--repo", repo, "--max-response", "0"], ...options });
 }
 
 function gitLog(repo) {
@@ -187,7 +187,7 @@ test("an idle store does not keep node running", async () => {
   const adapter = fileURLToPath(new URL("../gitmem-thread-store.mjs", import.meta.url));
   const script = `
     import { GitMemThreadStore } from ${JSON.stringify(adapter)};
-    const store = new GitMemThreadStore({ command: ${JSON.stringify([...GITMEM, "serve", "--repo", newRepo()])} });
+    const store = new GitMemThreadStore({ command: ${JSON.stringify([...GITMEM, "serve", "--create", "--repo", newRepo()])} });
     await store.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);
     console.log(JSON.stringify(await store.readEvents("t1")));
   `;
