@@ -107,7 +107,7 @@ def test_only_the_mcp_face_and_gitmem_webs_mcp_import_the_mcp_sdk():
     found = modules()
     assert "mcp" in found["faces/mcp/tools.py"]  # the rule reads the real modules
     importers = sorted(path for path, names in found.items() if any(breaks(name, ("mcp",)) for name in names))
-    assert importers == ["faces/mcp/server.py", "faces/mcp/tools.py", "faces/web/mcp_http.py"]
+    assert importers == ["faces/mcp/stdio.py", "faces/mcp/tools.py", "faces/web/mcp_http.py"]
 
 
 def test_only_gitmem_web_imports_the_web_extra():

@@ -41,6 +41,7 @@ from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchM
                              check_path, config_get, default_identity, user_identity, with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
 from gitmem.git.branch import Branch
+from gitmem.git.cancel import stop_if_cancelled
 from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.facts import open_work_tree
 from gitmem.git.files import LOCK_FILE, may_write
@@ -412,6 +413,7 @@ class GitEngine:
                             raise
                         log.info("writing objects again after: %s", exc)
                         continue
+                    stop_if_cancelled()  # the last moment: only objects no ref holds are written
                     tree = self._repo[tree_id]
                     ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
                     on_main = self._worktree.is_main()

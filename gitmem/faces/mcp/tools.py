@@ -32,7 +32,8 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -266,12 +267,22 @@ def client_info(ctx) -> str:
 WRITING_TOOLS = frozenset(tool.name for tool in TOOLS if not tool.annotations.read_only_hint)
 
 
-def build_server(open_services: Callable[[], Services], *, version: str, name: str = "gitmem",
-                 identify: Callable[[Any], Caller] | None = None) -> Server:
+def build_server(open_services: Callable[[], Services], *, version: str,
+                 run_blocking: Callable[[Callable[[], Any], Callable[[], bool]], Awaitable[Any]],
+                 name: str = "gitmem", identify: Callable[[Any], Caller] | None = None) -> Server:
     """The MCP server: :data:`TOOLS` and the memory resources on the services that
     ``open_services`` gives (called for each request; it raises when the repository
     cannot be opened, which the request's answer then says). ``identify(ctx)`` says who
-    makes a request (default: the client it says it is, who may write)."""
+    makes a request (default: the client it says it is, who may write).
+
+    What a tool or a resource does with the services is handed to ``run_blocking(call,
+    cancelled)``, which runs ``call()`` off the event loop and returns its result, so that
+    the server answers a ping, or takes a cancel, while a big write runs
+    (:class:`gitmem.faces.mcp.server.Worker`). ``cancelled()`` is true once the client
+    sent ``notifications/cancelled`` for the call: a write not committed by then is
+    stopped, and the log says which it was (MCP sends no answer).
+    """
+    in_flight: dict[str, threading.Event] = {}  # a tool call's request id -> set when cancelled
 
     def caller_of(ctx) -> Caller:
         if identify is not None:
@@ -288,6 +299,7 @@ def build_server(open_services: Callable[[], Services], *, version: str, name: s
         client = caller.name
         args = params.arguments or {}
         tool = _TOOL_CALLS.get(params.name)
+        cancel = in_flight[str(ctx.request_id)] = threading.Event()
         try:
             if tool is None:
                 raise ToolError(f"no tool {params.name!r}: use one of "
@@ -296,19 +308,21 @@ def build_server(open_services: Callable[[], Services], *, version: str, name: s
                 raise ToolError(f"{params.name} refused: this caller's token is read-only "
                                 "(a read-write one is made by `gitmem web token add NAME`)")
             _known_arguments(params.name, args)
-            try:
-                services = open_services()
-            except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
-                raise ToolError(_one_line(error)) from None
-            text, structured = tool(services, args, caller)
+            text, structured = await run_blocking(
+                functools.partial(_run_tool, tool, open_services, args, caller), cancel.is_set)
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
             line = _unicode(str(error) if isinstance(error, CommandRefused) else _one_line(error))[0]
-            if isinstance(error, (ToolError, ValueError)):
+            if cancel.is_set():
+                log.info("%s: %s %s: %s", client, params.name, _ids_of(args), line)
+            elif isinstance(error, (ToolError, ValueError)):
                 log.info("%s: %s refused: %s", client, params.name, line)
             else:
                 log.exception("%s: %s failed", client, params.name)
             return types.CallToolResult(content=[types.TextContent(text=line)], is_error=True)
-        log.info("%s: %s %s", client, params.name, _ids_of(args))
+        finally:
+            in_flight.pop(str(ctx.request_id), None)
+        log.info("%s: %s %s%s", client, params.name, _ids_of(args),
+                 ": cancelled when it was done already (a write stands whole)" if cancel.is_set() else "")
         text, note = _unicode(text)
         content = [types.TextContent(text=text)]
         if note:
@@ -316,15 +330,20 @@ def build_server(open_services: Callable[[], Services], *, version: str, name: s
             content.append(types.TextContent(text=f"note: {note}"))
         return types.CallToolResult(content=content, structured_content=_unicode_values(structured))
 
+    async def cancelled(ctx, params: types.CancelledNotificationParams) -> None:
+        cancel = in_flight.get(str(params.request_id))
+        if cancel is not None:
+            cancel.set()
+
     @_answered
     async def list_resources(ctx, params) -> types.ListResourcesResult:
-        services = _or_mcp_error(open_services)
+        agents = await run_blocking(lambda: sorted(_or_mcp_error(open_services).memory.agents()), _never)
         found = [types.Resource(uri=RESOURCE_PREFIX + "user", name="user",
                                 description="the user's memory", mime_type="text/markdown")]
         found += [types.Resource(uri=AGENT_RESOURCES + quote(agent, safe=""), name=f"agent:{agent}",
                                  description=f"the memory of agent {agent}",
                                  mime_type="text/markdown")
-                  for agent in sorted(services.memory.agents())]
+                  for agent in agents]
         return types.ListResourcesResult(resources=found)
 
     @_answered
@@ -343,19 +362,38 @@ def build_server(open_services: Callable[[], Services], *, version: str, name: s
         else:
             raise MCPError(types.INVALID_PARAMS, f"no resource {uri}: use {RESOURCE_PREFIX}user "
                            f"or {AGENT_RESOURCES}<id>")
-        services = _or_mcp_error(open_services)
-        text = _or_mcp_error(lambda: services.memory.read(_agent_id(parse_record(
-            "user" if agent is None else f"agent:{agent}"))))
+
+        def read() -> str:
+            services = _or_mcp_error(open_services)
+            return _or_mcp_error(lambda: services.memory.read(_agent_id(parse_record(
+                "user" if agent is None else f"agent:{agent}"))))
+
+        text = await run_blocking(read, _never)
         text, note = _unicode(text)
         if note:
             log.warning("%s: %s", uri, note)
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="text/markdown", text=text)])
 
-    return Server(name, version=version, instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool,
-                  on_list_resources=list_resources, on_list_resource_templates=list_templates,
-                  on_read_resource=read_resource)
+    server = Server(name, version=version, instructions=INSTRUCTIONS,
+                    on_list_tools=list_tools, on_call_tool=call_tool,
+                    on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                    on_read_resource=read_resource)
+    server.add_notification_handler("notifications/cancelled", types.CancelledNotificationParams, cancelled)
+    return server
+
+
+def _run_tool(tool: Callable[[Services, dict, Caller], tuple[str, dict]],
+              open_services: Callable[[], Services], args: dict, caller: Caller) -> tuple[str, dict]:
+    try:
+        services = open_services()
+    except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
+        raise ToolError(_one_line(error)) from None
+    return tool(services, args, caller)
+
+
+def _never() -> bool:
+    return False
 
 
 # -- the tools: (services, arguments, caller) -> (the result's text, its structure) -----

@@ -17,6 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import Receive, Scope, Send
 
 from gitmem import __version__
+from gitmem.faces.mcp.server import Worker
 from gitmem.faces.mcp.tools import Caller, Services, build_server, client_info
 from gitmem.faces.web.tokens import Token, Tokens
 
@@ -30,7 +31,8 @@ class McpEndpoint:
 
     def __init__(self, services: Services, tokens: Tokens):
         self.tokens = tokens
-        server = build_server(lambda: services, version=__version__, identify=identify)
+        server = build_server(lambda: services, version=__version__, identify=identify,
+                              run_blocking=Worker())  # the tools off the event loop, one at a time
         # Host and Origin are checked in front of every path (gitmem.faces.web.guard)
         self.manager = StreamableHTTPSessionManager(app=server)
 
