@@ -2,13 +2,16 @@
 
     memory/user.md
     memory/agents/<agentId>.md
+    memory/<path>        a note: any other file under memory/ (what a model keeps with
+                         Claude's memory tool as /memories/<path>; see gitmem.stores.memory_tree)
     sessions/<agentType>/<sessionId>/meta.json, messages/NNNNNN.jsonl,
         messages/blobs/<sha256>.<ext> (images, see gitmem.stores.blobs)
     threads/<threadId>/meta.json, events/NNNNNN.jsonl, messages/NNNNNN.jsonl
 
 Ids are encoded with :mod:`gitmem.records.ids`. Records are named the same way in every
-history command: ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>``,
-``thread:<threadId>``.
+history command: ``user``, ``agent:<id>``, ``note:<path>`` (``memory/<path>``),
+``session:<agentType>/<sessionId>``, ``thread:<threadId>``; a memory file may also be
+named by its memory-tool path, ``/memories/<path>``.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from gitmem.records.ids import check, encode
+from gitmem.records.ids import UndecodableId, check, decode, encode
 
 MEMORY = "memory"
 USER_MEMORY = "memory/user.md"
 AGENT_MEMORY = "memory/agents"
+MEMORIES = "/memories"  # the folder memory/ as Claude's memory tool names it
 SESSIONS = "sessions"
 THREADS = "threads"
 META = "meta.json"
@@ -61,7 +65,7 @@ class BadRecordName(ValueError):
 class Record(NamedTuple):
     """A record as history commands name it, and the path (file or folder) that holds it."""
 
-    kind: str  # "user", "agent", "session" or "thread"
+    kind: str  # "user", "agent", "note", "session" or "thread"
     ids: tuple[str, ...]
     path: str
 
@@ -73,40 +77,84 @@ class Record(NamedTuple):
             return f"session:{self.ids[0]}/{self.ids[1]}"
         return f"{self.kind}:{self.ids[0]}"
 
+    @property
+    def is_memory(self) -> bool:
+        """True for a markdown memory (user, agent or note): one file, not a folder."""
+        return self.kind in ("user", "agent", "note")
+
 
 def parse_record(name: str) -> Record:
-    """Parse ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>`` or ``thread:<id>``.
+    """Parse ``user``, ``agent:<id>``, ``note:<path>``, ``session:<agentType>/<sessionId>``,
+    ``thread:<id>`` or a memory-tool path ``/memories/<path>``.
 
     An agent type may itself hold a ``/`` (``ext:corp/reviewer``), so a session name is
     split at its last ``/``.
     """
     if name == "user":
         return Record("user", (), USER_MEMORY)
+    if name.startswith(MEMORIES + "/"):
+        return memory_record(name[len(MEMORIES) + 1:])
     kind, sep, rest = name.partition(":")
     if sep and kind == "agent":
         return Record("agent", (rest,), agent_memory_path(rest))
+    if sep and kind == "note":
+        return memory_record(rest)
     if sep and kind == "thread":
         return Record("thread", (rest,), thread_dir(rest))
     if sep and kind == "session" and "/" in rest:
         agent_type, _, session_id = rest.rpartition("/")
         return Record("session", (agent_type, session_id), session_dir(agent_type, session_id))
     raise BadRecordName(
-        f"not a record name: {name!r} (use user, agent:<id>, session:<agentType>/<sessionId> "
-        "or thread:<threadId>)")
+        f"not a record name: {name!r} (use user, agent:<id>, note:<path>, "
+        "session:<agentType>/<sessionId> or thread:<threadId>)")
+
+
+def memory_record(relative: str) -> Record:
+    """The record of file ``memory/<relative>``: ``user``, an agent's memory, or a note.
+    ``relative`` must be a plain relative path (no empty, ``.`` or ``..`` part)."""
+    parts = relative.split("/")
+    if any(part in ("", ".", "..") for part in parts) or not note_name_ok(relative):
+        raise BadRecordName(f"not a note: {relative!r} (use the path of a file under "
+                            f"{MEMORIES}, like note:projects/plan.md)")
+    path = f"{MEMORY}/{relative}"
+    if path == USER_MEMORY:
+        return Record("user", (), path)
+    if len(parts) == 2 and parts[0] == "agents" and parts[1].endswith(".md"):
+        try:
+            agent = decode(parts[1][:-3])
+        except UndecodableId:
+            agent = None
+        if agent is not None and agent_memory_path(agent) == path:
+            return Record("agent", (agent,), path)
+    return Record("note", (relative,), path)
+
+
+def note_name_ok(path: str) -> bool:
+    """False for a path no record can name: one holding a tab or line break (the record
+    index's separators) or what UTF-8 cannot encode."""
+    return not any(c in path for c in "\t\n\r\0") and _encodes(path)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 # Where records live: (folder, how many path segments name the record)
-_RECORD_DEPTHS = ((AGENT_MEMORY, 3), (SESSIONS, 3), (THREADS, 2))
+_RECORD_DEPTHS = ((SESSIONS, 3), (THREADS, 2))
 
 
 def record_path(path: str) -> str | None:
     """The path of the record that file ``path`` belongs to (None: no record's)."""
-    if path == USER_MEMORY:
-        return path
+    if path.startswith(MEMORY + "/"):  # user.md, agents/<id>.md or a note: a file each
+        return path if note_name_ok(path) else None
     for folder, depth in _RECORD_DEPTHS:
         if path.startswith(folder + "/"):
             parts = path.split("/", depth)
-            if len(parts) < depth or (folder == AGENT_MEMORY and not parts[2].endswith(".md")):
+            if len(parts) < depth:
                 return None
             found = "/".join(parts[:depth])
             # what a record name can never name (an encoded id is ASCII) stays out of the format

@@ -44,8 +44,8 @@ def unit_kind(path: str) -> tuple[str, str] | None:
     record = layout.record_path(path)
     if record is None:
         return None
-    if record == path:
-        return (record, "block") if path.endswith(".md") else None
+    if record == path:  # a memory: user, an agent's, or a note, whatever its name
+        return record, "block"
     rest = path[len(record) + 1:].split("/")
     if len(rest) != 2 or not rest[1].endswith(layout.JSONL_SUFFIX):
         return None
@@ -64,10 +64,8 @@ def record_kind(record: str) -> str:
 def record_name(record: str) -> str:
     """The name ``gitmem log`` takes for the record at path ``record``."""
     parts = record.split("/")
-    if record == layout.USER_MEMORY:
-        return "user"
     if parts[0] == layout.MEMORY:
-        return f"agent:{_decoded(parts[2][:-len('.md')])}"
+        return layout.memory_record(record[len(layout.MEMORY) + 1:]).name
     if parts[0] == layout.SESSIONS:
         return f"session:{_decoded(parts[1])}/{_decoded(parts[2])}"
     return f"thread:{_decoded(parts[1])}"
