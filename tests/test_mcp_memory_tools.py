@@ -53,7 +53,8 @@ def test_every_tool_has_a_title_annotations_and_an_output_schema(tmp_path):
                 jsonschema.Draft202012Validator.check_schema(tool.output_schema)
                 assert tool.output_schema["type"] == "object"
                 assert tool.annotations.open_world_hint is False
-            reads = {"memory_read", "memory_list", "memory_view", "history", "memory_show", "recent", "search"}
+            reads = {"memory_read", "memory_list", "memory_view", "history", "memory_show", "recent", "search",
+                     "read_unit"}
             assert {n for n, t in tools.items() if t.annotations.read_only_hint} == reads
             destructive = {n for n, t in tools.items() if t.annotations.destructive_hint}
             assert destructive == {"memory_delete", "memory_write", "restore"}
