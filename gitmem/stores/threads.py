@@ -26,11 +26,13 @@ from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
+from gitmem.errors import InvalidInput
 from gitmem.records import layout
-from gitmem.records.ids import UndecodableId, decode
+from gitmem.records.counts import counted
+from gitmem.records.ids import UndecodableId, check, decode
 from gitmem.records.jsontexts import JsonTexts
 from gitmem.records.meta import meta_bytes, parse_meta, read_meta, record_trailers
-from gitmem.stores.jsonl import ChunkedJsonl, dumps
+from gitmem.stores.jsonl import ChunkedJsonl, dumps, objects
 
 log = logging.getLogger("gitmem.threads")
 
@@ -59,19 +61,14 @@ def last_state_json(data: bytes) -> str | None:
     for line in reversed(data.decode("utf-8").split("\n")):
         if STATE_SNAPSHOT not in line and "\\u" not in line:
             continue
-        event = json.loads(line)
+        try:
+            event = json.loads(line)
+        except ValueError:  # a line plain git let in: reads leave it out (see stores.jsonl)
+            continue
         if isinstance(event, dict) and event.get("type") == STATE_SNAPSHOT:
             snapshot = event.get("snapshot")
             return dumps(snapshot) if isinstance(snapshot, (dict, list)) else "null"
     return None
-
-
-def _objects(name: str, values: Sequence[Any]) -> list[Any]:
-    values = list(values)
-    for i, value in enumerate(values):
-        if not isinstance(value, Mapping):
-            raise TypeError(f"{name}[{i}] must be a JSON object, not {type(value).__name__}")
-    return values
 
 
 class ThreadStore:
@@ -119,7 +116,10 @@ class ThreadStore:
         Sets ``agentId``, sets ``ownerId`` only when ``owner_id`` is not None, bumps
         ``updatedAt``. An empty list changes nothing and makes no commit.
         """
-        events = _objects("events", events)
+        events = objects("events", events)
+        check(agent_id, "agent_id")
+        if owner_id is not None and not isinstance(owner_id, str):
+            raise InvalidInput(f"owner_id must be a string or None, not {type(owner_id).__name__}")
         if not events:
             return None
         folder = self.folder(thread_id)
@@ -135,8 +135,8 @@ class ThreadStore:
             changed[f"{folder}/{layout.META}"] = meta_bytes(meta)
             return changed
 
-        count = f"{len(events)} event{'s' if len(events) != 1 else ''}"
-        return self.engine.update(changes, f"threads: append {count} to {_brief(thread_id)}",
+        return self.engine.update(changes, f"threads: append {counted(len(events), 'event')} to "
+                                  f"{_brief(thread_id)}",
                                   record_trailers("threads.append", f"thread:{thread_id}", trailers),
                                   scope=folder)
 
@@ -150,7 +150,7 @@ class ThreadStore:
         :class:`~gitmem.records.jsontexts.JsonTexts` (of objects, which the caller checks).
         """
         if not isinstance(messages, JsonTexts):
-            messages = _objects("messages", messages)
+            messages = objects("messages", messages)
         folder = self.folder(thread_id)
         messages_log = self._messages(thread_id)
 
@@ -162,7 +162,7 @@ class ThreadStore:
             return changed
 
         return self.engine.update(
-            changes, f"threads: save {len(messages)} messages of {_brief(thread_id)}",
+            changes, f"threads: save {counted(len(messages), 'message')} of {_brief(thread_id)}",
             record_trailers("threads.messages", f"thread:{thread_id}", trailers), scope=folder)
 
     def clear(self, thread_id: str | None = None, *,
