@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from gitmem.records.ids import check
 from gitmem.cli.base import CliError, UsageError, open_repo, quick_first, write_pieces
 from gitmem.cli.names import did_you_mean, printable, say_missing
 from gitmem.cli.parser import command
@@ -64,7 +65,7 @@ def add_thread(parser) -> None:
 def _agent(args) -> str | None:
     if not args.user and args.agent is None:
         raise UsageError("say whose memory: --user or --agent ID (see --help)")
-    return None if args.user else args.agent
+    return None if args.user else check(args.agent, "--agent")
 
 
 def cmd_memory_read(args) -> None:
@@ -116,7 +117,8 @@ def cmd_memory_list(args) -> None:
         for listed in memories(mem):
             when = datetime.fromtimestamp(listed.last.time).astimezone().strftime(
                 "%Y-%m-%d %H:%M") if listed.last else "-"
-            print(f"{printable(listed.record)}\t{listed.size}\t{when}")
+            size = "?" if listed.size is None else listed.size  # unreadable: the warning says why
+            print(f"{printable(listed.record)}\t{size}\t{when}")
 
 
 @quick_first

@@ -22,6 +22,7 @@ new commit; nothing is ever reset. The record's commits come from the record ind
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import time
 from datetime import datetime, timedelta, timezone
@@ -33,6 +34,7 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.log import FileChange, FileDiff
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
+from gitmem.records.counts import counted
 from gitmem.records.ids import printable
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
@@ -132,7 +134,7 @@ class MemoryListed:
     """A memory record, its size in bytes and its last commit (None: not committed yet)."""
 
     record: str
-    size: int
+    size: int | None  # None: its file cannot be read
     last: CommitInfo | None
 
     def to_json(self) -> dict[str, Any]:
@@ -214,9 +216,8 @@ def resolve_version(mem: Records, record: layout.Record, when: str) -> str | Non
             raise NoRecord(f"no record {record.name}")
         if back >= len(versions):
             have = f"@ to @~{len(versions) - 1}" if versions else "none"
-            raise HistoryError(f"{record.name} has {len(versions)} version"
-                               f"{'s' if len(versions) != 1 else ''} ({have}): {when!r} goes "
-                               "back further")
+            raise HistoryError(f"{record.name} has {counted(len(versions), 'version')} ({have}): "
+                               f"{when!r} goes back further")
         return versions[back].id
     moment = parse_time(when)
     if moment is not None:
@@ -250,17 +251,23 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None) ->
 
 
 def memories(mem: Records) -> list[MemoryListed]:
-    """Every memory record (``user`` first, then ``agent:<id>`` by id) with its size and
-    last change."""
-    snapshot = mem.engine.snapshot()
-    owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
-        mem.memory.agents(snapshot=snapshot))
+    """Every memory record (``user`` first, then the agents' by name) with its size and
+    last change, named as commands take them (:func:`~gitmem.records.layout.record_name`). The
+    hand edits under ``memory/`` are taken in first, as a read takes them in; a file that
+    cannot be read (a damaged object) is listed without a size, and the log says why."""
+    snapshot = mem.engine.snapshot(scope=layout.MEMORY)
+    records = sorted((layout.parse_record(layout.record_name(path))
+                      for path in mem.memory.paths(snapshot=snapshot)),
+                     key=lambda record: (record.kind != "user", record.name))
     found = []
-    for agent in owners:
-        record = layout.parse_record("user" if agent is None else f"agent:{agent}")
+    for record in records:
+        try:
+            size = len(snapshot.read(record.path) or b"")
+        except EngineError as exc:  # one damaged file hides no other
+            logging.getLogger("gitmem.history").warning("%s", exc)
+            size = None
         last = record_commits(mem, record, limit=1)
-        found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
-                                  last[0] if last else None))
+        found.append(MemoryListed(record.name, size, last[0] if last else None))
     return found
 
 
@@ -353,8 +360,7 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
     if record is None:
         added = sum(f.added for f in files)
         removed = sum(f.removed for f in files)
-        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
-        return f"{count}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
+        return f"{counted(len(files), 'file')}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
     changes: dict[str, dict[str, int]] = {}
     for f in files:
         group, unit = _group(record, f.path)
@@ -384,9 +390,8 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
 
 def read_record(mem: Records, record: layout.Record, snapshot, commit: str | None) -> Shown:
     """``record`` as ``snapshot`` (of ``commit``) holds it."""
-    if record.kind in ("user", "agent"):
-        agent = record.ids[0] if record.kind == "agent" else None
-        value = {"content": mem.memory.read(agent, snapshot=snapshot)}
+    if record.kind in ("user", "agent"):  # by its path: a file named by hand is no id's
+        value = {"content": (snapshot.read(record.path) or b"").decode("utf-8", "surrogateescape")}
         exists = snapshot.exists(record.path)
     elif record.kind == "session":
         messages, agent_session_id = mem.sessions.read(*record.ids, snapshot=snapshot)
@@ -433,14 +438,10 @@ def _describe(group: str, added: int, removed: int) -> str:
     changed = min(added, removed) if group in _NOUNS else 0
     parts = []
     if added - changed:
-        parts.append(f"+{added - changed} {_plural(noun, added - changed)}")
+        parts.append(f"+{counted(added - changed, noun)}")
     if removed - changed:
-        parts.append(f"-{removed - changed} {_plural(noun, removed - changed)}")
+        parts.append(f"-{counted(removed - changed, noun)}")
     if changed:
-        parts.append(f"{changed} {_plural(noun, changed)} changed")
+        parts.append(f"{counted(changed, noun)} changed")
     return ", ".join(parts)
-
-
-def _plural(noun: str, count: int) -> str:
-    return noun if count == 1 else noun + "s"
 

@@ -8,7 +8,9 @@
 
 Ids are encoded with :mod:`gitmem.records.ids`. Records are named the same way in every
 history command: ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>``,
-``thread:<threadId>``.
+``thread:<threadId>``, or by their path (``memory/agents/Upper.md``,
+``sessions/claude-code/a%2fb``): a listing names a record by its ids when that name
+leads back to it (:func:`record_name`), else by its path.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from gitmem.records.ids import check, encode
+from gitmem.records.ids import UndecodableId, check, decode, encode
 
 MEMORY = "memory"
 USER_MEMORY = "memory/user.md"
@@ -33,17 +35,18 @@ ALLOW_SECRETS_FILE = ".gitmem-allow-secrets"  # at the top: values `gitmem sync`
 
 
 def agent_memory_path(agent_id: str) -> str:
-    """Raises :class:`~gitmem.records.ids.EmptyId` for an empty id, as the other paths do."""
-    return f"{AGENT_MEMORY}/{encode(check(agent_id, 'agent id'))}.md"
+    """Raises :class:`~gitmem.records.ids.EmptyId` for an empty id, as the other paths do, naming
+    the parameter of the Python API that takes it (``agent_id``; the wire names its own)."""
+    return f"{AGENT_MEMORY}/{encode(check(agent_id, 'agent_id'))}.md"
 
 
 def session_dir(agent_type: str, session_id: str) -> str:
-    return (f"{SESSIONS}/{encode(check(agent_type, 'agent type'))}/"
-            f"{encode(check(session_id, 'session id'))}")
+    return (f"{SESSIONS}/{encode(check(agent_type, 'agent_type'))}/"
+            f"{encode(check(session_id, 'session_id'))}")
 
 
 def thread_dir(thread_id: str) -> str:
-    return f"{THREADS}/{encode(check(thread_id, 'thread id'))}"
+    return f"{THREADS}/{encode(check(thread_id, 'thread_id'))}"
 
 
 def chunk_files(folder: str, paths: Iterable[str]) -> list[str]:
@@ -67,21 +70,27 @@ class Record(NamedTuple):
 
     @property
     def name(self) -> str:
-        if self.kind == "user":
-            return "user"
-        if self.kind == "session":
-            return f"session:{self.ids[0]}/{self.ids[1]}"
-        return f"{self.kind}:{self.ids[0]}"
+        """The name listings show and commands take (:func:`record_name`)."""
+        return record_name(self.path, self.ids)
+
+
+def _id_name(kind: str, ids: tuple[str, ...]) -> str:
+    if kind == "user":
+        return "user"
+    return f"session:{ids[0]}/{ids[1]}" if kind == "session" else f"{kind}:{ids[0]}"
 
 
 def parse_record(name: str) -> Record:
-    """Parse ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>`` or ``thread:<id>``.
+    """Parse ``user``, ``agent:<id>``, ``session:<agentType>/<sessionId>``, ``thread:<id>``,
+    or the path of a record (what :func:`record_name` gives when no ids name it).
 
     An agent type may itself hold a ``/`` (``ext:corp/reviewer``), so a session name is
-    split at its last ``/``.
+    split at its last ``/``; a session whose id holds one is named by its path.
     """
     if name == "user":
         return Record("user", (), USER_MEMORY)
+    if name.startswith(tuple(f"{folder}/" for folder in TOP_FOLDERS)):
+        return _record_at(name)
     kind, sep, rest = name.partition(":")
     if sep and kind == "agent":
         return Record("agent", (rest,), agent_memory_path(rest))
@@ -91,8 +100,55 @@ def parse_record(name: str) -> Record:
         agent_type, _, session_id = rest.rpartition("/")
         return Record("session", (agent_type, session_id), session_dir(agent_type, session_id))
     raise BadRecordName(
-        f"not a record name: {name!r} (use user, agent:<id>, session:<agentType>/<sessionId> "
-        "or thread:<threadId>)")
+        f"not a record name: {name!r} (use user, agent:<id>, session:<agentType>/<sessionId>, "
+        "thread:<threadId> or the record's path, as `gitmem memory list` shows it)")
+
+
+def record_name(path: str, ids: tuple[str, ...] | None = None) -> str:
+    """The name of the record at ``path`` (as :func:`record_path` gives it) that
+    :func:`parse_record` takes back to it: by its ids (``ids``, else decoded from the path)
+    when that name leads to ``path``, else ``path`` itself (a file named by hand that no id
+    is encoded as, an id too long for a file name, a session id holding ``/``)."""
+    if path == USER_MEMORY:
+        return "user"
+    kind = _KINDS[path.split("/", 1)[0]]
+    try:
+        name = _id_name(kind, ids or _decoded_ids(path))
+        if parse_record(name).path == path:
+            return name
+    except (UndecodableId, ValueError):  # no id is encoded so (EmptyId is a ValueError too)
+        pass
+    return path
+
+
+def _decoded_ids(path: str) -> tuple[str, ...]:
+    parts = path.split("/")
+    if parts[0] == MEMORY:
+        return (decode(parts[2].removesuffix(".md")),)
+    return tuple(decode(part) for part in parts[1:])
+
+
+def _record_at(path: str) -> Record:
+    """The record whose path ``path`` is; its ids are decoded from it (those of a memory
+    whose file name is no id's encoding are its name: only its path is read)."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts) or record_path(path) != path:
+        raise BadRecordName(f"not the path of a record: {path!r} (memory/user.md, "
+                            "memory/agents/<file>.md, sessions/<type>/<id>, threads/<id>)")
+    kind = "user" if path == USER_MEMORY else _KINDS[parts[0]]
+    if kind == "user":
+        return Record("user", (), path)
+    try:
+        return Record(kind, _decoded_ids(path), path)
+    except UndecodableId:
+        if kind != "agent":  # a store finds a session's or thread's files by its ids
+            raise BadRecordName(f"{path} is named so that no id is encoded as it, and gitmem "
+                                "reads sessions and threads by their ids: rename the folder "
+                                "(see docs/layout.md)") from None
+        return Record(kind, (parts[2].removesuffix(".md"),), path)
+
+
+_KINDS = {MEMORY: "agent", SESSIONS: "session", THREADS: "thread"}
 
 
 # Where records live: (folder, how many path segments name the record)

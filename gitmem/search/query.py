@@ -26,7 +26,7 @@ from gitmem.records import layout
 from gitmem.records.units import pieces, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "2"  # of the tables: another one is built anew
+FORMAT = "3"  # of the tables: another one is built anew (3: records named as commands take them)
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16

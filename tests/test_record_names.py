@@ -1,0 +1,68 @@
+"""Names a listing prints are names the commands take (issue 35, items 8 and 9): a record is
+listed by its ids when that name leads back to it, else by its path, and listings take in
+the edits waiting on disk, as reads do.
+
+Real repositories, the real CLI, files saved on disk as a person saves them.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_gitmem
+from gitmem.records.layout import parse_record, record_name
+
+LONG_ID = "reviewer-" + "x" * 300
+
+
+def listed(repo) -> dict[str, str]:
+    """``gitmem memory list``: {name: size}."""
+    rows = [line.split("\t") for line in run_gitmem("memory", "list", repo=repo).stdout.splitlines()]
+    return {name: size for name, size, _when in rows}
+
+
+def test_a_long_agent_id_is_listed_by_a_name_log_and_show_take(mem, repo_path):
+    mem.memory.write("likes tea", LONG_ID)
+    (name, size), = listed(repo_path).items()
+    assert size == "10"
+    log = run_gitmem("log", name, repo=repo_path)
+    assert "memory: replace" in log.stdout and log.stderr == ""
+    assert run_gitmem("show", name, "--at", "@", repo=repo_path).stdout == "likes tea\n"
+
+
+def test_a_memory_file_saved_by_hand_is_listed_by_a_name_the_commands_take(mem, repo_path):
+    (repo_path / "memory" / "agents").mkdir(parents=True)
+    (repo_path / "memory" / "agents" / "Upper.md").write_text("saved by hand\n")
+    names = listed(repo_path)  # the listing commits the save first
+    assert names == {"memory/agents/Upper.md": "14"}
+    assert run_gitmem("show", "memory/agents/Upper.md", "--at", "@", repo=repo_path).stdout == \
+        "saved by hand\n"
+    assert "hand edit" in run_gitmem("log", "memory/agents/Upper.md", repo=repo_path).stdout
+    assert mem.memory.agents() == []  # no id reads that file: the API lists none
+    assert mem.memory.paths() == ["memory/agents/Upper.md"]
+
+
+def test_a_session_id_holding_a_slash_is_named_so_that_log_and_show_take_it(mem, repo_path):
+    mem.sessions.write("claude-code", "a/b", [{"id": "m1", "role": "user", "content": "zebra"}])
+    found = run_gitmem("search", "zebra", repo=repo_path).stdout.split()
+    name = found[0]
+    assert name == "sessions/claude-code/a%2fb"
+    assert "session: write" in run_gitmem("log", name, repo=repo_path).stdout
+    assert '"zebra"' in run_gitmem("show", name, "--at", "@", repo=repo_path).stdout
+    assert run_gitmem("session", "list", repo=repo_path).stdout == "claude-code\ta/b\n"
+
+
+def test_memory_list_takes_in_the_edits_waiting_on_disk(mem, repo_path):
+    mem.memory.write("soon removed", "gone")
+    (repo_path / "memory" / "agents" / "new2.md").write_text("x\n")
+    (repo_path / "memory" / "agents" / "gone.md").unlink()
+    assert listed(repo_path) == {"agent:new2": "2"}
+
+
+@pytest.mark.parametrize("path", [
+    "memory/user.md", "memory/agents/reviewer.md", "memory/agents/%52eviewer.md",
+    "memory/agents/Upper.md", "memory/agents/ext%3acorp%2freviewer.md",
+    f"memory/agents/{'x' * 163}~0123456789abcdef.md", "sessions/claude-code/a%2fb",
+    "sessions/ext%3acorp%2freviewer/s1", "sessions/ext%3acorp%2freviewer/a%2fb", "threads/a%2fb"])
+def test_every_record_name_leads_back_to_its_record(path):
+    assert parse_record(record_name(path)).path == path
