@@ -89,22 +89,9 @@ def read_chunk(data: bytes) -> Chunk:
             return Chunk(lines, values)
     except ValueError:  # UnicodeDecodeError too: a byte that is not UTF-8
         pass
-    readable, values, broken = [], [], []
-    for number, line in enumerate(data.decode("utf-8", "surrogateescape").split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            line.encode("utf-8")
-            value = strictjson.loads(line)
-        except UnicodeEncodeError:
-            broken.append(BrokenLine(number, len(readable), line, "not UTF-8"))
-        except ValueError as exc:
-            reason = f"{exc.msg} (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else str(exc)
-            broken.append(BrokenLine(number, len(readable), line, reason))
-        else:
-            readable.append(line)
-            values.append(value)
-    return Chunk(tuple(readable), values, tuple(broken))
+    texts, broken = checked_values(data)  # line by line: which lines do not parse, and why
+    return Chunk(tuple(text.decode("utf-8") for text in texts), [strictjson.loads(text) for text in texts],
+                 broken)
 
 
 def parse_chunk(data: bytes) -> Chunk:
