@@ -442,7 +442,7 @@ def test_a_broken_meta_json_hides_no_other_record(broken_meta, repo_path, tmp_pa
     status = gitmem(repo_path, "status")
     assert status.returncode == 0, status.stderr
     for path in broken:
-        assert f"unreadable  {path}: " in status.stdout
+        assert f"unreadable  {path} line 1: " in status.stdout
 
     fsck = gitmem(repo_path, "fsck")
     assert fsck.returncode == 1
