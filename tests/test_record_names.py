@@ -38,6 +38,8 @@ def test_a_memory_file_saved_by_hand_is_listed_by_a_name_the_commands_take(mem, 
     assert run_gitmem("show", "memory/agents/Upper.md", "--at", "@", repo=repo_path).stdout == \
         "saved by hand\n"
     assert "hand edit" in run_gitmem("log", "memory/agents/Upper.md", repo=repo_path).stdout
+    missed = run_gitmem("memory", "read", "--agent", "Upper", repo=repo_path)
+    assert missed.stdout == "" and "(closest: memory/agents/Upper.md)" in missed.stderr
     assert mem.memory.agents() == []  # no id reads that file: the API lists none
     assert mem.memory.paths() == ["memory/agents/Upper.md"]
 

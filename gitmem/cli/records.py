@@ -84,8 +84,10 @@ def _say_no_memory(mem, agent: str | None, then: str = "", snapshot=None) -> Non
     if agent is None:
         say_missing(f"user memory{then}", "user", [], "gitmem memory list")
         return
+    from gitmem.records.layout import record_name
     say_missing(f"agent memory {agent!r}{then}", f"agent:{agent}",  # named as log does
-                [f"agent:{a}" for a in mem.memory.agents(snapshot=snapshot)], "gitmem memory list")
+                [record_name(path) for path in mem.memory.paths(snapshot=snapshot)],
+                "gitmem memory list")
 
 
 def cmd_memory_write(args) -> None:
