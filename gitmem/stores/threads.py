@@ -27,7 +27,7 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
 from gitmem.errors import InvalidInput
-from gitmem.records import layout
+from gitmem.records import layout, strictjson
 from gitmem.records.counts import counted
 from gitmem.records.ids import UndecodableId, check, decode
 from gitmem.records.jsontexts import JsonTexts
@@ -37,6 +37,7 @@ from gitmem.stores.jsonl import ChunkedJsonl, dumps, objects
 log = logging.getLogger("gitmem.threads")
 
 STATE_SNAPSHOT = "STATE_SNAPSHOT"
+_STATE_BYTES = STATE_SNAPSHOT.encode()
 LISTING_FILE = "thread-listing.json"  # in .git/gitmem/: the last listing of threads/ (a cache)
 
 
@@ -58,12 +59,12 @@ def last_state_json(data: bytes) -> str | None:
     object or array (JavaScript's ``snapshot && typeof snapshot === "object"``) is
     ``"null"``: a later such event hides an earlier good one, as in kaboo.
     """
-    for line in reversed(data.decode("utf-8").split("\n")):
-        if STATE_SNAPSHOT not in line and "\\u" not in line:
+    for line in reversed(data.split(b"\n")):
+        if _STATE_BYTES not in line and b"\\u" not in line:
             continue
         try:
-            event = json.loads(line)
-        except ValueError:  # a line plain git let in: reads leave it out (see stores.jsonl)
+            event = strictjson.loads(line)
+        except ValueError:  # not JSON, not UTF-8, NaN: plain git let it in, and reads leave it out
             continue
         if isinstance(event, dict) and event.get("type") == STATE_SNAPSHOT:
             snapshot = event.get("snapshot")
