@@ -7,6 +7,9 @@ Real repositories, the real CLI, files saved on disk as a person saves them.
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
 from conftest import run_gitmem
@@ -59,6 +62,21 @@ def test_memory_list_takes_in_the_edits_waiting_on_disk(mem, repo_path):
     (repo_path / "memory" / "agents" / "new2.md").write_text("x\n")
     (repo_path / "memory" / "agents" / "gone.md").unlink()
     assert listed(repo_path) == {"agent:new2": "2"}
+
+
+def test_session_and_thread_lists_take_in_the_edits_waiting_on_disk(mem, repo_path):
+    mem.sessions.write("claude-code", "gone", [{"id": "m1"}])
+    mem.threads.append_events("gone", "planner", [{"type": "RUN_STARTED"}])
+    shutil.copytree(repo_path / "sessions" / "claude-code" / "gone", repo_path / "sessions" / "pi" / "new")
+    (repo_path / "sessions" / "pi" / "new" / "meta.json").write_text(
+        json.dumps({"agentType": "pi", "sessionId": "new"}))
+    shutil.rmtree(repo_path / "sessions" / "claude-code")
+    shutil.copytree(repo_path / "threads" / "gone", repo_path / "threads" / "new")
+    (repo_path / "threads" / "new" / "meta.json").write_text(json.dumps({"threadId": "new", "updatedAt": 1}))
+    shutil.rmtree(repo_path / "threads" / "gone")
+    assert run_gitmem("session", "list", repo=repo_path).stdout == "pi\tnew\n"
+    threads = run_gitmem("thread", "list", repo=repo_path).stdout.splitlines()
+    assert [json.loads(line)["id"] for line in threads] == ["new"]
 
 
 @pytest.mark.parametrize("path", [

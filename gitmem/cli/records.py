@@ -203,14 +203,18 @@ def cmd_session_delete(args) -> None:
 
 
 def cmd_session_list(args) -> None:
+    from gitmem.records.layout import SESSIONS
     with open_repo(args) as mem:
-        for agent_type, session_id in mem.sessions.list():
+        snapshot = mem.engine.snapshot(scope=SESSIONS)  # the edits waiting are taken in, as a read's
+        for agent_type, session_id in mem.sessions.list(snapshot=snapshot):
             print(f"{printable(agent_type)}\t{printable(session_id)}")
 
 
 def cmd_thread_list(args) -> None:
+    from gitmem.records.layout import THREADS
     with open_repo(args) as mem:
-        for thread in mem.threads.list_threads():
+        snapshot = mem.engine.snapshot(scope=THREADS)  # the edits waiting are taken in, as a read's
+        for thread in mem.threads.list_threads(snapshot=snapshot):
             print(json.dumps(thread, ensure_ascii=False))
 
 
