@@ -57,6 +57,14 @@ def test_a_session_id_holding_a_slash_is_named_so_that_log_and_show_take_it(mem,
     assert run_gitmem("session", "list", repo=repo_path).stdout == "claude-code\ta/b\n"
 
 
+def test_a_long_session_id_found_by_search_is_named_so_that_show_takes_it(mem, repo_path):
+    mem.sessions.write("claude-code", LONG_ID, [{"id": "m1", "role": "user", "content": "walrus"}])
+    name = run_gitmem("search", "walrus", repo=repo_path).stdout.split()[0]
+    assert name.startswith("sessions/claude-code/reviewer-xxx") and "~" in name
+    assert '"walrus"' in run_gitmem("show", name, repo=repo_path).stdout
+    assert "session: write" in run_gitmem("log", name, repo=repo_path).stdout
+
+
 def test_memory_list_takes_in_the_edits_waiting_on_disk(mem, repo_path):
     mem.memory.write("soon removed", "gone")
     (repo_path / "memory" / "agents" / "new2.md").write_text("x\n")

@@ -26,6 +26,7 @@ import logging
 import re
 import time
 from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from gitmem.git import gitproc
@@ -394,17 +395,34 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
         value = {"content": (snapshot.read(record.path) or b"").decode("utf-8", "surrogateescape")}
         exists = snapshot.exists(record.path)
     elif record.kind == "session":
-        messages, agent_session_id = mem.sessions.read(*record.ids, snapshot=snapshot)
+        ids = record.ids or _ids_in_meta(snapshot, record, ("agentType", "sessionId"), mem.sessions.folder)
+        messages, agent_session_id = mem.sessions.read(*ids, snapshot=snapshot)
         value = {"messages": messages, "agentSessionId": agent_session_id,
-                 "meta": mem.sessions.meta(*record.ids, snapshot=snapshot)}
+                 "meta": mem.sessions.meta(*ids, snapshot=snapshot)}
         exists = snapshot.tree_id(record.path) is not None
     else:
-        thread_id = record.ids[0]
+        thread_id, = record.ids or _ids_in_meta(snapshot, record, ("threadId",), mem.threads.folder)
         value = {"events": mem.threads.read_events(thread_id, snapshot=snapshot),
                  "messages": mem.threads.read_messages(thread_id, snapshot=snapshot),
                  "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
         exists = snapshot.tree_id(record.path) is not None
     return Shown(record.name, commit, exists, value)
+
+
+def _ids_in_meta(snapshot, record: layout.Record, keys: tuple[str, ...],
+                 folder_of: Callable[..., str]) -> tuple[str, ...]:
+    """The ids of a session or thread named by its path (a folder name cut to fit, whose
+    full ids its ``meta.json`` keeps), as ``snapshot`` holds them."""
+    meta = read_meta(snapshot, record.path) or {}
+    ids = tuple(meta.get(key) for key in keys)
+    try:
+        found = all(isinstance(id_, str) for id_ in ids) and folder_of(*ids) == record.path
+    except ValueError:  # an empty id
+        found = False
+    if not found:
+        raise HistoryError(f"{record.path}: its meta.json names no ids whose folder it is, and "
+                           "gitmem reads sessions and threads by their ids")
+    return ids
 
 
 def _files(snapshot, record: layout.Record) -> dict[str, str]:

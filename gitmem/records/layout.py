@@ -129,8 +129,8 @@ def _decoded_ids(path: str) -> tuple[str, ...]:
 
 
 def _record_at(path: str) -> Record:
-    """The record whose path ``path`` is; its ids are decoded from it (those of a memory
-    whose file name is no id's encoding are its name: only its path is read)."""
+    """The record whose path ``path`` is; its ids are decoded from it, none when its name
+    is no id's encoding (a file saved by hand, a name cut to fit)."""
     parts = path.split("/")
     if any(part in ("", ".", "..") for part in parts) or record_path(path) != path:
         raise BadRecordName(f"not the path of a record: {path!r} (memory/user.md, "
@@ -140,12 +140,8 @@ def _record_at(path: str) -> Record:
         return Record("user", (), path)
     try:
         return Record(kind, _decoded_ids(path), path)
-    except UndecodableId:
-        if kind != "agent":  # a store finds a session's or thread's files by its ids
-            raise BadRecordName(f"{path} is named so that no id is encoded as it, and gitmem "
-                                "reads sessions and threads by their ids: rename the folder "
-                                "(see docs/layout.md)") from None
-        return Record(kind, (parts[2].removesuffix(".md"),), path)
+    except UndecodableId:  # a memory is read by its path; a session or thread by the ids
+        return Record(kind, (), path)  # its meta.json keeps (a folder name cut to fit)
 
 
 _KINDS = {MEMORY: "agent", SESSIONS: "session", THREADS: "thread"}
