@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from gitmem.records.ids import UndecodableId, check, decode, encode
+from gitmem.records.ids import EmptyId, UndecodableId, check, decode, encode
 
 MEMORY = "memory"
 USER_MEMORY = "memory/user.md"
@@ -91,6 +91,13 @@ def parse_record(name: str) -> Record:
         return Record("user", (), USER_MEMORY)
     if name.startswith(tuple(f"{folder}/" for folder in TOP_FOLDERS)):
         return _record_at(name)
+    try:
+        return _record_named(name)
+    except EmptyId as exc:  # "agent:": said of the name, not of the Python API's parameter
+        raise EmptyId(f"not a record name: {name!r} ({str(exc).replace('_', ' ')})") from None
+
+
+def _record_named(name: str) -> Record:
     kind, sep, rest = name.partition(":")
     if sep and kind == "agent":
         return Record("agent", (rest,), agent_memory_path(rest))
