@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import stat
 from pathlib import Path
@@ -15,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from gitmem.edits import quick_reads
 from gitmem.edits.handedits import HandEdits
-from gitmem.git.base import BRANCH, CommitInfo, EngineError
+from gitmem.git.base import BRANCH, REF, CommitInfo, EngineError, MissingRepository
 from gitmem.git.engine import GitEngine
 from gitmem.git.facts import RepositoryFacts, inspect_repository
 from gitmem.history import versions as history
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
-from gitmem.records.location import default_repo_path
+from gitmem.records.location import default_repo_path, gitmem_repository_holding
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 if TYPE_CHECKING:
@@ -53,12 +54,17 @@ class ForeignRepository(EngineError):
     """A git repository that is not gitmem's, opened without ``adopt``."""
 
 
+class NotAGitmemRepository(EngineError):
+    """A remote whose ``main`` holds more than gitmem's records (a project's code)."""
+
+
 class NotAFolder(EngineError):
     """A repository path that names a file."""
 
 
 class NotAFolderOfItsOwn(EngineError):
-    """A new repository asked for in a home folder, or in a folder holding other files."""
+    """A new repository asked for in a home folder, or in a folder holding other files; or
+    a folder inside a gitmem repository given as a repository."""
 
 
 # What the top of a gitmem repository holds; a repository with anything else there
@@ -66,30 +72,58 @@ class NotAFolderOfItsOwn(EngineError):
 LAYOUT_NAMES = frozenset({"README.md", ".gitattributes", layout.ALLOW_SECRETS_FILE, *layout.TOP_FOLDERS})
 
 
+def refuse_a_foreign_remote(engine: GitEngine, remote: str, tip: str | None, *, named: str,
+                            undone: str, interactive: bool = True, timeout: float | None = None) -> None:
+    """Raise :class:`NotAGitmemRepository` unless ``remote`` (``named`` so in the message)
+    holds gitmem's records only: its ``main``, fetched as ``tip``, holds nothing else at its
+    top, and without a ``main`` it has no branch at all (``undone``: what was not done,
+    "nothing cloned"). Clone and sync share it: neither mixes a project's code with records."""
+    if tip is not None:
+        foreign = _foreign_names(engine.snapshot(tip).list())
+        if foreign:
+            raise NotAGitmemRepository(f"{named} is not a gitmem repository (its main holds "
+                                       f"{_listed(foreign)}); {undone}")
+        return
+    branches = engine.remote_branches(remote, interactive=interactive, timeout=timeout)
+    if branches:
+        raise NotAGitmemRepository(f"{named} is not a gitmem repository (it holds branch "
+                                   f"{_listed(branches)} and no main); {undone}")
+
+
+def _foreign_names(names) -> list[str]:
+    """The names at the top of a tree that gitmem's layout does not hold (src/, setup.py ...)."""
+    return [name for name in names if name not in LAYOUT_NAMES]
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
 def _is_gitmems(facts: RepositoryFacts) -> bool:
     if facts.opened_by_gitmem:
         return True
     if not facts.has_commits:
         return True  # nothing in it to mix records with
-    return facts.branch == BRANCH and set(facts.top_names) <= LAYOUT_NAMES
+    return facts.branch == BRANCH and not _foreign_names(facts.top_names)
 
 
 def _describe(facts: RepositoryFacts) -> str:
-    names = [name for name in facts.top_names if name not in LAYOUT_NAMES]
-    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    return f"branch {facts.branch or '(detached)'}" + (f", holding {shown}" if shown else "")
+    names = _foreign_names(facts.top_names)
+    return f"branch {facts.branch or '(detached)'}" + (f", holding {_listed(names)}" if names else "")
 
 
-def make_private(workdir: Path, *, top: bool = True, gitdir: Path | None = None) -> None:
+def make_private(workdir: Path, *, own_folder: bool = True, gitdir: Path | None = None) -> None:
     """Take group and other permissions off the records git wrote (0644 -> 0600, folders
-    0700), off everything in ``gitdir`` (objects, refs, the index...), and off the
-    repository folder itself when ``top``. Plain git keeps what it writes later private
-    by ``core.sharedRepository=0600``, which :meth:`Gitmem.open` sets; libgit2 does not
-    read it: gitmem's own processes write under a umask of 077 (:func:`private_umask`)."""
-    targets = [workdir / name for name in LAYOUT_NAMES]
+    0700) and off everything in ``gitdir`` (objects, refs, the index...); when the folder
+    is gitmem's ``own_folder``, off the folder itself and its README and ``.gitattributes``
+    too (in an adopted folder those are the person's). Plain git keeps what it writes
+    later private by ``core.sharedRepository=0600``, which :meth:`Gitmem.open` sets;
+    libgit2 does not read it: gitmem's own processes write under a umask of 077
+    (:func:`private_umask`)."""
+    targets = [workdir / name for name in (LAYOUT_NAMES if own_folder else layout.TOP_FOLDERS)]
     if gitdir is not None:
         targets.append(gitdir)
-    if top:
+    if own_folder:
         _chmod_private(workdir)
     for target in targets:
         if target.is_dir() and not target.is_symlink():
@@ -115,6 +149,71 @@ def _refuse_a_home_folder(path: Path) -> None:
         raise NotAFolderOfItsOwn(f"{path} is a home folder: every project below it would "
                                  "take it for its git repository; use a folder of its own, "
                                  f"like {default_repo_path()}")
+
+
+def refuse_a_folder_inside_a_repository(path: Path) -> None:
+    """A new repository never goes inside a gitmem repository: records would be nested in
+    records, and each would take the other's files for hand edits."""
+    holding = gitmem_repository_holding(Path(os.path.abspath(path)).parent)
+    if holding is not None:
+        raise NotAFolderOfItsOwn(f"{_shown(path)} is inside the gitmem repository {holding}: "
+                                 f"use {holding} itself, or a folder outside it")
+
+
+def _missing(path: Path) -> MissingRepository:
+    """The error for no repository at ``path``: it names a gitmem repository whose name is
+    close (a typo), else the default one, and how to create one there. A folder inside a
+    gitmem repository is refused as that (:class:`NotAFolderOfItsOwn`)."""
+    refuse_a_folder_inside_a_repository(path)
+    nearest = _named_like(path)
+    default = default_repo_path()
+    if nearest is not None:
+        hint = f" (did you mean {nearest}?)"
+    elif _shown(default) != _shown(path) and gitmem_repository_holding(default) == default:
+        hint = f" (the default one is {default})"
+    else:
+        hint = ""
+    return MissingRepository(f"no gitmem repository at {_shown(path)}{hint}; `gitmem init "
+                             f"{_shown(path)}` creates one")
+
+
+def _named_like(path: Path) -> Path | None:
+    """A gitmem repository beside the missing part of ``path`` whose name is close to its
+    name (``agent-memroy`` for ``agent-memory``)."""
+    path = Path(os.path.abspath(path))
+    missing = path
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    try:
+        names = [entry.name for entry in missing.parent.iterdir() if entry.name != missing.name]
+    except OSError:  # not a folder, or not readable
+        return None
+    by_lower = {name.lower(): name for name in names}
+    for close in difflib.get_close_matches(missing.name.lower(), list(by_lower), n=3, cutoff=0.75):
+        candidate = missing.parent / by_lower[close]
+        if gitmem_repository_holding(candidate) == candidate:
+            return candidate
+    return None
+
+
+def _shown(path: Path) -> Path:
+    """``path`` as errors name it: absolute, as given (links not followed)."""
+    return Path(os.path.abspath(path))
+
+
+def _take_a_fetched_main(engine: GitEngine) -> None:
+    """Start ``main`` from a remote's ``main`` already fetched, as `gitmem clone` does: a
+    plain `git clone` of a remote whose HEAD names a branch it does not have (`git init
+    --bare` names master) checks nothing out, and its memory would read as empty. Refused
+    when that ``main`` holds more than gitmem's records."""
+    for remote in engine.remotes():
+        tip = engine.remote_tip(remote)
+        if tip is not None:
+            refuse_a_foreign_remote(engine, remote, tip, named=remote, undone="nothing taken in")
+            engine.fast_forward(None, tip)
+            engine.set_config_default(f"branch.{BRANCH}.remote", remote)
+            engine.set_config_default(f"branch.{BRANCH}.merge", REF)
+            return
 
 
 def _refuse_a_folder_of_its_own(path: Path) -> None:
@@ -152,6 +251,9 @@ class Gitmem:
 
         A git repository that gitmem did not make (a project's code) is refused with
         :class:`ForeignRepository` unless ``adopt``; even then only on branch ``main``.
+        Nothing is written into a refused one. Without ``create`` a missing repository is
+        :class:`MissingRepository`, naming the one probably meant; a folder inside a gitmem
+        repository is never one (:class:`NotAFolderOfItsOwn`).
         The first time gitmem opens a repository (a plain ``git clone``), the files git
         created are made private (0600, folders 0700).
 
@@ -170,26 +272,33 @@ class Gitmem:
         new = facts is None or not (facts.has_commits or facts.opened_by_gitmem)
         if create and facts is None:
             _refuse_a_home_folder(path)
+            refuse_a_folder_inside_a_repository(path)
         if create and new and not adopt:
             _refuse_a_folder_of_its_own(path)
         foreign = facts is not None and not _is_gitmems(facts)
         if foreign and not adopt:
             raise ForeignRepository(
-                f"{path} is a git repository that gitmem did not make ({_describe(facts)}): "
-                f"use another path, or `gitmem init --adopt {path}` to keep records in it")
+                f"{_shown(path)} is a git repository that gitmem did not make ({_describe(facts)}): "
+                f"use another path, or `gitmem init --adopt {_shown(path)}` to keep records in it")
         if foreign and facts.branch != BRANCH:  # foreign: it has commits
             raise ForeignRepository(
-                f"{path} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
-                f"its records on {BRANCH}: rename the branch (`git -C {path} branch -m "
+                f"{_shown(path)} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
+                f"its records on {BRANCH}: rename the branch (`git -C {_shown(path)} branch -m "
                 f"{facts.branch or 'NAME'} {BRANCH}`) and run again")
-        mem = cls(GitEngine.open(path, create=create, hand_edits=HandEdits if hand_edits else None,
-                                 **engine_options))
+        try:
+            engine = GitEngine.open(path, create=create, hand_edits=HandEdits if hand_edits else None,
+                                    **engine_options)
+        except MissingRepository:
+            raise _missing(path) from None
+        mem = cls(engine)
         if facts is not None and not facts.has_commits and facts.branch != BRANCH:
             mem.engine.refs.point_head_at_main()  # no commit yet: no second branch, only a name
+        if facts is not None and not facts.has_commits and mem.engine.writable:
+            _take_a_fetched_main(mem.engine)
         if facts is None or not facts.opened_by_gitmem:
             if mem.engine.writable:  # a read-only repository is only read
                 mem.engine.set_config_default("core.sharedRepository", "0600")
-            make_private(mem.engine.workdir, top=not foreign and not adopt,
+            make_private(mem.engine.workdir, own_folder=not foreign and not adopt,
                          gitdir=mem.engine.gitdir)
             if mem.engine.writable:
                 # the chmods changed every file's ctime: with the index's stat data stale, each
@@ -287,4 +396,4 @@ class Gitmem:
         self.close()
 
 
-__all__ = ["Gitmem", "EngineError", "ForeignRepository", "default_repo_path"]
+__all__ = ["Gitmem", "EngineError", "ForeignRepository", "MissingRepository", "default_repo_path"]

@@ -168,12 +168,12 @@ def test_nui_install_says_it_made_a_repository_and_writes_nothing_pointing_nowhe
 
 
 def test_serve_says_when_it_makes_the_repository_it_was_pointed_at(tmp_path, repo):
-    """The kaboo adapter and nui start it on a repository made on first use: made, and
-    said on stderr (a typo in --repo shows there); a repository that exists is not."""
+    """With --create (the kaboo store's create: true) a missing repository is made, and said
+    on stderr; a repository that exists is not."""
     request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "storage.userMemory.read",
                           "params": {"handlerId": "gitmem-user-memory"}}) + "\n"
-    for path, made in ((tmp_path / "typo", True), (repo, False)):
-        done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--repo", str(path)],
+    for path, made in ((tmp_path / "new", True), (repo, False)):
+        done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--create", "--repo", str(path)],
                               input=request, capture_output=True, text=True, env=SUBPROCESS_ENV,
                               timeout=60)
         assert json.loads(done.stdout.splitlines()[0])["result"] == {"content": ""}
@@ -191,7 +191,7 @@ def test_serve_on_a_folder_holding_files_of_its_own_makes_nothing_there(tmp_path
     (notes / "todo.txt").write_text("mine\n")
     request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "storage.userMemory.read",
                           "params": {"handlerId": "gitmem-user-memory"}}) + "\n"
-    done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--repo", str(notes)],
+    done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--create", "--repo", str(notes)],
                           input=request, capture_output=True, text=True, env=SUBPROCESS_ENV, timeout=60)
     message = json.loads(done.stdout.splitlines()[0])["error"]["message"]
     assert "holds files of its own (todo.txt)" in message and "--adopt" in message

@@ -103,11 +103,20 @@ def test_only_the_git_package_imports_pygit2():
     assert outside == []
 
 
-def test_only_the_mcp_face_and_the_mcp_command_import_the_mcp_sdk():
+def test_only_the_mcp_face_and_gitmem_webs_mcp_import_the_mcp_sdk():
     found = modules()
     assert "mcp" in found["faces/mcp/tools.py"]  # the rule reads the real modules
     importers = sorted(path for path, names in found.items() if any(breaks(name, ("mcp",)) for name in names))
-    assert importers == ["faces/mcp/server.py", "faces/mcp/tools.py"]
+    assert importers == ["faces/mcp/stdio.py", "faces/mcp/tools.py", "faces/web/mcp_http.py"]
+
+
+def test_only_gitmem_web_imports_the_web_extra():
+    """Starlette, uvicorn, Jinja2 and markdown-it (``gitmem[web]``) load for ``gitmem web`` only."""
+    web = ("starlette", "uvicorn", "jinja2", "markdown_it", "markupsafe")
+    found = modules()
+    assert "starlette.applications" in found["faces/web/app.py"]
+    importers = {path for path, names in found.items() if any(breaks(name, web) for name in names)}
+    assert importers and all(path.startswith("faces/web/") for path in importers)
 
 
 def test_the_git_package_imports_no_other_gitmem_module():

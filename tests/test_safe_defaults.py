@@ -213,7 +213,7 @@ def test_the_wire_refuses_empty_ids_with_invalid_params(repo_path):
                 ("storage.agentMemory.write", {"handlerId": "h", "agentId": "", "content": "x"}),
                 ("threads.appendEvents", {"threadId": "", "agentId": "a", "events": [{"type": "X"}]}),
                 ("threads.readEvents", {"threadId": "  "})]
-    with NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo_path)],
+    with NuiHost([sys.executable, "-m", "gitmem", "serve", "--create", "--repo", str(repo_path)],
                  cwd=repo_path.parent, env=SUBPROCESS_ENV) as host:
         for method, params in requests:
             error = host.error(method, params)
@@ -318,7 +318,7 @@ def test_the_kaboo_adapter_runs_the_console_script_by_default(tmp_path):
     (work / "gitmem").mkdir(parents=True)
     (work / "use.mjs").write_text(
         f'import {{ GitMemThreadStore }} from {json.dumps(str(adapter))};\n'
-        'const store = new GitMemThreadStore({ repo: process.argv[2] });\n'
+        'const store = new GitMemThreadStore({ repo: process.argv[2], create: true });\n'
         'await store.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);\n'
         'console.log(JSON.stringify(await store.readEvents("t1")));\n'
         'await store.close();\n')

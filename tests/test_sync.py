@@ -23,7 +23,7 @@ import pytest
 from conftest import GITHUB_TOKEN, SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem.git.base import EngineError, Identity
 from gitmem.repository import Gitmem
-from gitmem.sync.exchange import SecretsRefused, SyncError, read_state, sync
+from gitmem.sync.exchange import SecretsRefused, SyncError, UnrelatedHistories, read_state, sync
 
 MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
 OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
@@ -182,7 +182,7 @@ def serve_requests(repo: Path, calls: list[tuple[str, dict]]) -> list:
     return [answers[i]["result"] for i in range(1, len(calls) + 1)]
 
 
-def test_two_fresh_repositories_with_unrelated_histories_merge(tmp_path, remote, opened):
+def test_two_fresh_repositories_with_unrelated_histories_merge_when_asked(tmp_path, remote, opened):
     a = opened(Gitmem.open(tmp_path / "a"))
     b = opened(Gitmem.open(tmp_path / "b", identity=Identity("other", "other@example.org")))
     assert a.engine.head() != b.engine.head()
@@ -190,7 +190,11 @@ def test_two_fresh_repositories_with_unrelated_histories_merge(tmp_path, remote,
         mem.engine.add_remote("origin", str(remote))
         mem.memory.write(f"from {who}", mode="append")
     sync(a)
-    assert sync(b).how == "merge"
+    head = b.engine.head()
+    with pytest.raises(UnrelatedHistories, match="--allow-unrelated-histories"):
+        sync(b)
+    assert b.engine.head() == head
+    assert sync(b, allow_unrelated_histories=True).how == "merge"
     sync(a)
     assert a.memory.read() == b.memory.read() == "from b\n\nfrom a\n"
     assert_clean(a)
@@ -301,7 +305,7 @@ def test_random_divergent_histories_lose_nothing(tmp_path, remote, opened, seed)
     for name in ("a", "b"):
         mem = opened(Gitmem.open(tmp_path / name))
         mem.engine.add_remote("origin", str(remote))
-        sync(mem)
+        sync(mem, allow_unrelated_histories=True)  # two first commits (or one: made in the same second)
         machines.append(mem)
     a, b = machines
     counter = [0]
@@ -629,7 +633,7 @@ def test_requests_never_wait_for_a_background_sync_on_the_network(machines, tmp_
 def test_background_sync_failures_are_logged_recorded_and_retried_with_backoff(machines, tmp_path):
     a, _ = machines
     a.engine.close()
-    Git(a.engine.workdir)("remote", "set-url", "origin", str(tmp_path / "gone.git"))
+    (tmp_path / "remote.git").rename(tmp_path / "gone.git")  # the same remote, out of reach
     log_file = tmp_path / "serve.log"
     server = Server(a.engine.workdir, "--sync-interval", "0.1", "--log-file", str(log_file))
     try:

@@ -48,7 +48,7 @@ class Wire:
         self.repo = repo
         self.ids = itertools.count(1)
         self.process = subprocess.Popen(
-            [*gitmem_command(), "serve", "--repo", str(repo), "--max-response", "0"],
+            [*gitmem_command(), "serve", "--create", "--repo", str(repo), "--max-response", "0"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=SUBPROCESS_ENV)
 
@@ -535,6 +535,50 @@ def test_acknowledged_writes_survive_sigkill(mem, repo_path, git):
     git.fsck()
 
 
+def test_a_request_key_makes_a_write_from_python_once(mem, git):
+    before = git.count()
+    for _ in range(2):
+        mem.threads.append_events("t1", "a", [{"type": "RUN_STARTED"}], request_key="py-1")
+    assert mem.threads.read_events("t1") == [{"type": "RUN_STARTED"}] and git.count() == before + 1
+    with pytest.raises(ValueError, match="a request key is 1 to 200 visible ASCII characters"):
+        mem.threads.save_messages("t1", [], request_key="line\nbreak")
+    assert git.count() == before + 1
+
+
+def test_a_write_sent_again_with_its_request_key_is_committed_once_across_a_restart(mem, repo_path, git):
+    """A client whose gitmem serve died cannot know whether its write was committed: sent
+    again with the same requestKey, to a new gitmem serve, it is answered without a second commit."""
+    first_run = {"threadId": "t1", "agentId": "a", "events": [{"type": "RUN_STARTED"}], "requestKey": "run-1"}
+    messages = {"threadId": "t1", "messages": [{"id": "m1", "role": "user"}], "requestKey": "save-1"}
+    server = Wire(repo_path)
+    assert server.call("threads.appendEvents", first_run) == {"ok": True}
+    assert server.call("threads.saveMessages", messages) == {"ok": True}
+    os.kill(server.process.pid, signal.SIGKILL)  # the answers may never have reached the client
+    server.process.wait(timeout=10)
+    commits = git.count()
+    assert "Gitmem-Request: save-1" in git("log", "-1", "--format=%B")
+
+    again = Wire(repo_path)
+    try:
+        assert again.call("threads.appendEvents", first_run) == {"ok": True}
+        assert again.call("threads.saveMessages", {**messages, "messages": []}) == {"ok": True}
+        assert git.count() == commits and again.read_events("t1") == [{"type": "RUN_STARTED"}]
+        assert again.read_messages("t1") == messages["messages"]  # the first save stands
+        again.call("threads.appendEvents", {**first_run, "requestKey": "run-2"})  # a new key: a new write
+        assert again.read_events("t1") == [{"type": "RUN_STARTED"}] * 2
+        again.call("threads.clear", {"threadId": "t1", "requestKey": "clear-1"})
+        again.call("threads.appendEvents", {**first_run, "requestKey": "run-3"})
+        again.call("threads.clear", {"threadId": "t1", "requestKey": "clear-1"})  # cleared once, not twice
+        assert again.read_events("t1") == [{"type": "RUN_STARTED"}]
+        for key in ["", "two words", "x" * 201, 7]:
+            with pytest.raises(WireError) as refused:
+                again.call("threads.appendEvents", {**first_run, "requestKey": key})
+            assert (refused.value.code, refused.value.data["param"]) == (-32602, "requestKey"), key
+    finally:
+        again.close()
+    assert git.count() == commits + 3
+
+
 # -- gitmem kaboo init -----------------------------------------------------------------
 
 
@@ -570,7 +614,7 @@ def test_kaboo_path_is_the_npm_package_of_this_gitmem():
 def test_threads_info_and_answers_of_any_size_whatever_the_max_response(tmp_path):
     """nui's 4 MiB cap is for nui's reader; kaboo reads threads.* whatever `serve` was told."""
     big = {"type": "CUSTOM", "value": "é" * (5 << 20)}
-    server = subprocess.Popen([*gitmem_command(), "serve", "--repo", str(tmp_path / "repo")],
+    server = subprocess.Popen([*gitmem_command(), "serve", "--create", "--repo", str(tmp_path / "repo")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=SUBPROCESS_ENV)
     ids = itertools.count(1)
 

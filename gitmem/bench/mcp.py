@@ -6,25 +6,29 @@
   at most 1.3x. The requests are encoded before the clock starts (the client's work).
 - ``gitmem mcp`` from its spawn to the answer to ``initialize``, against ``python -c
   "import pygit2"`` and against importing the MCP SDK alone (what the SDK costs a start).
+- A ``ping`` sent while a 20 MB ``memory_write`` runs (one every 5 ms, from when the write's
+  line is sent to its answer), against a ping to an idle server: the tools run off the
+  event loop, so a ping does not wait for the write.
 
     gitmem bench --only mcp
 """
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from gitmem.bench.cold import bytecode_env, exited, spawn_rows
-from gitmem.bench.core import Bench
+from gitmem.bench.core import Bench, Row
 from gitmem.bench.serve import ServeWrite, memory_request
 from gitmem.bench.workloads import ServeProcess, build_repository, memory_content
 
 WRITE_TARGET = 1.3  # a write through MCP against the same write through gitmem serve
 MCP_RECORD = "bench-mcp"  # the MCP server's record, beside serve's in one repository
-SDK_IMPORTS = "import mcp.server.lowlevel, mcp.server.stdio"  # what gitmem.faces.mcp.tools loads
+SDK_IMPORTS = "import mcp.server.lowlevel, mcp.shared.message"  # what gitmem.faces.mcp.tools and .stdio load
 
 
 class McpProcess(ServeProcess):
@@ -105,4 +109,49 @@ def mcp_startup(bench: Bench) -> None:
     bench.compare(sdk_row, pygit2_row, what="  the SDK's import / import pygit2")
 
 
-SCENARIOS = [mcp_write, mcp_startup]
+PING_WRITE = 20 << 20  # bytes of the memory_write the pings are sent during
+PING_EVERY = 0.005  # seconds between the pings sent during a write
+
+
+def pings_during_a_write(server: McpProcess, write: bytes) -> list[float]:
+    """Send ``write``, then a ping every :data:`PING_EVERY` until its answer: each ping's ms."""
+    server.process.stdin.write(write)
+    server.process.stdin.flush()
+    write_id, written, latencies = json.loads(write)["id"], False, []
+    while not written:
+        ping = server.encode("ping")
+        began = time.perf_counter()
+        server.process.stdin.write(ping)
+        server.process.stdin.flush()
+        while True:  # the write's answer may come first
+            answered = json.loads(server.process.stdout.readline())
+            if answered["id"] == write_id:
+                written = True
+                continue
+            latencies.append((time.perf_counter() - began) * 1000)
+            break
+        time.sleep(PING_EVERY)
+    return latencies
+
+
+def mcp_ping_during_write(bench: Bench) -> None:
+    """A ping while a 20 MB write runs, against a ping to an idle ``gitmem mcp``."""
+    repo = build_repository(bench.workdir / "mcp-ping", 10)
+    server = McpProcess(repo)
+    try:
+        server.initialize()
+        idle = bench.measure("mcp ping during a write", "10 files", {
+            "gitmem mcp: ping, idle": lambda i: server.call("ping")})["gitmem mcp: ping, idle"]
+        during = Row("mcp ping during a write", "10 files", "gitmem mcp: ping during a 20 MB memory_write")
+        for i in range(bench.pick(2, 6)):
+            write = server.encode("tools/call", {"name": "memory_write", "arguments": {
+                "record": f"agent:{MCP_RECORD}", "mode": "replace",
+                "content": "x" * PING_WRITE + str(i)}})
+            during.samples += pings_during_a_write(server, write)
+        bench.add(during)
+    finally:
+        server.close()
+    bench.compare(during, idle)
+
+
+SCENARIOS = [mcp_write, mcp_startup, mcp_ping_during_write]

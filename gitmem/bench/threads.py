@@ -2,7 +2,8 @@
 
 - :func:`thread_append`: a 50-event run appended to a thread of 10,000 events vs to a
   new thread (<= 1.5x), beside SQLite and the seed's ``JsonFileThreadStore`` (the
-  whole JSON file rewritten per append);
+  whole JSON file rewritten per append); and to a new thread with a request key (kaboo's
+  adapter sends one with every write) vs without (<= 1.1x);
 - :func:`thread_reads`: the events of a 10,000-event thread, read first after opening
   the repository and again, against ``json.loads`` of the same events from one file,
   SQLite and the seed's store; ``threads.readEvents`` from a just-started
@@ -29,6 +30,7 @@ from gitmem.repository import Gitmem
 
 RUN_SIZE = 50
 READ_STATE_TARGET_MS = 5.0
+KEYED_TARGET = 1.1  # an append with a requestKey (kaboo's adapter sends one) against one without
 
 
 def run_events(run: int, size: int = RUN_SIZE) -> list[dict[str, Any]]:
@@ -85,6 +87,8 @@ def thread_append(bench: Bench) -> None:
         rows = bench.measure("thread append", f"run of {RUN_SIZE} events", {
             f"store: {long}": lambda i: mem.threads.append_events("long", "bench", run_events(i)),
             f"store: {new}": lambda i: mem.threads.append_events(f"new-{i}", "bench", run_events(i)),
+            f"store: {new}, with a request key": lambda i: mem.threads.append_events(
+                f"keyed-{i}", "bench", run_events(i), request_key=f"bench-{i}"),
             f"{SQLITE}: {long}": lambda i: db.append_events("long", "bench", run_events(i)),
             f"{SQLITE}: {new}": lambda i: db.append_events(f"new-{i}", "bench", run_events(i)),
             f"seed JsonFileThreadStore: {long}": lambda i: seed.append_events("long", "bench", run_events(i)),
@@ -93,6 +97,8 @@ def thread_append(bench: Bench) -> None:
         }, samples=min(bench.samples, prior // RUN_SIZE // 5))
     db.close()
     bench.compare(rows[f"store: {long}"], rows[f"store: {new}"], 1.5)
+    bench.compare(rows[f"store: {new}, with a request key"], rows[f"store: {new}"], KEYED_TARGET,
+                  what="store: a request key / none, to a new thread")
     for baseline in (SQLITE, "seed JsonFileThreadStore"):
         bench.compare(rows[f"store: {long}"], rows[f"{baseline}: {long}"], what=f"store / {baseline}, {long}")
 

@@ -40,6 +40,9 @@ def add_serve(serve) -> None:
     from gitmem.faces.nui.storage import LATE_WINDOW
     from gitmem.faces.serve import LATE_WINDOW_ENV, LOG_NAME
     takes_repo(serve, cmd_serve)
+    serve.add_argument("--create", action="store_true",
+                       help="create the repository if it is missing (without it, only the default "
+                            "one is created: a mistyped --repo is an error)")
     serve.add_argument("--handlers", metavar="FILE",
                        help="storage-handlers.yaml (default: the one in $NUI_EXTENSION_DIR, or "
                             "$LOOP_EXTENSION_DIR, else accept every handler id)")
@@ -212,11 +215,13 @@ def progress_bar(label: str, stream=None):
 
 
 def cmd_serve(args) -> int:
-    from gitmem.records.location import locate_repo
     from gitmem.faces.serve import run
+    from gitmem.records.location import THE_DEFAULT, locate_repo
     if args.late_window is None:
         args.late_window = _late_window_from_env()
-    return run(locate_repo(args.repo)[0], handlers_path=args.handlers, log_file=args.log_file,
+    repo, chosen_by = locate_repo(args.repo)
+    return run(repo, create=args.create or chosen_by == THE_DEFAULT,
+               handlers_path=args.handlers, log_file=args.log_file,
                log_level=args.log_level, durability=args.durability,
                max_response=args.max_response, late_window=args.late_window,
                watch_edits=not args.no_watch, sync_interval=args.sync_interval,

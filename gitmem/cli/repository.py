@@ -64,6 +64,9 @@ def add_sync(sync_) -> None:
                        help="the remote (default: branch.main.remote, origin, or the only one)")
     sync_.add_argument("--allow-secrets", action="store_true",
                        help="push even if the new commits seem to add secrets")
+    sync_.add_argument("--allow-unrelated-histories", action="store_true",
+                       help="merge the remote's main even if it shares no commit with this "
+                            "repository (two repositories started apart)")
     sync_.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                        help=f"give up after this long, retries included (default: git config "
                             f"{TIMEOUT_KEY}, else {SYNC_TIMEOUT:g})")
@@ -166,7 +169,8 @@ def cmd_sync(args) -> None:
     from gitmem.sync.exchange import SecretsRefused, sync
     with open_repo(args) as mem:
         try:
-            result = sync(mem, args.remote, allow_secrets=args.allow_secrets, timeout=args.timeout)
+            result = sync(mem, args.remote, allow_secrets=args.allow_secrets, timeout=args.timeout,
+                          allow_unrelated_histories=args.allow_unrelated_histories)
         except SecretsRefused as exc:
             for line in exc.report():
                 print(f"gitmem: {line}", file=sys.stderr)

@@ -28,10 +28,11 @@ from gitmem.faces.kaboo.threads import thread_methods
 from gitmem.faces.nui.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.faces.nui.storage import LATE_WINDOW, storage_methods
 from gitmem.git import gitproc
-from gitmem.git.base import GITMEM_DIR, DamagedObject
+from gitmem.git.base import GITMEM_DIR, DamagedObject, MissingRepository
+from gitmem.git.files import opened_by_gitmem
 from gitmem.git.pipes import PIPE_SIZE, widen_pipe
 from gitmem.history.record_index import RecordIndex
-from gitmem.repository import Gitmem, NotAFolderOfItsOwn, default_repo_path
+from gitmem.repository import ForeignRepository, Gitmem, NotAFolderOfItsOwn, default_repo_path
 from gitmem.sync import rescue
 from gitmem.upkeep.maintenance import Maintenance
 
@@ -56,14 +57,17 @@ def run(repo: str | os.PathLike | None = None, *,
         log_file: str | os.PathLike | None = None, log_level: str = "INFO",
         durability: str | None = None, max_response: int = rpc.MAX_RESPONSE,
         late_window: float = LATE_WINDOW, watch_edits: bool = True,
-        sync_interval: float | None = None, sync_remote: str | None = None) -> int:
+        sync_interval: float | None = None, sync_remote: str | None = None,
+        create: bool = False) -> int:
     """``gitmem serve``: serve ``repo`` on this process's stdin and stdout until end of
     input, a shutdown call or SIGTERM; returns the exit status (1: the repository could
     not be served, and every request was answered with an error saying why).
 
-    ``handlers_path`` is the storage-handlers.yaml (default: as :func:`find_handlers_file`);
-    A repository missing at ``repo`` is made, and said on stderr and in the log (a typo
-    in ``--repo`` shows there); ``max_response`` 0 lifts the answer cap; ``watch_edits`` commits hand edits as they
+    ``handlers_path`` is the storage-handlers.yaml (default: as :func:`find_handlers_file`).
+    A repository missing at ``repo`` is made only when ``create`` (``--create``), and said
+    on stderr and in the log; without it, every request is answered with an error naming
+    the nearest gitmem repository (a typo in ``--repo`` shows there). ``max_response`` 0
+    lifts the answer cap; ``watch_edits`` commits hand edits as they
     are saved; ``sync_interval`` (seconds) syncs with ``sync_remote`` in the background.
     """
     protocol_out = _claim_stdout()
@@ -71,7 +75,7 @@ def run(repo: str | os.PathLike | None = None, *,
     os.umask(0o077)
     try:
         made = repo is not None and not (Path(repo).expanduser() / ".git").exists()
-        mem = Gitmem.open(repo, create=True, durability=durability, packer=Maintenance)
+        mem = Gitmem.open(repo, create=create, durability=durability, packer=Maintenance)
     except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
         return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
     try:
@@ -210,8 +214,11 @@ def _serve_unavailable(repo, log_file, log_level: str, problem: Exception,
     message = f"gitmem cannot serve {repo}: {reason}; {_fix_for(problem, repo)}"
     log_path = Path(log_file) if log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
     log_writer = unlogged = None
-    if not log_file and not (repo / ".git").is_dir():  # no repository: none is made for a log
-        unlogged = f" (not in {log_path}: there is no repository)"
+    # Nothing is written into a repository gitmem has not opened before (one it refused
+    # stays as it was), and no folder is made for a log.
+    if not log_file and not opened_by_gitmem(repo / ".git"):
+        unlogged = f" (not in {log_path}: " + ("there is no repository)" if not (repo / ".git").exists()
+                                               else "gitmem writes nothing into a repository it has not opened)")
     else:
         try:
             log_writer = logfile.start(log_path, log_level)
@@ -266,7 +273,9 @@ class _ThenOnFirstUse(dict):
 
 def _fix_for(problem: Exception, repo: Path) -> str:
     """What a person can do about ``problem``, in a few words."""
-    if isinstance(problem, NotAFolderOfItsOwn):  # its message says what to do
+    if isinstance(problem, MissingRepository):  # its message names the nearest repository
+        return "or let gitmem serve create it: --create (the kaboo store: create: true)"
+    if isinstance(problem, (ForeignRepository, NotAFolderOfItsOwn)):  # its message says what to do
         return "then restart gitmem"
     if isinstance(problem, DamagedObject):
         return (f"run `gitmem fsck --repo {repo}`, then restore the object from a clone, a "

@@ -5,6 +5,7 @@ One module per concept, the lower ones first:
 - ``files``: gitmem's own files in ``.git/gitmem/``, written atomically (no pygit2);
 - ``base``: names (``BRANCH``, ``REF``), errors, :class:`Identity`, :class:`CommitInfo`,
   path checks, commit messages with trailers;
+- ``cancel``: a write called off by its caller before its commit;
 - ``lock`` (the writers' lock), ``statcache`` (what stat data vouches for), ``journal``
   (what each work-tree file held), ``gitproc`` (the one runner of the ``git`` command):
   no pygit2;

@@ -28,6 +28,10 @@ class EngineError(Exception):
     """A storage operation could not be carried out."""
 
 
+class MissingRepository(EngineError):
+    """No repository where one was to be opened, and none was to be made."""
+
+
 class UnsafePath(EngineError):
     """A path would leave the repository or step into .git."""
 

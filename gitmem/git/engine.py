@@ -37,13 +37,14 @@ from typing import Protocol
 import pygit2
 
 from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchMoved, Changes,
-                             CommitInfo, DamagedObject, EngineError, Identity,
+                             CommitInfo, DamagedObject, EngineError, Identity, MissingRepository,
                              check_path, config_get, default_identity, user_identity, with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
 from gitmem.git.branch import Branch
+from gitmem.git.cancel import stop_if_cancelled
 from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.facts import open_work_tree
-from gitmem.git.files import may_write
+from gitmem.git.files import LOCK_FILE, may_write
 from gitmem.git.index import Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
@@ -121,7 +122,7 @@ class GitEngine:
         # thousands of records (threads/, sessions/) was parsed again for every path
         # looked up in it (10,000 threads: 20 s to list, 30 ms with this).
         pygit2.settings.cache_object_limit(pygit2.enums.ObjectType.TREE, TREE_CACHE_LIMIT)
-        self._lock = FileLock(self.private_dir / "lock", timeout=lock_timeout,
+        self._lock = FileLock(self.private_dir / LOCK_FILE, timeout=lock_timeout,
                               on_abandoned=lambda taken_at: self._recovery.after_dead_writer(taken_at))
         self._closed = False
         self._known_tip: pygit2.Oid | None | bool = False  # main's tip as this engine left it (False: not known)
@@ -168,7 +169,7 @@ class GitEngine:
             path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
             repo = pygit2.init_repository(str(path), initial_head=BRANCH)
         elif repo is None:
-            raise EngineError(f"no gitmem repository at {path} (run `gitmem init {path}`)")
+            raise MissingRepository(f"no gitmem repository at {path} (run `gitmem init {path}`)")
         if repo.is_bare:
             raise EngineError(f"{path} is a bare repository; gitmem needs a work tree")
         return cls(repo, **kwargs)
@@ -412,6 +413,7 @@ class GitEngine:
                             raise
                         log.info("writing objects again after: %s", exc)
                         continue
+                    stop_if_cancelled()  # the last moment: only objects no ref holds are written
                     tree = self._repo[tree_id]
                     ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
                     on_main = self._worktree.is_main()
@@ -659,6 +661,11 @@ class GitEngine:
               timeout: float | None = None) -> str | None:
         """Fetch the remote's ``main``; return its tip, or None when it has none (see :class:`Remotes`)."""
         return self._remotes.fetch(remote, interactive=interactive, timeout=timeout)
+
+    def remote_branches(self, remote: str, *, interactive: bool = True,
+                        timeout: float | None = None) -> list[str]:
+        """The names of the remote's branches, as it has them now (a network call)."""
+        return self._remotes.branches(remote, interactive=interactive, timeout=timeout)
 
     def push(self, remote: str, commit: str, *, interactive: bool = True,
              timeout: float | None = None) -> bool:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pygit2
 
-from gitmem.git.base import GITMEM_DIR, EngineError
+from gitmem.git.base import EngineError
+from gitmem.git.files import opened_by_gitmem
 from gitmem.git.objects import LooseObjectDamaged, read_loose_object
 
 
@@ -19,7 +20,7 @@ class RepositoryFacts:
     branch: str | None  # the branch HEAD names ("master"); None when HEAD is detached
     has_commits: bool  # whether HEAD's branch has a commit
     top_names: tuple[str, ...]  # the names at the top of HEAD's tree
-    opened_by_gitmem: bool  # .git/gitmem/ exists: gitmem has opened it before
+    opened_by_gitmem: bool  # gitmem has opened it before (gitmem.git.files.opened_by_gitmem)
 
 
 def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
@@ -32,7 +33,7 @@ def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:
     target = head.target if head is not None else None
     branch = target[len("refs/heads/"):] if isinstance(target, str) and \
         target.startswith("refs/heads/") else None
-    opened = (Path(repo.path) / GITMEM_DIR).is_dir()
+    opened = opened_by_gitmem(repo.path)
     names: tuple[str, ...] = ()
     if not opened and not repo.head_is_unborn:
         names = _top_names(repo)

@@ -14,8 +14,16 @@ from pathlib import Path
 BRANCH = "main"
 REF = f"refs/heads/{BRANCH}"
 GITMEM_DIR = "gitmem"  # inside .git/: gitmem's own files
+LOCK_FILE = "lock"  # in .git/gitmem/: the writers' lock (see opened_by_gitmem)
 IN_FLIGHT_FILE = "in-flight"  # in .git/gitmem/: the commit whose files are being written, before main moves
 FILE_MODE = 0o600
+
+
+def opened_by_gitmem(gitdir: str | os.PathLike) -> bool:
+    """Whether gitmem has opened, and so accepted, the repository whose git folder is
+    ``gitdir``: the first open makes the writers' lock file. A ``.git/gitmem/`` folder
+    alone does not say so (a refused start of an older gitmem left its log there)."""
+    return os.path.isfile(os.path.join(gitdir, GITMEM_DIR, LOCK_FILE))
 
 
 def write_private(target: Path, data: bytes) -> None:

@@ -8,10 +8,12 @@ scrubbed of URL credentials before they reach an error message.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import unquote
 
 import pygit2
 
@@ -30,6 +32,7 @@ _SSH_REASONS = ("Host key verification failed", "REMOTE HOST IDENTIFICATION HAS 
 # Words in `git push --porcelain` refusals meaning "the remote moved since we fetched".
 _REMOTE_MOVED = ("fetch first", "non-fast-forward", "stale info", "cannot lock ref",
                  "failed to update ref", "incorrect old value")
+log = logging.getLogger("gitmem.engine")
 _URL_CREDENTIALS = re.compile(r"\b([a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s]*@")
 
 
@@ -80,6 +83,15 @@ class Remotes:
             raise EngineError(f"git fetch {remote} failed: {_git_reason(done.stderr)}")
         return self.tip(remote)
 
+    def branches(self, remote: str, *, interactive: bool = True, timeout: float | None = None) -> list[str]:
+        """The names of the remote's branches (``git ls-remote --heads``)."""
+        self.require(remote)
+        done = self._run_git(["ls-remote", "--heads", remote], interactive, timeout, remote)
+        if done.returncode != 0:
+            raise EngineError(f"git ls-remote {remote} failed: {_git_reason(done.stderr)}")
+        return [line.split("\trefs/heads/", 1)[1] for line in done.stdout.splitlines()
+                if "\trefs/heads/" in line]
+
     def push(self, remote: str, commit: str, *, interactive: bool = True,
              timeout: float | None = None) -> bool:
         """Push ``commit`` to the remote's ``main``, never forced.
@@ -88,10 +100,13 @@ class Remotes:
         (fetch, merge and push again); EngineError for any other failure.
         """
         self.require(remote)
+        first = self.tip(remote) is None  # the remote had no main when we last fetched
         done = self._run_git(["push", "--porcelain", remote, f"{commit}:{REF}"], interactive,
                              timeout, remote)
         if done.returncode == 0:
             self._repo.references.create(_tracking_ref(remote), pygit2.Oid(hex=commit), force=True)
+            if first:
+                self._point_head_at_main(remote)
             return True
         refused = [line for line in done.stdout.splitlines() if line.startswith("!\t")]
         if refused:
@@ -102,6 +117,27 @@ class Remotes:
             raise EngineError(f"git push {remote} refused: {scrub_credentials(reason)}"
                               + (f"; the remote said: {said}" if said else ""))
         raise EngineError(f"git push {remote} failed: {_git_reason(done.stderr)}")
+
+    def _point_head_at_main(self, remote: str) -> None:
+        """Point the HEAD of a bare remote on this machine at ``main`` when it names a branch
+        that does not exist and ``main`` is its only one: `git init --bare` names ``master``,
+        and a plain `git clone` of the remote would check nothing out. A remote over the
+        network is left as it is (git's protocol cannot set HEAD)."""
+        url = self._repo.remotes[remote].push_url or self._repo.remotes[remote].url
+        folder = _local_folder(url, self._workdir)
+        if folder is None:
+            return
+        try:
+            other = pygit2.Repository(str(folder))
+            head = other.references.get("HEAD")
+            target = head.target if head is not None else None
+            if (other.is_bare and isinstance(target, str) and other.references.get(target) is None
+                    and list(other.branches.local) == [BRANCH]):
+                other.references.create("HEAD", REF, force=True)
+                log.info("pointed the HEAD of %s at %s (it named %s, which does not exist)",
+                         remote, BRANCH, target)
+        except (pygit2.GitError, OSError, ValueError) as exc:  # not ours to insist on
+            log.info("left the HEAD of %s as it is: %s", remote, exc)
 
     def require(self, remote: str) -> None:
         """Raise EngineError unless remote ``remote`` is configured."""
@@ -130,6 +166,16 @@ class Remotes:
             raise EngineError(f"git {args[0]} {remote} failed: no answer within {timeout:.2g} s "
                               "(for a longer bound: gitmem sync --timeout, or git config "
                               "gitmem.syncTimeout)") from None
+
+
+def _local_folder(url: str, workdir: Path) -> Path | None:
+    """The folder of a remote given as a path or a ``file://`` URL (a relative path is taken
+    from ``workdir``, as git takes it); None for a network URL (``ssh://``, ``host:path``)."""
+    if url.startswith("file://"):
+        return Path(unquote(url[len("file://"):]))
+    if "://" in url or ":" in url.split("/", 1)[0]:
+        return None
+    return workdir / url
 
 
 def scrub_credentials(text: str) -> str:

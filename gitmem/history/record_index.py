@@ -118,6 +118,16 @@ class RecordIndex:
                     if int(time) <= when), default=None)
         return best[2].decode() if best is not None else None
 
+    def commits_between(self, since: float, until: float) -> list[IndexedCommit]:
+        """The commits of main made from ``since`` to ``until`` (seconds since the epoch),
+        each with the records it changed, newest first (by topology, as :meth:`versions`)."""
+        self._update()
+        data, found = self._data, []
+        for match in _LINE_HEAD.finditer(data):
+            if since <= int(match[2]) <= until:
+                found.append(_parse_line(data[match.start():data.index(b"\n", match.start())]))
+        return sorted(found, key=_order, reverse=True)
+
     def _search(self, path: str) -> list[IndexedCommit]:
         data, needle, found = self._data, b"\t" + path.encode(), []
         at = data.find(needle)

@@ -235,14 +235,16 @@ def format_date(seconds: int, offset_minutes: int) -> str:
 # -- the operations ---------------------------------------------------------------
 
 
-def log(mem: Records, record: str | None = None, *, limit: int | None = None) -> list[LogEntry]:
+def log(mem: Records, record: str | None = None, *, limit: int | None = None,
+        skip: int = 0) -> list[LogEntry]:
     """The commits that touched ``record`` (None: every commit), newest first, each with
-    a one-line summary of what it changed there."""
+    a one-line summary of what it changed there; with ``skip``, the record's newest
+    ``skip`` commits are left out (a page of a long history)."""
     parsed = layout.parse_record(record) if record else None
     if parsed is None:
         commits = mem.engine.history(None, limit=limit)
     else:
-        commits = record_commits(mem, parsed, limit=limit)
+        commits = record_commits(mem, parsed, limit=limit, skip=skip)
     pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
     entries = []
     for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs)):
@@ -272,9 +274,11 @@ def memories(mem: Records) -> list[MemoryListed]:
     return found
 
 
-def record_commits(mem: Records, record: layout.Record, *, limit: int | None = None) -> list[CommitInfo]:
-    """The commits that changed ``record``, newest first (at most ``limit``)."""
-    versions = mem.record_index.versions(record.path)[:limit]
+def record_commits(mem: Records, record: layout.Record, *, limit: int | None = None,
+                   skip: int = 0) -> list[CommitInfo]:
+    """The commits that changed ``record``, newest first (at most ``limit``, after the
+    newest ``skip``)."""
+    versions = mem.record_index.versions(record.path)[skip:None if limit is None else skip + limit]
     return mem.engine.commit_infos([v.id for v in versions])
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gitmem.git.files import GITMEM_DIR
+from gitmem.git.files import opened_by_gitmem
 
 ENV_REPO = "GITMEM_REPO"
+THE_DEFAULT = "the default"  # why locate_repo chose default_repo_path()
 
 
 def default_repo_path() -> Path:
@@ -34,9 +35,17 @@ def locate_repo(given: str | os.PathLike | None = None) -> tuple[Path, str]:
         here = Path.cwd()
     except OSError:  # the current folder was removed
         here = None
-    for folder in (here, *here.parents) if here is not None else ():
-        if (folder / ".git").exists():
-            if (folder / ".git" / GITMEM_DIR).is_dir():
-                return folder, "the gitmem repository holding the current folder"
-            break
-    return default_repo_path(), "the default"
+    holding = gitmem_repository_holding(here) if here is not None else None
+    if holding is not None:
+        return holding, "the gitmem repository holding the current folder"
+    return default_repo_path(), THE_DEFAULT
+
+
+def gitmem_repository_holding(folder: Path) -> Path | None:
+    """The top of the work tree holding ``folder`` (the nearest ``.git`` at or above it)
+    when gitmem has opened that repository; None when there is no such work tree, or it
+    is not gitmem's (a project's code)."""
+    for top in (folder, *folder.parents):
+        if (top / ".git").exists():
+            return top if opened_by_gitmem(top / ".git") else None
+    return None

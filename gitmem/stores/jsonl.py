@@ -224,6 +224,13 @@ class ChunkedJsonl:
         references left in: as written, images aside."""
         return self._restored(snapshot, self._value_texts(snapshot)[start:stop], keep_references=True)
 
+    def page(self, snapshot: Snapshot, start: int, stop: int) -> tuple[list[bytes], int]:
+        """Lines ``start`` to ``stop`` as :meth:`sent_lines` gives them, and how many lines
+        the log holds: a page of a long log. No line is parsed, and only the page's own
+        lines have their references looked at."""
+        texts = self._value_texts(snapshot)
+        return self._restored(snapshot, texts[start:stop], keep_references=True), len(texts)
+
     def _value_texts(self, snapshot: Snapshot) -> list[bytes]:
         """The texts of every value in the log, as stored (:func:`~gitmem.records.jsontexts.checked_values`)."""
         texts = []

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from gitmem.errors import InvalidInput
+from gitmem.git.base import Identity
 from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
 from gitmem.git.statcache import git_blob_id
@@ -269,6 +270,29 @@ class MemoryStore:
             log.info("stale replace of %s merged onto HEAD from the version of %s",
                      _describe(agent_id), stale.base)
         return commit, bool(moved)
+
+    def save_from(self, content: str, agent_id: str | None, base: str | None, *,
+                  author: Identity | None = None,
+                  trailers: Mapping[str, str] | None = None) -> str | None:
+        """A person's save of the memory, made from its version at commit ``base`` (None:
+        from no version). When HEAD has moved on since, it is merged three-way onto HEAD
+        by the rules of an editor's save (:func:`merge_file`: what the person never saw
+        is kept, what they saw and deleted stays deleted). ``author``: the person. Returns
+        the commit id (None: no change)."""
+        path = self.path(agent_id)
+        saved = normalise(content).encode("utf-8", "surrogateescape")
+        shown = self.engine.snapshot_of(base, scope=path).read(path) if base else None
+
+        def changes(snapshot: Snapshot):
+            head = snapshot.read(path)
+            merged, spots = merge_file(path, shown, head, saved)
+            for spot in spots:
+                log.warning("save of %s merged with a newer version: %s", _describe(agent_id), spot)
+            return None if merged == head else {path: merged}
+
+        return self.engine.update(changes, f"memory: edit {_describe(agent_id)}",
+                                  record_trailers("memory.edit", _record(agent_id), trailers),
+                                  author=author, scope=path)
 
     def delete(self, agent_id: str | None = None, *,
                trailers: Mapping[str, str] | None = None) -> str | None:

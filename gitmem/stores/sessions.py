@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import mimetypes
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -45,6 +46,7 @@ from gitmem.records.ids import printable
 from gitmem.records.jsontexts import JsonTexts
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.records.strictjson import same_json
+from gitmem.stores.blobs import is_blob_name
 from gitmem.stores.jsonl import ChunkedJsonl, dumps, objects
 
 log = logging.getLogger("gitmem.sessions")
@@ -110,6 +112,26 @@ class SessionStore:
                      "messages left out", agent_type, session_id, max_bytes, fitted.references,
                      fitted.left_out)
         return fitted.text, meta.get("agentSessionId", "")
+
+    def page(self, agent_type: str, session_id: str, start: int, stop: int, *,
+             snapshot: Snapshot | None = None) -> tuple[list[bytes], int]:
+        """Messages ``start`` to ``stop`` as JSON lines, images left as blob references
+        (``gitmem:blob:<name>``; :meth:`image` reads one), and how many messages the
+        session holds: a page of a long session, no message parsed."""
+        snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
+        return self._log(agent_type, session_id).page(snapshot, start, stop)
+
+    def image(self, agent_type: str, session_id: str, name: str, *,
+              snapshot: Snapshot | None = None) -> tuple[str, bytes] | None:
+        """(media type, bytes) of the image a blob reference names; None when the session
+        holds no such image."""
+        if not is_blob_name(name):
+            return None
+        snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
+        data = snapshot.read(f"{self._log(agent_type, session_id).blobs.folder}/{name}")
+        if data is None:
+            return None
+        return mimetypes.guess_type(name)[0] or "application/octet-stream", data
 
     def meta(self, agent_type: str, session_id: str, *,
              snapshot: Snapshot | None = None) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gitmem.git.base import EngineError
@@ -33,6 +33,7 @@ from gitmem.records.ids import UndecodableId, check, decode
 from gitmem.records.jsontexts import JsonTexts
 from gitmem.records.meta import meta_bytes, parse_meta, read_meta, record_trailers
 from gitmem.stores.jsonl import ChunkedJsonl, dumps, objects
+from gitmem.stores.request_keys import TRAILER, RequestKeys, checked_key
 
 log = logging.getLogger("gitmem.threads")
 
@@ -85,6 +86,7 @@ class ThreadStore:
         self._clock_lock = threading.Lock()
         self._last_stamp = 0
         self._listing: tuple[str | None, list[dict[str, Any]]] = (None, [])
+        self._requests = RequestKeys(engine)
 
     @staticmethod
     def folder(thread_id: str) -> str:
@@ -110,12 +112,14 @@ class ThreadStore:
     # -- writing -----------------------------------------------------------------
 
     def append_events(self, thread_id: str, agent_id: str, events: Sequence[Mapping[str, Any]],
-                      owner_id: str | None = None, *,
-                      trailers: Mapping[str, str] | None = None) -> str | None:
+                      owner_id: str | None = None, *, trailers: Mapping[str, str] | None = None,
+                      request_key: str | None = None) -> str | None:
         """Append ``events`` in order, creating the thread; returns the commit id.
 
         Sets ``agentId``, sets ``ownerId`` only when ``owner_id`` is not None, bumps
-        ``updatedAt``. An empty list changes nothing and makes no commit.
+        ``updatedAt``. An empty list changes nothing and makes no commit. A write with a
+        ``request_key`` that a recent commit holds already is not made again (None; see
+        :mod:`gitmem.stores.request_keys`); so for every write here.
         """
         events = objects("events", events)
         check(agent_id, "agent_id")
@@ -136,13 +140,14 @@ class ThreadStore:
             changed[f"{folder}/{layout.META}"] = meta_bytes(meta)
             return changed
 
-        return self.engine.update(changes, f"threads: append {counted(len(events), 'event')} to "
-                                  f"{_brief(thread_id)}",
-                                  record_trailers("threads.append", f"thread:{thread_id}", trailers),
-                                  scope=folder)
+        return self._update(changes, f"threads: append {counted(len(events), 'event')} to "
+                            f"{_brief(thread_id)}",
+                            record_trailers("threads.append", f"thread:{thread_id}", trailers),
+                            folder, request_key)
 
     def save_messages(self, thread_id: str, messages: Sequence[Mapping[str, Any]] | JsonTexts, *,
-                      trailers: Mapping[str, str] | None = None) -> str | None:
+                      trailers: Mapping[str, str] | None = None,
+                      request_key: str | None = None) -> str | None:
         """Replace the thread's message list; returns the commit id (None: nothing changed).
 
         Bumps ``updatedAt`` of a thread that exists. On a thread without events the
@@ -162,21 +167,37 @@ class ThreadStore:
                 changed[f"{folder}/{layout.META}"] = meta_bytes({**old, "updatedAt": self.stamp(old)})
             return changed
 
-        return self.engine.update(
+        return self._update(
             changes, f"threads: save {counted(len(messages), 'message')} of {_brief(thread_id)}",
-            record_trailers("threads.messages", f"thread:{thread_id}", trailers), scope=folder)
+            record_trailers("threads.messages", f"thread:{thread_id}", trailers), folder, request_key)
 
-    def clear(self, thread_id: str | None = None, *,
-              trailers: Mapping[str, str] | None = None) -> str | None:
+    def clear(self, thread_id: str | None = None, *, trailers: Mapping[str, str] | None = None,
+              request_key: str | None = None) -> str | None:
         """Delete one thread, or every thread when ``thread_id`` is None; returns the commit id."""
         if thread_id is None:
             folder, message, record = layout.THREADS, "threads: clear all threads", None
         else:
             folder, message = self.folder(thread_id), f"threads: clear {_brief(thread_id)}"
             record = f"thread:{thread_id}"
-        return self.engine.update(lambda snapshot: {path: None for path in snapshot.files(folder)},
-                                  message, record_trailers("threads.clear", record, trailers),
-                                  scope=folder)
+        return self._update(lambda snapshot: {path: None for path in snapshot.files(folder)},
+                            message, record_trailers("threads.clear", record, trailers), folder,
+                            request_key)
+
+    def _update(self, changes: Callable[[Snapshot], dict[str, bytes | None]], message: str,
+                trailers: dict[str, str], folder: str, request_key: str | None) -> str | None:
+        """The commit of ``changes``; none when ``request_key`` is in a commit already."""
+        if request_key is None:
+            return self.engine.update(changes, message, trailers, scope=folder)
+        checked_key(request_key)
+
+        def unless_made(snapshot: Snapshot):
+            made = self._requests.committed(request_key, snapshot.id)
+            if made is None:
+                return changes(snapshot)
+            log.info("request %s was committed already, in %s: not written again", request_key, made[:10])
+            return None
+
+        return self.engine.update(unless_made, message, {**trailers, TRAILER: request_key}, scope=folder)
 
     # -- reading -----------------------------------------------------------------
 

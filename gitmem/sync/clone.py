@@ -20,7 +20,8 @@ from pathlib import Path
 
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
-from gitmem.repository import ENV_DURABILITY, LAYOUT_NAMES, Gitmem, default_repo_path, make_private
+from gitmem.repository import (ENV_DURABILITY, Gitmem, default_repo_path, make_private,
+                               refuse_a_folder_inside_a_repository, refuse_a_foreign_remote)
 
 REMOTE = "origin"
 
@@ -40,6 +41,7 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
     target = Path(path).expanduser() if path is not None else default_repo_path()
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise CloneError(f"{target} exists and is not an empty folder: clone into a new path")
+    refuse_a_folder_inside_a_repository(target)
     made = not target.exists()
     try:
         engine = GitEngine.open(target, create=True,
@@ -50,11 +52,8 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
             engine.set_config_default("branch.main.merge", "refs/heads/main")
             engine.set_config_default("core.sharedRepository", "0600")  # plain git's writes too
             tip = engine.fetch(remote)
+            refuse_a_foreign_remote(engine, remote, tip, named=url, undone="nothing cloned")
             if tip is not None:
-                foreign = sorted(set(engine.snapshot(tip).list()) - LAYOUT_NAMES)
-                if foreign:
-                    raise CloneError(f"{url} is not a gitmem repository (its main holds "
-                                     f"{', '.join(foreign[:3])}); nothing cloned")
                 engine.fast_forward(None, tip)
         finally:
             engine.close()

@@ -1,18 +1,21 @@
 """``gitmem sync``: exchange commits with an ordinary git remote without losing a line.
 
-One sync: commit pending hand edits; fetch the remote's ``main``; fast-forward when
-only the remote moved; when both moved, merge by :mod:`gitmem.records.merge`'s rules into
-one merge commit; scan what is about to go out for secrets (:mod:`gitmem.sync.secrets`);
+One sync: commit pending hand edits; fetch the remote's ``main``, refused unless it holds
+gitmem's records only and shares a commit with ours (or ``allow_unrelated_histories``);
+fast-forward when only the remote moved; when both moved, merge by
+:mod:`gitmem.records.merge`'s rules into one merge commit; scan what is about to go out
+for secrets (:mod:`gitmem.sync.secrets`);
 push, never forced. A push refused because someone pushed meanwhile starts over
 from the fetch after a random pause that grows with each refusal (see
 :func:`retry_pause`), until the sync's deadline. The branch only ever moves by a
 commit on top, a fast-forward or a merge: local commits are never reset away.
 
-The outcome goes to ``.git/gitmem/sync-state.json`` for ``gitmem status``:
-``remote``, ``last_sync`` (ISO time of the last success), ``last_error`` (one line,
-or null), and ``merge_spots``: the places where a merge kept two versions side by
-side (``{path, line, commit, note, text}``); :func:`read_state` drops the ones a
-person has tidied since.
+The outcome goes to ``.git/gitmem/sync-state.json`` for ``gitmem status``: for each
+remote (by name, with the URL it had) ``last_sync`` (ISO time of the last success),
+``last_attempt`` and ``last_error`` (one line, or null); and ``merge_spots``: the places
+where a merge kept two versions side by side (``{path, line, commit, note, text}``).
+:func:`read_state` answers for one remote, forgets a remote removed or pointed
+elsewhere since, and drops the spots a person has tidied since.
 
     with Gitmem.open("~/gitmem") as mem:
         result = sync(mem, "origin")
@@ -37,7 +40,7 @@ from gitmem.git.files import write_private
 from gitmem.git.remote import scrub_credentials
 from gitmem.records import strictjson
 from gitmem.records.merge import Spot, merge_changes, spots_paragraph
-from gitmem.repository import Gitmem
+from gitmem.repository import Gitmem, refuse_a_foreign_remote
 from gitmem.sync import rescue, secrets
 
 log = logging.getLogger("gitmem.sync.exchange")
@@ -55,6 +58,10 @@ TIMEOUT_KEY = "gitmem.syncTimeout"
 
 class SyncError(Exception):
     """A sync could not finish; the message is one line saying why."""
+
+
+class UnrelatedHistories(SyncError):
+    """The remote's ``main`` and ours share no commit: two repositories started apart."""
 
 
 class SecretsRefused(SyncError):
@@ -106,8 +113,14 @@ class SyncResult:
 
 
 def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
-         interactive: bool = True, timeout: float | None = None) -> SyncResult:
+         interactive: bool = True, timeout: float | None = None,
+         allow_unrelated_histories: bool = False) -> SyncResult:
     """Fetch, merge and push ``main`` with ``remote`` (default: see :func:`choose_remote`).
+
+    A remote whose ``main`` holds anything but gitmem's records is refused
+    (:class:`~gitmem.repository.NotAGitmemRepository`) before anything comes into ``main``,
+    and one whose ``main`` shares no commit with ours (:class:`UnrelatedHistories`) unless
+    ``allow_unrelated_histories``.
 
     ``interactive=False`` (background syncs) forbids credential prompts. It gives up
     after ``timeout`` seconds (default: :func:`sync_timeout`), retries included. Raises
@@ -119,19 +132,19 @@ def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
     try:
         name = choose_remote(engine, remote)
         network = _Deadline(timeout if timeout is not None else sync_timeout(engine))
-        result = _sync(engine, name, allow_secrets, interactive, network)
+        result = _sync(engine, name, allow_secrets, allow_unrelated_histories, interactive, network)
     except Exception as exc:
         reason = scrub_credentials(str(exc).strip().split("\n")[0] or type(exc).__name__)
-        _save_state(engine, remote=name, last_error=reason, last_attempt=_now())
+        _save_state(engine, name, last_error=reason, last_attempt=_now())
         if isinstance(exc, SyncError):
             raise
         raise SyncError(reason) from exc
     now = _now()
     new_spots = [{"path": s.path, "line": s.line, "note": s.note, "text": s.text, "commit": commit}
                  for commit, spots in result.merges for s in spots]
-    _save_state(engine, remote=name, last_sync=now, last_attempt=now, last_error=None,
+    _save_state(engine, name, last_sync=now, last_attempt=now, last_error=None,
                 incoming=result.incoming, outgoing=result.outgoing,
-                merge_spots=read_state(engine)["merge_spots"] + new_spots)
+                merge_spots=read_state(engine, name)["merge_spots"] + new_spots)
     return result
 
 
@@ -198,12 +211,17 @@ def retry_pause(refusals: int) -> float:
     return random.uniform(0, min(LONGEST_PAUSE, FIRST_PAUSE * 2 ** (refusals - 1)))
 
 
-def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool,
-          deadline: _Deadline) -> SyncResult:
+def _sync(engine: GitEngine, remote: str, allow_secrets: bool, allow_unrelated: bool,
+          interactive: bool, deadline: _Deadline) -> SyncResult:
     result = SyncResult(remote)
     rescue.find_lost(engine)  # commits a history rewrite took off main stay kept, whatever comes in
     while True:
         remote_tip = engine.fetch(remote, interactive=interactive, timeout=deadline.left())
+        if remote_tip != engine.head():  # what is not ours yet: never merged into main, nor pushed over
+            refuse_a_foreign_remote(engine, remote, remote_tip, named=remote, undone="nothing merged or pushed",
+                                    interactive=interactive, timeout=deadline.left())
+            if remote_tip is not None and not allow_unrelated:
+                _refuse_unrelated(engine, remote, remote_tip)
         # Pending hand edits first: they travel (a file saved after this is left alone).
         HandEdits.of(engine).commit_pending()
         local = _integrate(engine, remote, remote_tip, result)
@@ -228,6 +246,15 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, interactive: bool
                             f"sync` again, or give it longer with --timeout)")
         time.sleep(pause)
         result.attempts += 1
+
+
+def _refuse_unrelated(engine: GitEngine, remote: str, remote_tip: str) -> None:
+    local = engine.head()
+    if local is not None and engine.merge_base(local, remote_tip) is None:
+        raise UnrelatedHistories(
+            f"{remote}/main and this repository share no commit (each was started on its own): "
+            f"nothing merged or pushed; to merge the two, `gitmem sync --allow-unrelated-histories "
+            f"{remote}`; for a new machine, `gitmem clone URL` starts from the remote instead")
 
 
 def _integrate(engine: GitEngine, remote: str, remote_tip: str | None,
@@ -283,16 +310,22 @@ def _merge_message(remote: str, incoming: int, spots: list[Spot]) -> str:
 # -- state for `gitmem status` --------------------------------------------------------
 
 
-def read_state(engine: GitEngine) -> dict[str, Any]:
-    """The sync state, with ``merge_spots`` narrowed to the ones still in the files (their
-    line numbers brought up to date)."""
-    try:
-        state = json.loads((engine.private_dir / STATE_FILE).read_text("utf-8"))
-    except (OSError, ValueError):
-        state = {}
-    state = {"remote": None, "last_sync": None, "last_error": None, **state}
-    state["merge_spots"] = _open_spots(engine, state.get("merge_spots") or [])
-    return state
+def read_state(engine: GitEngine, remote: str | None = None) -> dict[str, Any]:
+    """``{remote, last_sync, last_attempt, last_error, merge_spots}``: the syncs with
+    ``remote`` (default: the one `gitmem sync` would use, else the last one tried), as long
+    as it is still configured with the URL it had; ``merge_spots`` narrowed to the ones
+    still in the files (their line numbers brought up to date)."""
+    state = _load_state(engine)
+    remotes = {name: entry for name, entry in state["remotes"].items()
+               if name == "" or (name in engine.remotes() and entry.get("url") in (None, _url(engine, name)))}
+    if remote is None:
+        try:
+            remote = choose_remote(engine)
+        except SyncError:  # none, or several: the last one tried (its error says which)
+            remote = max(remotes, key=lambda name: remotes[name].get("last_attempt") or "", default=None)
+    entry = {key: value for key, value in remotes.get(remote or "", {}).items() if key != "url"}
+    return {"remote": remote or None, "last_sync": None, "last_attempt": None, "last_error": None,
+            **entry, "merge_spots": _open_spots(engine, state["merge_spots"])}
 
 
 def _open_spots(engine: GitEngine, spots: list[dict]) -> list[dict]:
@@ -308,14 +341,45 @@ def _open_spots(engine: GitEngine, spots: list[dict]) -> list[dict]:
     return still
 
 
-def _save_state(engine: GitEngine, **updates: Any) -> None:
-    path = engine.private_dir / STATE_FILE
+def _load_state(engine: GitEngine) -> dict[str, Any]:
+    """``{"remotes": {name: {url, last_sync, ...}}, "merge_spots": [...]}`` from the state
+    file; one written for a single remote (``{"remote": ..., "last_sync": ...}``) is read as
+    that remote's, its URL not known."""
     try:
-        state = json.loads(path.read_text("utf-8"))
+        state = json.loads((engine.private_dir / STATE_FILE).read_text("utf-8"))
     except (OSError, ValueError):
         state = {}
-    state.update(updates)
-    write_private(path, (json.dumps(state, indent=2) + "\n").encode("utf-8"))
+    if not isinstance(state, dict):
+        state = {}
+    remotes = state.get("remotes") if isinstance(state.get("remotes"), dict) else {}
+    if "remote" in state:
+        remotes = {state.get("remote") or "": {key: value for key, value in state.items()
+                                                if key not in ("remote", "merge_spots")}}
+    return {"remotes": {name: entry for name, entry in remotes.items() if isinstance(entry, dict)},
+            "merge_spots": state.get("merge_spots") or []}
+
+
+def _save_state(engine: GitEngine, remote: str | None, *, merge_spots: list | None = None,
+                **updates: Any) -> None:
+    """Record ``updates`` for ``remote`` (None: a sync that found no remote to use); a
+    remote under that name with another URL than before starts afresh."""
+    state = _load_state(engine)
+    url = _url(engine, remote) if remote else None
+    entry = state["remotes"].get(remote or "", {})
+    if entry.get("url") not in (None, url):
+        entry = {}
+    configured = engine.remotes()
+    state["remotes"] = {name: kept for name, kept in state["remotes"].items() if name in configured}
+    state["remotes"][remote or ""] = {**entry, **updates, "url": url}
+    if merge_spots is not None:
+        state["merge_spots"] = merge_spots
+    write_private(engine.private_dir / STATE_FILE, (json.dumps(state, indent=2) + "\n").encode("utf-8"))
+
+
+def _url(engine: GitEngine, remote: str) -> str | None:
+    """The URL of ``remote`` as the state keeps it: credentials hidden."""
+    url = engine.config_get(f"remote.{remote}.url")
+    return scrub_credentials(url) if url is not None else None
 
 
 def _now() -> str:

@@ -15,6 +15,7 @@
 "use strict";
 
 const { spawn, spawnSync } = require("node:child_process");
+const { randomUUID } = require("node:crypto");
 const fs = require("node:fs");
 const path = require("node:path");
 
@@ -36,6 +37,7 @@ const STDERR_TAIL = 4096; // bytes of the child's stderr kept for error messages
 const CLOSE_GRACE_MS = 5000; // after end of input, before SIGTERM (and as long again before SIGKILL)
 const HANDSHAKE = "threads.info";
 const START_TIMEOUT_MS = 120_000; // spawn to the handshake's answer
+const WRITES = new Set(["threads.appendEvents", "threads.saveMessages", "threads.clear"]);
 const SET_GITMEM = "set GITMEM=/path/to/venv/bin/gitmem (the gitmem console script of the "
   + "virtualenv gitmem is installed in), or pass { gitmem: \"/path/to/venv/bin/gitmem\" }";
 
@@ -57,25 +59,32 @@ function onPath(name, env) {
   return undefined;
 }
 
-const pythonImports = new Map(); // python3's path -> whether `python3 -P -c "import gitmem"` works
+const pythonsImporting = new Set(); // python3 paths where `python3 -P -c "import gitmem"` worked
 
 function importsGitmem(python, env, cwd) {
-  if (!pythonImports.has(python)) {
+  if (!pythonsImporting.has(python)) { // a failure is asked again: gitmem may be installed since
     const done = spawnSync(python, ["-P", "-c", "import gitmem"], { env, cwd, stdio: "ignore", timeout: 30_000 });
-    pythonImports.set(python, done.status === 0);
+    if (done.status === 0) pythonsImporting.add(python);
   }
-  return pythonImports.get(python);
+  return pythonsImporting.has(python);
+}
+
+/** The gitmem the user named, `GITMEM=...` or `{ gitmem: "..." }`, as error messages name it. */
+function namedGitmem(option, env) {
+  if (option !== undefined && option !== "") {
+    if (typeof option !== "string") throw new TypeError("GitMemThreadStore: the gitmem option is a path (a string)");
+    return [option, `{ gitmem: ${JSON.stringify(option)} }`];
+  }
+  return env.GITMEM ? [env.GITMEM, `GITMEM=${env.GITMEM}`] : [];
 }
 
 /** How to run gitmem: the `gitmem` option, $GITMEM, `gitmem` on PATH, `python3 -P -m gitmem`. */
 function findGitmem(option, env, cwd) {
-  for (const [given, where] of [[option, "{ gitmem }"], [env.GITMEM, "GITMEM"]]) {
-    if (given === undefined || given === "") continue;
-    if (typeof given !== "string") throw new TypeError("GitMemThreadStore: the gitmem option is a path (a string)");
+  const [given, named] = namedGitmem(option, env);
+  if (given !== undefined) {
     const file = path.resolve(cwd, given);
     if (isExecutableFile(file)) return [file];
-    throw new GitMemError(`${where === "GITMEM" ? `GITMEM=${given}` : `{ gitmem: ${JSON.stringify(given)} }`}: `
-      + `${fs.existsSync(file) ? "not an executable file" : "no such file"} (${file}); `
+    throw new GitMemError(`${named}: ${fs.existsSync(file) ? "not an executable file" : "no such file"} (${file}); `
       + "it must be the path of the gitmem executable, e.g. /path/to/venv/bin/gitmem");
   }
   const script = onPath("gitmem", env);
@@ -124,14 +133,16 @@ function pipFor(command) {
 
 const servers = new Map(); // key -> Server: shared by every store with the same command
 
-/** One `gitmem serve` (restarted when it dies) and the stores using it (counted). */
+/** One `gitmem serve` (replaced when it dies or hangs) and the stores using it (counted). */
 class Server {
-  constructor(key, command, spawnOptions) {
+  constructor(key, command, spawnOptions, named) {
     this.key = key;
     this.command = command;
     this.spawnOptions = spawnOptions;
+    this.named = named; // how the user named gitmem (`GITMEM=...`), for a start that is not gitmem's
     this.stores = 0;
     this.child = null; // the running child's state, or null
+    this.stopping = false;
   }
 
   /** The running child, its version checked; started (and checked) when none runs. */
@@ -140,15 +151,25 @@ class Server {
     return child.checked;
   }
 
+  /** Send a call. One whose gitmem serve ended before answering is sent once more, to a new
+   *  one; a write goes with a requestKey, so that gitmem does not commit it twice. */
   request(method, params, timeoutMs) {
-    const line = JSON.stringify({ jsonrpc: "2.0", method, params });
+    const line = JSON.stringify({ jsonrpc: "2.0", method,
+      params: WRITES.has(method) ? { ...params, requestKey: randomUUID() } : params });
     const send = (child) => child.send(method, line, timeoutMs);
-    const child = this.child;
-    return child?.verified ? send(child) : this.connect().then(send);
+    const attempt = () => {
+      const child = this.child;
+      return child?.verified ? send(child) : this.connect().then(send);
+    };
+    return attempt().catch((error) => {
+      if (!resendable.has(error) || this.stopping) throw error;
+      return attempt();
+    });
   }
 
   /** End input, wait for the child to exit (SIGTERM, then SIGKILL, after a grace). */
   async stop() {
+    this.stopping = true;
     const child = this.child;
     if (!child) return;
     child.setRef(true);
@@ -168,54 +189,75 @@ class Server {
       if (this.child === child) this.child = null;
     });
     this.child = child;
-    child.checked = child.send(HANDSHAKE, JSON.stringify({ jsonrpc: "2.0", method: HANDSHAKE, params: {} }), START_TIMEOUT_MS)
+    const ask = (method) => child.send(method, JSON.stringify({ jsonrpc: "2.0", method, params: {} }), START_TIMEOUT_MS);
+    child.checked = ask(HANDSHAKE)
+      .catch((error) => {
+        if (error.code !== -32601) throw error; // -32601: a gitmem from before the handshake,
+        return ask("storage.info"); // whose threads.* are these (the answer cap: lifted by --max-response 0)
+      })
       .then((info) => {
-        if (!compatible(GITMEM_VERSION, info?.version)) throw mismatch(info?.version, this.command);
+        if (typeof info?.version !== "string") throw this.#notGitmem(`it answered ${HANDSHAKE} with ${JSON.stringify(info)}`);
+        if (!compatible(GITMEM_VERSION, info.version)) throw mismatch(info.version, this.command);
         child.verified = true;
         return child;
-      }, (error) => {
-        if (error.code !== -32601) throw error; // -32601: a gitmem from before the handshake
-        return child.send("storage.info", JSON.stringify({ jsonrpc: "2.0", method: "storage.info", params: {} }), START_TIMEOUT_MS)
-          .then((info) => {
-            if (!compatible(GITMEM_VERSION, info?.version)) throw mismatch(info?.version, this.command);
-            child.verified = true; // its threads.* are these (the answer cap: lifted by --max-response 0)
-            return child;
-          });
       })
       .catch((error) => {
+        child.detach(); // the next call starts again: the cause may be fixed by then
         child.process.stdin.end(); // a gitmem we cannot work with (or that never answered): let it go
         setTimeout(() => child.process.kill("SIGKILL"), CLOSE_GRACE_MS).unref();
-        throw error;
+        throw error.code === undefined && !child.spoke ? this.#notGitmem(error.message) : error;
       });
     child.checked.catch(() => {}); // handed to every caller; unhandled only if none asks
     return child;
   }
+
+  /** The error of a start whose program never spoke gitmem's protocol: it names where that
+   *  program came from (`GITMEM=/bin/true`), which is what to fix. */
+  #notGitmem(why) {
+    const fix = this.named === undefined ? SET_GITMEM
+      : this.named === "{ command }" ? "the command must run `gitmem serve`"
+        : `${this.named.startsWith("GITMEM") ? "GITMEM" : "the gitmem option"} must be the path of the gitmem `
+          + "executable, e.g. /path/to/venv/bin/gitmem";
+    const who = this.named ?? `${this.command[0]} (found on PATH)`;
+    return new GitMemError(`${who} did not answer as gitmem serve (${why}); ${fix}`, { method: HANDSHAKE });
+  }
 }
+
+const resendable = new WeakSet(); // errors of calls whose gitmem serve ended before answering
 
 /** The state of one running `gitmem serve`: its pipes and the calls waiting for answers. */
 class Child {
-  constructor(process_, command, onEnd) {
+  constructor(process_, command, detach) {
     this.process = process_;
+    this.detach = detach; // the server no longer hands out this child
     this.pending = new Map(); // request id -> { resolve, reject, method, timer }
     this.nextId = 1;
     this.verified = false;
     this.ended = false;
+    this.killed = false; // killed because a call timed out
+    this.spoke = false; // it wrote to stderr, or a line of JSON
     let stderr = "";
     let partial = [];
     this.closed = new Promise((resolve) => {
       const end = (why) => {
         if (this.ended) return;
         this.ended = true;
-        onEnd();
+        detach();
         const tail = stderr.trim().split("\n").pop();
         const message = `gitmem serve ${why}${tail ? `: ${tail}` : ""}`;
-        for (const id of [...this.pending.keys()]) {
-          this.settle(id, new GitMemError(message, { method: this.pending.get(id).method }));
+        for (const [id, { method }] of [...this.pending]) {
+          const error = new GitMemError(message, { method });
+          if (this.verified) resendable.add(error);
+          this.settle(id, error);
         }
         resolve();
       };
       process_.on("error", (error) => end(`could not be run (${command.join(" ")}): ${error.message}`));
       process_.on("close", (code, signal) => end(signal ? `was killed by ${signal}` : `exited with code ${code}`));
+      // Killed: done at its exit, even while something it started still holds its pipes.
+      process_.on("exit", (code, signal) => {
+        if (this.killed) end(`was killed by ${signal ?? "SIGKILL"} after a call got no answer in time`);
+      });
     });
     process_.stdout.on("data", (chunk) => {
       let start = 0;
@@ -229,6 +271,7 @@ class Child {
       if (start < chunk.length) partial.push(chunk.subarray(start));
     });
     process_.stderr.on("data", (chunk) => {
+      this.spoke = true;
       stderr = (stderr + chunk.toString("utf8")).slice(-STDERR_TAIL);
     });
     process_.stdin.on("error", () => {}); // a dead child: its "close" rejects the calls
@@ -243,17 +286,27 @@ class Child {
 
   /** Send a request line (without its id, added here); resolves to its result. */
   send(method, line, timeoutMs) {
-    if (this.ended) return Promise.reject(new GitMemError("gitmem serve has exited", { method }));
+    if (this.ended || this.killed) return Promise.reject(new GitMemError("gitmem serve has exited", { method }));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      const timer = timeoutMs > 0
-        ? setTimeout(() => this.settle(id, new GitMemError(
-            `${method}: no answer from gitmem serve within ${timeoutMs} ms`, { method })), timeoutMs)
-        : null;
+      const timer = timeoutMs > 0 ? setTimeout(() => this.timedOut(id, method, timeoutMs), timeoutMs) : null;
       this.pending.set(id, { resolve, reject, method, timer });
       this.setRef(true);
       this.process.stdin.write(`{"id":${id},${line.slice(1)}\n`);
     });
+  }
+
+  /** No answer in time: gitmem serve is taken for hung (a SIGSTOP, a full disk) and killed, so
+   *  that the next call starts a new one instead of waiting as long again. Its other calls
+   *  are sent again to that one once it has exited. */
+  timedOut(id, method, timeoutMs) {
+    this.settle(id, new GitMemError(`${method}: no answer from gitmem serve within ${timeoutMs} ms; `
+      + `it was killed (pid ${this.process.pid}) and the next call starts a new one`, { method }));
+    if (this.ended || this.killed) return;
+    this.killed = true;
+    this.detach();
+    this.process.kill("SIGKILL");
+    this.process.stdin.destroy(); // a process it started, holding the pipes, reads the end
   }
 
   settle(id, error, result) {
@@ -279,6 +332,7 @@ class Child {
       }
       return;
     }
+    this.spoke = true;
     if (answer?.error) {
       const { code, message, data } = answer.error;
       this.settle(answer.id, new GitMemError(String(message), { code, data, method: this.pending.get(answer.id)?.method }));
@@ -297,27 +351,29 @@ class GitMemThreadStore {
   #inFlight = new Set(); // this store's calls not answered yet
 
   /**
-   * @param {{ repo?: string, gitmem?: string, command?: string[], cwd?: string,
+   * @param {{ repo?: string, create?: boolean, gitmem?: string, command?: string[], cwd?: string,
    *           env?: Record<string, string | undefined>, timeoutMs?: number }} options
    *   See gitmem-thread-store.d.cts. Throws a GitMemError at once when no gitmem is found.
    */
-  constructor({ repo, gitmem, command, cwd, env, timeoutMs = 120_000 } = {}) {
+  constructor({ repo, create = false, gitmem, command, cwd, env, timeoutMs = 120_000 } = {}) {
     if (command === undefined && typeof repo !== "string") {
       throw new TypeError("GitMemThreadStore needs { repo: PATH } or { command: [...] }");
     }
     const childEnv = env ?? process.env;
+    const named = command === undefined ? namedGitmem(gitmem, childEnv)[1] : "{ command }";
     const folder = cwd ?? process.cwd();
     if (command === undefined) {
       let where = path.resolve(folder, repo);
       try {
         where = fs.realpathSync(where);
-      } catch {} // not there yet: gitmem serve creates it
-      command = [...findGitmem(gitmem, childEnv, folder), "serve", "--repo", where, "--max-response", "0"];
+      } catch {} // not there yet: made when `create`, else gitmem serve answers why not
+      command = [...findGitmem(gitmem, childEnv, folder), "serve", "--repo", where, "--max-response", "0",
+        ...(create ? ["--create"] : [])];
     }
     const key = JSON.stringify([command, cwd ?? null, env ?? null]);
     let server = servers.get(key);
     if (!server) {
-      server = new Server(key, command, { cwd, env: childEnv });
+      server = new Server(key, command, { cwd, env: childEnv }, named);
       servers.set(key, server);
     }
     server.stores++;

@@ -44,8 +44,11 @@ export interface ThreadStore {
 }
 
 export interface GitMemThreadStoreOptions {
-  /** The gitmem repository (created when missing); runs `<gitmem> serve --repo <repo>`. */
+  /** The gitmem repository; runs `<gitmem> serve --repo <repo>`. A missing one is an error
+   *  naming the nearest gitmem repository, unless `create`. */
   repo?: string;
+  /** Create the repository at `repo` when it is missing (`gitmem serve --create`). */
+  create?: boolean;
   /** The gitmem executable, e.g. `/srv/venv/bin/gitmem`. Without it: `$GITMEM`, then `gitmem`
    *  on PATH, then `python3 -P -m gitmem` where that imports; the constructor throws a
    *  GitMemError when none is found. */
@@ -58,7 +61,9 @@ export interface GitMemThreadStoreOptions {
   cwd?: string;
   /** Environment of the child process (default: this process's); `GITMEM` and `PATH` are read from it. */
   env?: Record<string, string | undefined>;
-  /** How long a call may wait for its answer, in ms (default 120000; 0: forever). */
+  /** How long a call may wait for its answer, in ms (default 120000; 0: forever). A gitmem
+   *  serve that makes a call wait longer is taken for hung: it is killed, and the next call
+   *  starts a new one. */
   timeoutMs?: number;
 }
 
@@ -76,7 +81,9 @@ export declare class GitMemError extends Error {
 /**
  * kaboo's ThreadStore on a gitmem repository: one git commit per write. One `gitmem serve`
  * per repository per process, shared by its stores, started on first use (or `ready()`)
- * and again after it dies (calls in flight are rejected); its version is checked first.
+ * and again by the next call after it dies, hangs past `timeoutMs` or fails to start; its
+ * version is checked first. Calls in flight when it dies are sent once more, to the new
+ * one: each write goes with a `requestKey`, so that it is committed once.
  */
 export declare class GitMemThreadStore implements ThreadStore {
   constructor(options: GitMemThreadStoreOptions);

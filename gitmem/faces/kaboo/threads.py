@@ -5,6 +5,8 @@ writes answer ``{"ok": true}`` once their commit exists, reads splice the stored
 into the answer without decoding it. A missing or wrong param is -32602 naming it.
 No answer is capped by ``max_response`` (only nui's reader needs the cap, and nui never
 calls ``threads.*``). ``threads.info`` gives the version, for the adapter's handshake.
+A write with a ``requestKey`` that a recent commit holds is answered without writing it
+again (a retry after the answer was lost; see :mod:`gitmem.stores.request_keys`).
 
     rpc.serve(thread_methods(mem.threads, version=gitmem.__version__), sys.stdin.buffer, sys.stdout.buffer)
 """
@@ -14,9 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from gitmem.errors import InvalidInput
 from gitmem.records.jsontexts import JsonTexts
 from gitmem.faces.rpc import (InvalidParams, RawJSON, id_param, json_texts, not_an_object,
                               object_texts, param, parse_json, uncapped)
+from gitmem.stores.request_keys import checked_key
 
 if TYPE_CHECKING:  # the store is handed in by whoever builds the table
     from gitmem.stores import ThreadStore
@@ -35,7 +39,8 @@ def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[d
     def append_events(params: dict) -> dict:
         thread_id, agent_id = id_param(params, "threadId"), id_param(params, "agentId")
         events = _objects(params, "events")
-        store.append_events(thread_id, agent_id, events, param(params, "ownerId", default=None))
+        store.append_events(thread_id, agent_id, events, param(params, "ownerId", default=None),
+                            request_key=_request_key(params))
         return OK
 
     @uncapped
@@ -49,7 +54,8 @@ def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[d
     @json_texts("messages")  # the runner saves the whole list after every run
     def save_messages(params: dict) -> dict:
         thread_id = id_param(params, "threadId")
-        store.save_messages(thread_id, JsonTexts(object_texts(params, "messages"), parse_json))
+        store.save_messages(thread_id, JsonTexts(object_texts(params, "messages"), parse_json),
+                            request_key=_request_key(params))
         return OK
 
     @uncapped
@@ -69,7 +75,8 @@ def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[d
 
     def clear(params: dict) -> dict:
         # Only an absent threadId clears everything; a null one is refused, not taken for it.
-        store.clear(id_param(params, "threadId") if "threadId" in params else None)
+        store.clear(id_param(params, "threadId") if "threadId" in params else None,
+                    request_key=_request_key(params))
         return OK
 
     return {
@@ -82,6 +89,15 @@ def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[d
         "threads.list": list_threads,
         "threads.clear": clear,
     }
+
+
+def _request_key(params: dict) -> str | None:
+    """``params["requestKey"]``, if given: the key of a write that may be sent again."""
+    key = param(params, "requestKey", default=None)
+    try:
+        return key if key is None else checked_key(key)
+    except InvalidInput as error:
+        raise InvalidParams(f'param "requestKey": {error}', {"param": "requestKey"}) from None
 
 
 def _objects(params: dict, name: str) -> list[Any]:

@@ -1,30 +1,31 @@
 """``gitmem mcp``: the repository as an MCP server on stdin/stdout, for Claude Code,
 Cursor, Codex, nui's agents and any other MCP client.
 
-The SDK is imported here and by :mod:`gitmem.faces.mcp.tools` only. What a start costs
-is the interpreter and the SDK; the repository is opened at the first call that needs
-it (a missing one is that call's error, and the next call tries again). Logs go to the
-file ``gitmem serve`` writes (``.git/gitmem/serve.log``), each line naming the client.
+The SDK is imported by :mod:`gitmem.faces.mcp.tools` and :mod:`gitmem.faces.mcp.stdio`
+only. What a start costs is the interpreter and the SDK; the repository is opened at the
+first call that needs it (a missing one is that call's error, and the next call tries
+again). The calls run in a worker thread (:class:`Worker`), so the event loop answers a
+ping or takes a cancel meanwhile. Logs go to the file ``gitmem serve`` writes
+(``.git/gitmem/serve.log``), each line naming the client.
 
     python3 -m gitmem mcp --repo ~/gitmem
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
-import stat
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
-from mcp.server.stdio import stdio_server
 
 from gitmem import __version__
 from gitmem.faces import logfile
+from gitmem.faces.mcp.stdio import stdio_streams
 from gitmem.faces.mcp.tools import Services, build_server
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitmem.mcp")
 
 MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
-MAX_LINE = 256 << 20  # bytes of one request line at most (a memory of that size is written whole)
+T = TypeVar("T")
 
 
 class OpenOnFirstUse:
@@ -53,7 +54,6 @@ class OpenOnFirstUse:
             if self.services is None:
                 # Imported here, not at the top: the git engine (pygit2) stays out of the
                 # start, which the SDK's import already makes long (see gitmem.bench.mcp).
-                from gitmem.history import versions as history
                 from gitmem.records.location import locate_repo
                 from gitmem.upkeep.maintenance import Maintenance
                 from gitmem.repository import Gitmem
@@ -62,10 +62,7 @@ class OpenOnFirstUse:
                 self.start_log(Path(self.log_file) if self.log_file
                                 else mem.engine.private_dir / logfile.SERVE_LOG)
                 log.info("serving %s over MCP (pid %d)", mem.engine.workdir, os.getpid())
-                self.services = Services(
-                    memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
-                    memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
-                    search=lambda query, **options: mem.search(query, **options))
+                self.services = services_of(mem)
             return self.services
 
     def start_log(self, path: Path) -> None:
@@ -88,6 +85,14 @@ class OpenOnFirstUse:
                 self.log_writer.stop()
 
 
+def services_of(mem: Gitmem) -> Services:
+    """What the tools call, on an open repository (``gitmem web``'s /mcp uses it too)."""
+    from gitmem.history import versions as history
+    return Services(memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
+                    memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
+                    search=lambda query, **options: mem.search(query, **options))
+
+
 def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | None = None,
         log_level: str = "INFO") -> int:
     """Serve MCP on this process's stdin and stdout until end of input or SIGTERM."""
@@ -95,12 +100,12 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
     services = OpenOnFirstUse(repo, log_file, log_level)
     if log_file:
         services.start_log(Path(log_file))
-    server = build_server(services, version=__version__)
+    server = build_server(services, version=__version__, run_blocking=Worker())
 
     async def serve() -> None:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_stop_on_signal, tasks.cancel_scope)
-            async with stdio_server(stdin=_stdin_lines()) as (read_stream, write_stream):
+            async with stdio_streams() as (read_stream, write_stream):
                 await server.run(read_stream, write_stream, server.create_initialization_options())
             tasks.cancel_scope.cancel()
 
@@ -113,39 +118,24 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
     return 0
 
 
-def _stdin_lines():
-    """The request lines on stdin, read by the event loop, so that a SIGTERM ends the
-    server at once: the SDK's own reader blocks in a thread until the client writes again
-    (or closes). Only a pipe, a socket or a terminal can be waited on so; a regular file
-    (``gitmem mcp < requests``) or a device (``</dev/null``, which the event loop refuses
-    to poll) ends by itself: None, the SDK's."""
-    mode = os.fstat(0).st_mode
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(0)):
-        return None
-    wire = os.dup(0)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)  # a child process (git) reads nothing of the protocol, as the SDK does it
-    os.close(null)
-    return _lines_of(wire)
+class Worker:
+    """Runs the tools' and resources' blocking calls in one thread off the event loop, in
+    the order they came: the repository serves one call at a time, as before, while the
+    loop answers pings and takes cancels."""
 
+    def __init__(self):
+        self.limiter = anyio.CapacityLimiter(1)
 
-async def _lines_of(fd: int):
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_LINE)
-    pipe = os.fdopen(fd, "rb", buffering=0)
-    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
-    try:
-        while True:
-            try:
-                line = await reader.readline()
-            except ValueError:  # longer than MAX_LINE: dropped (the SDK logs the rest as unreadable)
-                log.warning("a request line of more than %d bytes was dropped", MAX_LINE)
-                continue
-            if not line:
-                return
-            yield line.decode("utf-8", "replace")
-    finally:
-        transport.close()
+    async def __call__(self, call: Callable[[], T], cancelled: Callable[[], bool]) -> T:
+        def work() -> T:
+            from gitmem.git.cancel import cancellable, stop_if_cancelled  # pygit2 stays out of the start
+            with cancellable(cancelled):
+                stop_if_cancelled()  # cancelled while it waited for its turn
+                return call()
+
+        # Shielded: a call cancelled by the client still ends here, and says how it ended.
+        with anyio.CancelScope(shield=True):
+            return await anyio.to_thread.run_sync(work, limiter=self.limiter)
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:

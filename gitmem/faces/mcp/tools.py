@@ -9,7 +9,9 @@ repository, an empty query; any other failure too, logged) is a tool result with
 the server keeps serving. Ids are taken as the CLI takes them, kept inside the
 repository by the stores' escaping. A record that is not UTF-8
 comes back with U+FFFD for the bytes that are not, and a note saying so. Every write
-names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit.
+names the client (``clientInfo``) in a ``Gitmem-Client`` trailer of its commit; a
+server that knows more about who calls (``gitmem web``'s tokens) says so through
+``identify``, whose :class:`Caller` may also be read-only.
 
     server = build_server(open_services, version=gitmem.__version__)
     await server.run(read_stream, write_stream, server.create_initialization_options())
@@ -22,7 +24,8 @@ import functools
 import json
 import logging
 import re
-from collections.abc import Callable
+import threading
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -66,6 +69,19 @@ class Services:
     log: Callable[..., list]
     show: Callable[[str, str], Any]
     search: Callable[..., list]
+
+
+@dataclasses.dataclass(frozen=True)
+class Caller:
+    """Who makes a request: ``name`` for the log, the trailers its writes carry, and
+    whether it may write at all."""
+
+    name: str
+    trailers: dict[str, str]
+    may_write: bool = True
+
+
+WRITING_TOOLS = frozenset({"memory_write"})
 
 
 class ToolError(Exception):
@@ -120,44 +136,71 @@ TOOLS = (
 )
 
 
+def client_info(ctx) -> str:
+    """The client a request's session says it is (``clientInfo``), on one line."""
+    params = ctx.session.client_params
+    info = params.client_info if params is not None else None
+    if info is None:
+        return "unknown"
+    return " ".join(f"{info.name} {info.version}".split())[:120]  # one trailer line
+
+
 def build_server(open_services: Callable[[], Services], *, version: str,
-                 name: str = "gitmem") -> Server:
+                 run_blocking: Callable[[Callable[[], Any], Callable[[], bool]], Awaitable[Any]],
+                 name: str = "gitmem", identify: Callable[[Any], Caller] | None = None) -> Server:
     """The MCP server: :data:`TOOLS` and the memory resources on the services that
     ``open_services`` gives (called for each request; it raises when the repository
-    cannot be opened, which the request's answer then says)."""
+    cannot be opened, which the request's answer then says). ``identify(ctx)`` says who
+    makes a request (default: the client it says it is, who may write).
 
-    def client_of(ctx) -> str:
-        params = ctx.session.client_params
-        info = params.client_info if params is not None else None
-        if info is None:
-            return "unknown"
-        return " ".join(f"{info.name} {info.version}".split())[:120]  # one trailer line
+    What a tool or a resource does with the services is handed to ``run_blocking(call,
+    cancelled)``, which runs ``call()`` off the event loop and returns its result, so that
+    the server answers a ping, or takes a cancel, while a big write runs
+    (:class:`gitmem.faces.mcp.server.Worker`). ``cancelled()`` is true once the client
+    sent ``notifications/cancelled`` for the call: a write not committed by then is
+    stopped, and the log says which it was (MCP sends no answer).
+    """
+    in_flight: dict[str, threading.Event] = {}  # a tool call's request id -> set when cancelled
+
+    def caller_of(ctx) -> Caller:
+        if identify is not None:
+            return identify(ctx)
+        client = client_info(ctx)
+        return Caller(client, {"Gitmem-Client": client})
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(TOOLS))
+        may_write = caller_of(ctx).may_write
+        return types.ListToolsResult(tools=[t for t in TOOLS if may_write or t.name not in WRITING_TOOLS])
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        client = client_of(ctx)
+        caller = caller_of(ctx)
+        client = caller.name
         args = params.arguments or {}
         tool = _TOOL_CALLS.get(params.name)
+        cancel = in_flight[str(ctx.request_id)] = threading.Event()
         try:
             if tool is None:
                 raise ToolError(f"no tool {params.name!r}: use one of "
                                 f"{', '.join(t.name for t in TOOLS)}")
+            if params.name in WRITING_TOOLS and not caller.may_write:
+                raise ToolError(f"{params.name} refused: this caller's token is read-only "
+                                "(a read-write one is made by `gitmem web token add NAME`)")
             _known_arguments(params.name, args)
-            try:
-                services = open_services()
-            except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
-                raise ToolError(_one_line(error)) from None
-            text = tool(services, args, client)
+            text = await run_blocking(functools.partial(_run_tool, tool, open_services, args, caller),
+                                      cancel.is_set)
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
             line = _unicode(_one_line(error))[0]
-            if isinstance(error, (ToolError, ValueError)):
+            if cancel.is_set():
+                log.info("%s: %s %s: %s", client, params.name, _ids_of(args), line)
+            elif isinstance(error, (ToolError, ValueError)):
                 log.info("%s: %s refused: %s", client, params.name, line)
             else:
                 log.exception("%s: %s failed", client, params.name)
             return types.CallToolResult(content=[types.TextContent(text=line)], is_error=True)
-        log.info("%s: %s %s", client, params.name, _ids_of(args))
+        finally:
+            in_flight.pop(str(ctx.request_id), None)
+        log.info("%s: %s %s%s", client, params.name, _ids_of(args),
+                 ": cancelled when it was done already (a write stands whole)" if cancel.is_set() else "")
         text, note = _unicode(text)
         content = [types.TextContent(text=text)]
         if note:
@@ -165,15 +208,20 @@ def build_server(open_services: Callable[[], Services], *, version: str,
             content.append(types.TextContent(text=f"note: {note}"))
         return types.CallToolResult(content=content)
 
+    async def cancelled(ctx, params: types.CancelledNotificationParams) -> None:
+        cancel = in_flight.get(str(params.request_id))
+        if cancel is not None:
+            cancel.set()
+
     @_answered
     async def list_resources(ctx, params) -> types.ListResourcesResult:
-        services = _or_mcp_error(open_services)
+        agents = await run_blocking(lambda: sorted(_or_mcp_error(open_services).memory.agents()), _never)
         found = [types.Resource(uri=RESOURCE_PREFIX + "user", name="user",
                                 description="the user's memory", mime_type="text/markdown")]
         found += [types.Resource(uri=AGENT_RESOURCES + quote(agent, safe=""), name=f"agent:{agent}",
                                  description=f"the memory of agent {agent}",
                                  mime_type="text/markdown")
-                  for agent in sorted(services.memory.agents())]
+                  for agent in agents]
         return types.ListResourcesResult(resources=found)
 
     @_answered
@@ -192,25 +240,44 @@ def build_server(open_services: Callable[[], Services], *, version: str,
         else:
             raise MCPError(types.INVALID_PARAMS, f"no resource {uri}: use {RESOURCE_PREFIX}user "
                            f"or {AGENT_RESOURCES}<id>")
-        services = _or_mcp_error(open_services)
-        text = _or_mcp_error(lambda: services.memory.read(_agent_id(parse_record(
-            "user" if agent is None else f"agent:{agent}"))))
+
+        def read() -> str:
+            services = _or_mcp_error(open_services)
+            return _or_mcp_error(lambda: services.memory.read(_agent_id(parse_record(
+                "user" if agent is None else f"agent:{agent}"))))
+
+        text = await run_blocking(read, _never)
         text, note = _unicode(text)
         if note:
             log.warning("%s: %s", uri, note)
         return types.ReadResourceResult(contents=[types.TextResourceContents(
             uri=uri, mime_type="text/markdown", text=text)])
 
-    return Server(name, version=version, instructions=INSTRUCTIONS,
-                  on_list_tools=list_tools, on_call_tool=call_tool,
-                  on_list_resources=list_resources, on_list_resource_templates=list_templates,
-                  on_read_resource=read_resource)
+    server = Server(name, version=version, instructions=INSTRUCTIONS,
+                    on_list_tools=list_tools, on_call_tool=call_tool,
+                    on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                    on_read_resource=read_resource)
+    server.add_notification_handler("notifications/cancelled", types.CancelledNotificationParams, cancelled)
+    return server
 
 
-# -- the tools: (services, arguments, client name) -> the result's text ------------------
+def _run_tool(tool: Callable[[Services, dict, Caller], str], open_services: Callable[[], Services],
+              args: dict, caller: Caller) -> str:
+    try:
+        services = open_services()
+    except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
+        raise ToolError(_one_line(error)) from None
+    return tool(services, args, caller)
 
 
-def memory_read(services: Services, args: dict, client: str) -> str:
+def _never() -> bool:
+    return False
+
+
+# -- the tools: (services, arguments, caller) -> the result's text ------------------
+
+
+def memory_read(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), READABLE)
     if record.kind in ("user", "agent"):
         return services.memory.read(_agent_id(record))
@@ -222,7 +289,7 @@ def memory_read(services: Services, args: dict, client: str) -> str:
                   "messages": services.threads.read_messages(thread_id)})
 
 
-def memory_write(services: Services, args: dict, client: str) -> str:
+def memory_write(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), WRITABLE)
     if record.kind not in ("user", "agent"):
         raise ToolError(f"{record.name} cannot be written here: write {WRITABLE}")
@@ -231,22 +298,22 @@ def memory_write(services: Services, args: dict, client: str) -> str:
     if mode not in WRITE_MODES:
         raise ToolError(f'mode must be "append" or "replace", not {mode!r}')
     commit = services.memory.write(content, _agent_id(record), mode,
-                                   trailers={"Gitmem-Client": client})
+                                   trailers=caller.trailers)
     if commit is None:
         return f"{record.name} already held that: nothing to commit"
     return f"{'appended to' if mode == 'append' else 'replaced'} {record.name} in commit {commit[:10]}"
 
 
-def memory_list(services: Services, args: dict, client: str) -> str:
+def memory_list(services: Services, args: dict, caller: Caller) -> str:
     return _json([listed.to_json() for listed in services.memories()])
 
 
-def history(services: Services, args: dict, client: str) -> str:
+def history(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), READABLE)
     return _json([entry.to_json() for entry in services.log(record.name, limit=_limit(args))])
 
 
-def memory_show(services: Services, args: dict, client: str) -> str:
+def memory_show(services: Services, args: dict, caller: Caller) -> str:
     record = _parse(_string(args, "record"), READABLE)
     shown = services.show(record.name, _string(args, "at"))
     if not shown.exists:
@@ -257,7 +324,7 @@ def memory_show(services: Services, args: dict, client: str) -> str:
     return _json(shown.value)
 
 
-def search(services: Services, args: dict, client: str) -> str:
+def search(services: Services, args: dict, caller: Caller) -> str:
     query = _string(args, "query")
     with_history = args.get("history", False)
     if not isinstance(with_history, bool):
@@ -270,7 +337,7 @@ def search(services: Services, args: dict, client: str) -> str:
     return _json([hit.as_json() for hit in hits])
 
 
-_TOOL_CALLS: dict[str, Callable[[Services, dict, str], str]] = {
+_TOOL_CALLS: dict[str, Callable[[Services, dict, Caller], str]] = {
     "memory_read": memory_read, "memory_write": memory_write, "memory_list": memory_list,
     "history": history, "memory_show": memory_show, "search": search}
 

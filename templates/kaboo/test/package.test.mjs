@@ -61,7 +61,7 @@ const APP_TS = `import { GitMemError, GitMemThreadStore, type BaseEvent } from "
 declare const process: { argv: string[] };
 
 export async function main(repo: string): Promise<string> {
-  const store = new GitMemThreadStore({ repo });
+  const store = new GitMemThreadStore({ repo, create: true });
   const events: BaseEvent[] = [{ type: "RUN_STARTED", runId: "r1" }, { type: "RUN_FINISHED" }];
   await store.appendEvents("t1", "planner", events, "alice");
   const back: BaseEvent[] = await store.readEvents("t1");
@@ -147,10 +147,10 @@ function gitmemChildren() {
 test("stores on one repository share one gitmem serve; the last close() ends it", needsGitmem, async () => {
   const repo = join(folder("shared"), "memory");
   const before = gitmemChildren().length;
-  const first = new GitMemThreadStore({ repo, gitmem: GITMEM });
+  const first = new GitMemThreadStore({ repo, create: true, gitmem: GITMEM });
   await first.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);
-  const second = new GitMemThreadStore({ repo: `${repo}/./`, gitmem: GITMEM });
-  const other = new GitMemThreadStore({ repo: `${repo}-other`, gitmem: GITMEM });
+  const second = new GitMemThreadStore({ repo: `${repo}/./`, create: true, gitmem: GITMEM });
+  const other = new GitMemThreadStore({ repo: `${repo}-other`, create: true, gitmem: GITMEM });
   assert.equal(second.pid, first.pid); // running already, before its first call
   assert.deepEqual(await second.readEvents("t1"), [{ type: "RUN_STARTED" }]);
   await other.listThreads();
@@ -174,9 +174,9 @@ test("two stores never closed: node exits, and so does their one gitmem serve", 
     const { GitMemThreadStore } = require(${JSON.stringify(adapter)});
     const repo = process.argv[1];
     (async () => {
-      const first = new GitMemThreadStore({ repo });
+      const first = new GitMemThreadStore({ repo, create: true });
       await first.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);
-      const second = new GitMemThreadStore({ repo });
+      const second = new GitMemThreadStore({ repo, create: true });
       await second.readEvents("t1");
       console.log(JSON.stringify([first.pid, second.pid]));
     })();`;
@@ -200,7 +200,7 @@ test("a 5 MB event round-trips, whatever the command says of the answer cap", ne
   const repo = join(folder("big"), "memory");
   const big = { type: "CUSTOM", name: "upload", value: "é🎉".repeat(5 * 1024 * 1024 / 6) + "x".repeat(1024) };
   // the command nui would run: its 4 MiB cap applies to storage.*, never to threads.*
-  const store = new GitMemThreadStore({ command: [GITMEM, "serve", "--repo", repo] });
+  const store = new GitMemThreadStore({ command: [GITMEM, "serve", "--create", "--repo", repo] });
   await store.appendEvents("big", "agent", [big]);
   const back = await store.readEvents("big");
   assert.ok(Buffer.byteLength(JSON.stringify(back)) > 5_000_000);
@@ -247,7 +247,7 @@ test("a gitmem of another version gives one error naming both versions and the c
     const [major, minor] = GITMEM_VERSION.split(".").map(Number);
     const repo = join(folder("versions"), "memory");
     const newer = gitmemOfVersion(`${major}.${minor + 1}.0`);
-    const store = new GitMemThreadStore({ repo, gitmem: newer });
+    const store = new GitMemThreadStore({ repo, create: true, gitmem: newer });
     const says = new RegExp(`^gitmem-kaboo ${GITMEM_VERSION} needs gitmem ${major}\\.${minor}\\.x, but ${newer} `
       + `is gitmem ${major}\\.${minor + 1}\\.0: update this adapter .*npm install "\\$\\(${newer} kaboo path\\)"`);
     await assert.rejects(store.ready(), (e) => e instanceof GitMemError && says.test(e.message));
@@ -256,13 +256,13 @@ test("a gitmem of another version gives one error naming both versions and the c
     await store.close();
 
     const older = gitmemOfVersion(minor > 0 ? `${major}.${minor - 1}.9` : `${major - 1}.99.0`);
-    const old = new GitMemThreadStore({ repo, gitmem: older });
+    const old = new GitMemThreadStore({ repo, create: true, gitmem: older });
     await assert.rejects(old.listThreads(), (e) => e instanceof GitMemError && e.message.includes(
       `but ${older} is gitmem ${minor > 0 ? `${major}.${minor - 1}.9` : `${major - 1}.99.0`}: update gitmem where it is installed (`)
       && /install --upgrade gitmem/.test(e.message));
     await old.close();
 
-    const same = new GitMemThreadStore({ repo, gitmem: gitmemOfVersion(`${major}.${minor}.99`) });
+    const same = new GitMemThreadStore({ repo, create: true, gitmem: gitmemOfVersion(`${major}.${minor}.99`) });
     await same.ready(); // another patch release works
     assert.deepEqual(await same.listThreads(), []);
     await same.close();

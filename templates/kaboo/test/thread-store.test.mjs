@@ -22,7 +22,7 @@ function newRepo() {
 }
 
 function openStore(repo, options = {}) {
-  return new GitMemThreadStore({ command: [...GITMEM, "serve", "--repo", repo, "--max-response", "0"], ...options });
+  return new GitMemThreadStore({ command: [...GITMEM, "serve", "--create", "--repo", repo, "--max-response", "0"], ...options });
 }
 
 function gitLog(repo) {
@@ -156,21 +156,68 @@ test("a log line committed with plain git that is not JSON is left out of reads 
   await store.close();
 });
 
-test("a killed child comes back; what it answered is kept", async () => {
+test("calls in flight when the child dies are sent again to a new one; a write is committed once", async () => {
   const repo = newRepo();
   const store = openStore(repo);
-  await store.appendEvents("t1", "agent", [{ type: "STATE_SNAPSHOT", snapshot: { approved: false } }]);
+  const approved = (yes) => ({ type: "STATE_SNAPSHOT", snapshot: { approved: yes } });
+  await store.appendEvents("t1", "agent", [approved(false)]);
   const firstPid = store.pid;
   process.kill(firstPid, "SIGSTOP"); // so that it cannot answer before it dies
-  const inFlight = store.readEvents("t1");
+  const writing = store.appendEvents("t1", "agent", [approved(true)]);
+  const reading = store.readEvents("t1");
   process.kill(firstPid, "SIGKILL");
-  await assert.rejects(inFlight, (error) => error instanceof GitMemError && /killed by SIGKILL/.test(error.message));
-  assert.equal(store.pid, undefined);
-  assert.deepEqual(await store.readState("t1"), { approved: false });
+  await writing;
+  assert.equal((await reading).length >= 1, true);
   assert.notEqual(store.pid, firstPid);
-  await store.appendEvents("t1", "agent", [{ type: "STATE_SNAPSHOT", snapshot: { approved: true } }]);
-  assert.deepEqual(await store.readState("t1"), { approved: true });
+  assert.deepEqual(await store.readEvents("t1"), [approved(false), approved(true)]);
+  assert.match(spawnSync("git", ["-C", repo, "log", "-1", "--format=%B"], { encoding: "utf8" }).stdout,
+    /^Gitmem-Request: [0-9a-f-]{36}$/m); // the key a second sending would be known by
   await store.close();
+});
+
+test("a hung gitmem serve is killed when a call times out, and the next call gets a new one", async () => {
+  const store = openStore(newRepo(), { timeoutMs: 3000 });
+  await store.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);
+  const hung = store.pid;
+  process.kill(hung, "SIGSTOP");
+  try {
+    await assert.rejects(store.readEvents("t1"), (error) => error instanceof GitMemError
+      && error.message === `threads.readEvents: no answer from gitmem serve within 3000 ms; it was killed (pid ${hung}) `
+        + "and the next call starts a new one");
+    assert.deepEqual(await store.readEvents("t1"), [{ type: "RUN_STARTED" }]);
+    assert.notEqual(store.pid, hung);
+  } finally {
+    try { process.kill(hung, "SIGKILL"); } catch {} // already gone, when the store did it
+  }
+  await store.close();
+});
+
+test("a start that failed is tried again by the next call, once the cause is fixed", async () => {
+  const repo = newRepo();
+  const git = (...args) => spawnSync("git", ["-C", repo, "-c", "user.name=T", "-c", "user.email=t@example.org", ...args]);
+  mkdirSync(repo);
+  assert.equal(git("init", "-q", "-b", "main").status, 0);
+  writeFileSync(join(repo, "main.py"), "print('the user\'s code')\n");
+  assert.equal(git("add", "main.py").status, 0);
+  assert.equal(git("commit", "-q", "-m", "code").status, 0);
+  const store = openStore(repo);
+  await assert.rejects(store.listThreads(), /init --adopt/); // a repository gitmem did not make
+  assert.equal(spawnSync(GITMEM[0], [...GITMEM.slice(1), "init", "--adopt", repo]).status, 0);
+  assert.deepEqual(await store.listThreads(), []);
+  await store.close();
+});
+
+test("a GITMEM that is not gitmem is named in the error", async () => {
+  const store = new GitMemThreadStore({ repo: newRepo(), env: { ...process.env, GITMEM: "/bin/true" } });
+  const notGitmem = "GITMEM=/bin/true did not answer as gitmem serve (gitmem serve exited with code 0); "
+    + "GITMEM must be the path of the gitmem executable, e.g. /path/to/venv/bin/gitmem";
+  await assert.rejects(store.listThreads(), { name: "GitMemError", message: notGitmem });
+  await assert.rejects(store.ready(), { message: notGitmem }); // tried again, and named again
+  await store.close();
+  const option = new GitMemThreadStore({ repo: newRepo(), gitmem: "/bin/true" });
+  await assert.rejects(option.listThreads(), { message: notGitmem.replaceAll("GITMEM=/bin/true", '{ gitmem: "/bin/true" }')
+    .replace("GITMEM must", "the gitmem option must") });
+  await option.close();
 });
 
 test("close() lets pending calls finish and stops the child", async () => {
@@ -190,7 +237,7 @@ test("an idle store does not keep node running", async () => {
   const adapter = fileURLToPath(new URL("../gitmem-thread-store.mjs", import.meta.url));
   const script = `
     import { GitMemThreadStore } from ${JSON.stringify(adapter)};
-    const store = new GitMemThreadStore({ command: ${JSON.stringify([...GITMEM, "serve", "--repo", newRepo()])} });
+    const store = new GitMemThreadStore({ command: ${JSON.stringify([...GITMEM, "serve", "--create", "--repo", newRepo()])} });
     await store.appendEvents("t1", "agent", [{ type: "RUN_STARTED" }]);
     console.log(JSON.stringify(await store.readEvents("t1")));
   `;

@@ -1,0 +1,103 @@
+"""``gitmem bench`` scenarios for issue 38's ``gitmem web``: a page against the CLI's
+same answer, on a repository of 20,000 commits (2,000 with --quick) holding a session
+of 100,000 messages (about 40 MB; 10,000 with --quick).
+
+The server runs as ``gitmem web`` does (a subprocess, started once, answering over
+HTTP on loopback); each page is one request. Its rows, each <= 2x the command beside it:
+
+- a memory's page (``/record?name=agent:target``) against ``gitmem memory read``;
+- the session's page (its last messages) against ``gitmem session read``;
+- a record's timeline (its first page) against ``gitmem log RECORD``;
+- a search page against ``gitmem search WORDS``.
+
+    gitmem bench --only web
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+import select
+import subprocess
+import sys
+from urllib.parse import quote
+
+from gitmem.bench.core import Bench
+from gitmem.bench.record_index import RECORD, build_history
+from gitmem.bench.workloads import GIT_ENV, command, session_messages
+from gitmem.repository import Gitmem
+
+AGENT_TYPE = "claude-code"
+SESSION = "long"
+WORDS = "fact"
+START_DEADLINE = 120.0  # seconds for the server's first line
+
+
+class Page:
+    """GET one page of a running ``gitmem web`` (the cookie of its printed token sent)."""
+
+    def __init__(self, port: int, cookie: str, path: str):
+        self.port, self.cookie, self.path = port, cookie, path
+
+    def __call__(self, i: int) -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+        try:
+            connection.request("GET", self.path, headers={"Cookie": self.cookie})
+            answer = connection.getresponse()
+            answer.read()
+            if answer.status != 200:
+                raise RuntimeError(f"{self.path}: HTTP {answer.status}")
+        finally:
+            connection.close()
+
+
+def web_pages(bench: Bench) -> None:
+    """A record's page, its timeline, a session's page and a search page, each against the CLI."""
+    commits = bench.pick(2_000, 20_000)
+    messages = bench.pick(10_000, 100_000)
+    path = build_history(bench.workdir / f"web-{commits}", commits)
+    with Gitmem.open(path, create=False) as mem:
+        mem.sessions.write(AGENT_TYPE, SESSION, session_messages(messages), "resume", "/home/me")
+        mem.changes(RECORD)  # the record index, built once as gitmem clone does
+        mem.search(WORDS)  # and the search index
+    size = sum(f.stat().st_size for f in (path / "sessions").rglob("*.jsonl"))
+    setting = f"{commits:,} commits, a session of {messages:,} messages ({size / 1e6:.0f} MB)"
+    server = subprocess.Popen([sys.executable, "-m", "gitmem", "web", "--repo", str(path), "--port", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=GIT_ENV)
+    try:
+        port, cookie = _started(server)
+        gitmem = (sys.executable, "-m", "gitmem")
+        repo = ("--repo", str(path))
+        session = quote(f"session:{AGENT_TYPE}/{SESSION}")
+        rows = bench.measure("web", setting, {
+            "page: a memory": Page(port, cookie, f"/record?name={quote(RECORD)}"),
+            "gitmem memory read --agent target": command(*gitmem, "memory", "read", "--agent", "target", *repo),
+            "page: the session (its last messages)": Page(port, cookie, f"/record?name={session}"),
+            "gitmem session read": command(*gitmem, "session", "read", AGENT_TYPE, SESSION, *repo),
+            "page: a timeline": Page(port, cookie, f"/timeline?name={quote(RECORD)}"),
+            "gitmem log RECORD": command(*gitmem, "log", RECORD, *repo),
+            "page: search": Page(port, cookie, f"/search?q={WORDS}"),
+            f"gitmem search {WORDS}": command(*gitmem, "search", WORDS, *repo),
+        }, samples=bench.pick(5, 15))
+    finally:
+        server.terminate()
+        server.wait(30)
+    for page, cli in (("page: a memory", "gitmem memory read --agent target"),
+                      ("page: the session (its last messages)", "gitmem session read"),
+                      ("page: a timeline", "gitmem log RECORD"),
+                      ("page: search", f"gitmem search {WORDS}")):
+        bench.compare(rows[page], rows[cli], 2.0)
+
+
+def _started(server: subprocess.Popen) -> tuple[int, str]:
+    """The port and the cookie of the server's printed address, once it is ready."""
+    ready, _, _ = select.select([server.stdout], [], [], START_DEADLINE)
+    line = server.stdout.readline().strip() if ready else ""
+    found = re.match(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)$", line)
+    if found is None:
+        raise RuntimeError(f"gitmem web did not start: {line!r}")
+    port = int(found[1])
+    return port, f"gitmem_web_{port}={found[2]}"
+
+
+SCENARIOS = [web_pages]
