@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import SUBPROCESS_ENV, Git
+from conftest import SUBPROCESS_ENV, Git, run_gitmem
 from gitmem.errors import InvalidInput
 from nui_client import NuiHost
 
@@ -51,6 +51,7 @@ def test_the_api_refuses_with_the_name_of_its_parameter(mem, git, call, words):
     ("storage.agentMemory.write", {"handlerId": "h", "agentId": "", "content": "x"}, "agentId"),
 ])
 def test_the_wire_refuses_blank_ids_naming_the_param(repo_path, method, params, name):
+    run_gitmem("init", str(repo_path))
     with NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo_path)],
                  cwd=repo_path.parent, env=SUBPROCESS_ENV) as host:
         error = host.error(method, params)
