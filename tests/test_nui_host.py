@@ -25,10 +25,11 @@ from conftest import SUBPROCESS_ENV
 from gitmem.records import layout
 from gitmem.repository import Gitmem
 from nui_client import NUI_LINE_LIMIT, NuiHost, go_json, manifest_command
-from test_serve import (AGENT_MEMORY, SESSIONS, USER_MEMORY, extension, image, message, repo_path,  # noqa: F401
+from test_serve import (AGENT_MEMORY, AGENT_TYPES, SESSIONS, USER_MEMORY, extension, image, message, repo_path,  # noqa: F401
                         session, spawn, stop)
 
 AGENT = {"handlerId": AGENT_MEMORY, "agentId": "codex"}
+OK = {"ok": True}
 
 
 def started(spawn, *extra_args: str) -> NuiHost:
@@ -141,6 +142,26 @@ def test_back_to_back_snapshots_leave_the_newest_at_head(spawn, git, repo_path):
     assert len([line for line in late if "pairs" in line]) == reversed_pairs
 
 
+def test_a_late_snapshot_handled_after_a_burst_is_late_by_when_it_arrived(spawn, git, repo_path):
+    """The newer snapshot, a burst of other sessions' writes, then the older snapshot, all
+    sent at once: the older one is handled past the window after the newer, yet arrived
+    with it, and is not applied."""
+    window = 0.1
+    host = started(spawn, "--late-window", str(window))
+    messages = [message(i, f"{i}: " + "a long answer " * 300) for i in range(40)]  # 170 KB
+    with Gitmem.open(repo_path, create=False) as api, api.engine.lock:  # the queue waits
+        sent = [host.send_request("storage.session.write", session("turns", messages=messages[:4])),
+                *[host.send_request("storage.session.write", session(f"other-{n}", messages=messages[n:]))
+                  for n in range(4)],
+                host.send_request("storage.session.write", session("turns", messages=messages[:3]))]
+        time.sleep(window + 0.2)
+    for request_id in sent:
+        assert host.answer_to(request_id, timeout=120)["result"] == OK
+    assert head_messages(git, "turns") == messages[:4]
+    stop(host)
+    assert "late snapshot of claude-code/turns" in serve_log(repo_path)
+
+
 def test_a_truncation_outside_the_window_is_applied(spawn, git, repo_path):
     host = started(spawn, "--late-window", "0.3")
     first = [message(i) for i in range(4)]
@@ -220,6 +241,87 @@ def test_a_replace_made_after_a_read_is_a_replace(spawn, git):
     stop(nui.host)
 
 
+class SeedStore:
+    """The in-memory store of nui's storage-handler docs (``InMemoryStorage`` of the seed):
+    what one client's calls, made in order, must leave."""
+
+    def __init__(self):
+        self.memory: dict[str | None, str] = {}  # agent id (None: the user) -> content
+
+    def read(self, agent: str | None) -> str:
+        return self.memory.get(agent, "")
+
+    def write(self, agent: str | None, content: str, mode: str) -> None:
+        existing = self.memory.get(agent, "")
+        if mode == "append" and existing:
+            content = existing.rstrip() + "\n\n" + content.strip()
+        self.memory[agent] = content
+
+    def delete(self, agent: str | None) -> None:
+        self.memory.pop(agent, None)
+
+
+def client_in_turn(seed: int, steps: int, agents: list[str]) -> list[tuple[str, str | None, str]]:
+    """A seeded sequence of ``(op, agent, text)`` over the user (None) and ``agents``: reads,
+    appends, replaces (fresh text, text extending what the client read, or a version it
+    read before: an undo) and deletes. The client reads and writes in turn: it reads a
+    memory again only after writing it (a second read before a write is what nui's racing
+    appends look like, see docs/nui.md)."""
+    rng = random.Random(seed)
+    last_op: dict[str | None, str] = {}
+    calls = []
+    for step in range(steps):
+        agent = rng.choice([None, *agents])
+        op = rng.choice(["read", "read", "append", "replace", "replace", "delete"])
+        if op == "read" and last_op.get(agent) == "read":
+            op = rng.choice(["append", "replace", "delete"])
+        kind = rng.choice(["fresh", "extend", "undo"]) if op == "replace" else ""
+        if kind in ("extend", "undo") and last_op.get(agent) != "read":
+            kind = "fresh"  # extending or undoing what it read needs a read
+        calls.append((f"{op} {kind}".strip(), agent, f"seed {seed} step {step}: note"))
+        last_op[agent] = op
+    return calls
+
+
+def test_one_client_reading_and_writing_in_turn_leaves_what_the_seed_store_leaves(spawn, git):
+    """A replace after the client's own read is a replace (of an empty memory too), an
+    append after a read or a delete takes that read, and nothing else is merged in."""
+    host = started(spawn)
+    agents = AGENT_TYPES  # those the handler list serves
+
+    def memory(agent: str | None) -> tuple[str, dict]:
+        if agent is None:
+            return "storage.userMemory", {"handlerId": USER_MEMORY}
+        return "storage.agentMemory", {"handlerId": AGENT_MEMORY, "agentId": agent}
+
+    for seed in range(12):
+        oracle, seen = SeedStore(), {}  # seen: every version the client read, per memory
+        for agent in [None, *agents]:  # each seed starts from nothing (a delete is a write)
+            host.call(f"{memory(agent)[0]}.delete", memory(agent)[1])
+        for op, agent, text in client_in_turn(seed, 40, agents):
+            kind, params = memory(agent)
+            if op == "read":
+                got = host.call(f"{kind}.read", params)["content"]
+                assert got.rstrip("\n") == oracle.read(agent).rstrip("\n"), (seed, op, agent)
+                seen.setdefault(agent, []).append(got.strip())
+            elif op == "delete":
+                host.call(f"{kind}.delete", params)
+                oracle.delete(agent)
+            else:
+                mode = op.split()[0]
+                if op == "replace extend":
+                    text = seen[agent][-1] + "\n\n" + text if seen[agent][-1] else text
+                elif op == "replace undo":
+                    text = seen[agent][0]
+                assert host.call(f"{kind}.write", {**params, "content": text, "writeMode": mode}) == OK
+                oracle.write(agent, text, mode)
+        for agent in [None, *agents]:  # read with git: a read of the client's would be one more
+            path = layout.USER_MEMORY if agent is None else layout.agent_memory_path(agent)
+            stored = git("show", f"main:{path}", check=False)
+            assert stored.rstrip("\n") == oracle.read(agent).rstrip("\n"), (seed, agent)
+    stop(host)
+
+
 def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git):
     host = started(spawn)
     write = {**AGENT, "writeMode": "replace"}
@@ -245,6 +347,44 @@ def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git)
     assert git.show("main:memory/agents/codex.md") == "likes tea\n\nbe brief\n"
     host.call("storage.agentMemory.write", {**write, "content": "likes tea"})
     assert git.show("main:memory/agents/codex.md") == "likes tea\n"
+    stop(host)
+
+
+@pytest.mark.parametrize("held", ["", "# codex\n\nlikes tea"])
+def test_a_replace_queued_behind_a_burst_keeps_the_appends_acknowledged_meanwhile(spawn, git, repo_path,
+                                                                                 held):
+    """nui reads, joins and sends its replace at once; gitmem handles it only after a burst
+    of big session writes queued ahead of it, past the late window, and after another face
+    appended. The replace is judged by when it arrived: every acknowledged block stays."""
+    window = 0.5
+    host = started(spawn, "--late-window", str(window))
+    replace = {**AGENT, "writeMode": "replace"}
+    if held:
+        host.call("storage.agentMemory.write", {**replace, "content": held})
+    existing = host.call("storage.agentMemory.read", AGENT)["content"]
+    read_at = time.monotonic()
+    big = [message(i, f"{i}: " + "a long answer " * 300) for i in range(40)]  # 170 KB
+    joined = existing.strip() + "\n\n" + "from nui" if existing.strip() else "from nui"
+    appended = [f"from the API {k}" for k in range(3)]
+    with Gitmem.open(repo_path, create=False) as api, api.engine.lock:
+        # The API's writes hold the writers' lock (it is this thread's: they take it again);
+        # serve's first session write waits for it, the rest of the burst and the replace
+        # queue behind it (all of it fits in the pipe), sent at once, as nui sends a replace
+        # right after its read.
+        burst = [host.send_request("storage.session.write", session(f"big-{n}", messages=big[n:]))
+                 for n in range(4)]
+        replace_id = host.send_request("storage.agentMemory.write", {**replace, "content": joined})
+        for block in appended:
+            assert api.memory.write(block, "codex", mode="append") is not None  # acknowledged
+        time.sleep(max(0.0, read_at + window + 0.2 - time.monotonic()))  # past the window
+    for request_id in burst:
+        assert host.answer_to(request_id, timeout=120)["result"] == OK
+    assert host.answer_to(replace_id, timeout=120)["result"] == OK
+    subjects = git("log", "--format=%s", "--", "memory/agents/codex.md").splitlines()
+    assert subjects[0].startswith("memory: merge") or subjects[0].startswith("memory: replace")
+    assert all(subject.startswith("memory: append") for subject in subjects[1:4])  # handled after them
+    blocks = git.show("main:memory/agents/codex.md").rstrip("\n").split("\n\n")
+    assert sorted(blocks) == sorted(held.split("\n\n") * bool(held) + appended + ["from nui"])
     stop(host)
 
 

@@ -26,6 +26,7 @@ from gitmem.faces.rpc import (
     RawJSON,
     RpcError,
     Shutdown,
+    arrival,
     json_texts,
     object_texts,
     param,
@@ -57,8 +58,15 @@ def _texts(params):
             "values": [parse_json(text) for text in items], "other": params.get("other")}
 
 
+def _slow(params):
+    time.sleep(params["seconds"])
+    return time.monotonic()
+
+
 METHODS = {
     "echo": lambda params: params,
+    "slow": _slow,
+    "arrival": lambda params: arrival(),
     "texts": _texts,
     "texts_after_need": json_texts("items")(lambda params: param(params, "name")),
     "need": lambda params: param(params, "name"),
@@ -448,6 +456,15 @@ def test_shutdown_answers_then_stops(server):
     server.thread.join(5)
     assert not server.thread.is_alive()  # returned although stdin is still open
     assert server.close() == b""  # and the request after shutdown got no answer
+
+
+def test_a_request_arrives_when_it_is_read_not_when_it_is_answered(server):
+    sent = time.monotonic()
+    server.send(json.dumps(request("slow", {"seconds": 0.5}, id=1)).encode() + b"\n"
+                + json.dumps(request("arrival", id=2)).encode() + b"\n")
+    slow_done = json.loads(server.line())["result"]
+    arrived = json.loads(server.line())["result"]
+    assert sent <= arrived < slow_done  # read while the slow one was answered, not after
 
 
 def test_end_of_input_returns(server):

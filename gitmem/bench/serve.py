@@ -7,6 +7,9 @@
   protocol: what a second process costs by itself, so the table also shows the share
   of the JSON-RPC work alone (round trip / child). The same for a session of 2,000
   messages (about 800 KB a request; no target).
+- nui's append through ``gitmem serve`` (a read, the text joined with a block, a replace:
+  the write that takes the read it was made from) beside a replace alone, blind: what
+  matching a write with its read costs (no target: two round trips against one).
 - Durability: a memory write through ``gitmem serve --durability fast`` and through
   ``--durability fsync`` (no target: what fsync costs on this disk).
 - A read of a 6 MB session (200 messages, two 3 MB screenshots) through ``gitmem serve``,
@@ -68,6 +71,21 @@ class ServeWrite:
 
     def close(self) -> None:
         self.server.close()
+
+
+class ServeAppend(ServeWrite):
+    """nui's append as it reaches ``gitmem serve``: a read, then a replace of the text read
+    joined with a new block (a write made from a read, taking it)."""
+
+    def __init__(self, repo: Path, record: str):
+        self.read = {"agentId": record, "handlerId": "bench"}
+        super().__init__(repo, lambda i: ("storage.agentMemory.read", self.read), options=["--no-watch"])
+
+    def __call__(self, i: int) -> None:
+        existing = self.server.send(self.line)["content"].strip()
+        block = f"- learned fact {i}"
+        self.server.call("storage.agentMemory.write", {
+            **self.read, "content": f"{existing}\n\n{block}" if existing else block, "writeMode": "replace"})
 
 
 class StoreSessionWrite(StoreWrite):
@@ -256,4 +274,21 @@ def serve_durability(bench: Bench) -> None:
     bench.compare(fsync, fast, what="fsync / fast")
 
 
-SCENARIOS = [serve_durability, serve_writes, serve_session_read]
+def serve_memory_append(bench: Bench) -> None:
+    """nui's append (read, join, replace) through ``gitmem serve`` beside a blind replace."""
+    repo = copy_repository(build_repository(bench.workdir / "serve-append-base", 10),
+                           bench.workdir / "serve-append")
+    replace = ServeWrite(repo, lambda i: memory_request(i, SERVED), options=["--no-watch"])
+    append = ServeAppend(repo, "bench-appended")
+    try:
+        replace_row, append_row = bench.measure("serve memory append", "10 files", {
+            "serve --no-watch: replace, blind (one round trip)": replace,
+            "serve --no-watch: nui's append, read + replace (two round trips)": append,
+        }).values()
+    finally:
+        replace.close()
+        append.close()
+    bench.compare(append_row, replace_row, what="nui's append / a blind replace")
+
+
+SCENARIOS = [serve_durability, serve_writes, serve_memory_append, serve_session_read]

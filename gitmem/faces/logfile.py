@@ -3,7 +3,10 @@
 nui throws an extension's stderr away, so the log file is where a user finds what
 happened. The serving thread only sets records aside; a thread of its own writes them
 out at most :data:`FLUSH_EVERY` seconds after the first of a batch (warnings and errors
-at once), rotating the file at :data:`MAX_BYTES` and keeping :data:`BACKUPS`.
+at once), rotating the file at :data:`MAX_BYTES` and keeping :data:`BACKUPS`. A write
+that fails (a full disk, EIO) costs the lines of that batch at most: what the file's
+buffer holds is written once more as the file is closed, else dropped; stderr gets one
+line, the log a note of the gap once it can be written again, and logging goes on.
 
     writer = logfile.start(Path(".git/gitmem/serve.log"), "INFO")
     ...
@@ -17,6 +20,7 @@ import logging
 import logging.handlers
 import os
 import stat
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -92,6 +96,7 @@ class LogWriter(threading.Thread):
         self.pending = PendingRecords(self.wake, self.write_out)
         self.stopping = False
         self.writing = threading.Lock()  # the thread and a flush: one batch after the other
+        self.failure: OSError | None = None  # of the last write, while writes fail
 
     def run(self) -> None:
         while not self.stopping:
@@ -107,10 +112,26 @@ class LogWriter(threading.Thread):
         """Write the records set aside to the file, in order."""
         with self.writing:
             records = self.pending.take()
-            for record in records:
-                self.handler.handle(record)
-            if records:
+            if not records:
+                return
+            if self.failure is not None:  # say where lines may be missing, before the next ones
+                records.insert(0, logging.makeLogRecord({
+                    "name": __name__, "levelno": logging.WARNING, "levelname": "WARNING",
+                    "msg": f"could not write to this log ({_reason(self.failure)}): lines "
+                           "before this one may be missing"}))
+            try:
+                for record in records:
+                    self.handler.handle(record)
                 self.handler.write_out()
+            except OSError as failure:
+                self.handler.close_stream()
+                if self.failure is None:
+                    print(f"gitmem: could not write to {self.handler.baseFilename} "
+                          f"({_reason(failure)}): log lines may be missing; logging goes on",
+                          file=sys.stderr, flush=True)
+                self.failure = failure
+            else:
+                self.failure = None
 
     def stop(self) -> None:
         """Write out what is set aside and end the thread."""
@@ -125,16 +146,19 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
     stats and a seek per record) whether to roll over."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Write ``record`` to the file's buffer; OSError (the file cannot be written) is the
+        writer's to handle."""
         try:
             line = self.format(record) + self.terminator
-            if self.stream is None:
-                self.stream = self._open()
-            if self._rotates and self._size + len(line) >= self.maxBytes:
-                self.doRollover()
-            self.stream.write(line)
-            self._size += len(line)  # characters: bytes, give or take
         except Exception:
             self.handleError(record)
+            return
+        if self.stream is None:
+            self.stream = self._open()
+        if self._rotates and self._size + len(line) >= self.maxBytes:
+            self.doRollover()
+        self.stream.write(line)
+        self._size += len(line)  # characters: bytes, give or take
 
     def _open(self):
         stream = super()._open()
@@ -148,3 +172,17 @@ class RotatingLog(logging.handlers.RotatingFileHandler):
 
     def write_out(self) -> None:
         super().flush()
+
+    def close_stream(self) -> None:
+        """Close the file after a failed write: what its buffer holds is written once more,
+        else dropped; the next record opens it again."""
+        stream, self.stream = self.stream, None
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or str(error)

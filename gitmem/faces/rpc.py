@@ -13,6 +13,10 @@ as -32603 with a one-line message; the traceback goes to the log). A method mark
 with `json_texts(name)` gets its array param `name` as the JSON texts of the items,
 undecoded (`parse_json` reads one; `object_texts` checks they are objects).
 
+Lines are read off the input as they come, by a thread of their own, while earlier
+requests are answered in turn: `arrival()` tells a method when its request came, so
+that how long it waited behind others decides nothing.
+
 Nothing but answer lines is written to stdout, and no request ends the loop except
 through `Shutdown`. `serve` returns at end of input, after `Shutdown`, when stdout is
 gone, or after a stop signal; the caller then finishes its pending work. A caller
@@ -39,6 +43,7 @@ from typing import Any, BinaryIO, Union
 import msgspec
 
 from gitmem.errors import InvalidInput
+from gitmem.faces.lines import RequestLines
 from gitmem.records import strictjson
 
 PARSE_ERROR = -32700
@@ -52,6 +57,8 @@ MAX_LINE = 64 * 1024 * 1024
 """Longest request line accepted, in bytes, not counting its newline."""
 MAX_RESPONSE = 4 * 1024 * 1024
 """Longest answer line written, in bytes, counting its newline (nui's reader limit)."""
+"""Bytes of request lines read ahead of the one being answered, at most (then the input
+waits in its pipe; a longer line is still read, alone)."""
 
 Method = Callable[[dict], Any]
 
@@ -191,6 +198,15 @@ def param(params: Mapping[str, Any], name: str, kind: type = str, default: Any =
     return value
 
 
+_answering = threading.local()
+
+
+def arrival() -> float:
+    """When the request being answered was read off the input (``time.monotonic()``);
+    now, outside a request (a method called directly)."""
+    return getattr(_answering, "arrived", None) or time.monotonic()
+
+
 def serve(
     methods: Mapping[str, Method],
     stdin: BinaryIO,
@@ -251,25 +267,29 @@ class _Loop:
         self.idle = False  # blocked on input, where a stop signal may interrupt
 
     def run(self, stdin: BinaryIO) -> None:
-        while not self.stopping:
-            self.idle = True
-            line = stdin.readline(self.max_line + 1)
-            too_long = len(line) > self.max_line and not line.endswith(b"\n")
-            if too_long:
-                _skip_rest_of_line(stdin)
-            self.idle = False
-            if not line:
-                return
-            started = time.perf_counter()
-            if too_long:
-                self.respond(_refusal(line, self.max_line), started, len(line))
-            elif not line.isspace():
-                self.respond(self.dispatch(line), started, len(line))
-            else:
-                continue
-            if self.after_first_answer is not None:
-                first, self.after_first_answer = self.after_first_answer, None
-                first()
+        arrivals = RequestLines(stdin, self.max_line)
+        arrivals.start()
+        try:
+            while not self.stopping:
+                self.idle = True
+                line, too_long, arrived = arrivals.next()
+                self.idle = False
+                if not line:
+                    return
+                started = time.perf_counter()
+                _answering.arrived = arrived
+                if too_long:
+                    self.respond(_refusal(line, self.max_line), started, len(line))
+                elif not line.isspace():
+                    self.respond(self.dispatch(line), started, len(line))
+                else:
+                    continue
+                if self.after_first_answer is not None:
+                    first, self.after_first_answer = self.after_first_answer, None
+                    first()
+        finally:
+            _answering.arrived = None
+            arrivals.stop()
 
     def dispatch(self, line: bytes) -> _Call:
         call = _Call()
@@ -448,13 +468,6 @@ def _flush(log: logging.Logger) -> None:
         for handler in logger.handlers:
             handler.flush()
         logger = logger.parent if logger.propagate else None
-
-
-def _skip_rest_of_line(stdin: BinaryIO) -> None:
-    while True:
-        chunk = stdin.readline(1 << 20)
-        if not chunk or chunk.endswith(b"\n"):
-            return
 
 
 # nui writes requests with sorted keys, so "id" comes first: an over-long request from

@@ -30,7 +30,7 @@ from gitmem.faces.nui.storage import LATE_WINDOW, storage_methods
 from gitmem.git import gitproc
 from gitmem.git.base import GITMEM_DIR, DamagedObject, MissingRepository
 from gitmem.git.files import opened_by_gitmem
-from gitmem.git.pipes import PIPE_SIZE, widen_pipe
+from gitmem.git.pipes import widen_pipe
 from gitmem.history.record_index import RecordIndex
 from gitmem.repository import ForeignRepository, Gitmem, NotAFolderOfItsOwn, default_repo_path
 from gitmem.sync import rescue
@@ -310,9 +310,10 @@ def _claim_stdout() -> BinaryIO:
 
 
 def _protocol_in() -> BinaryIO:
-    """stdin, read in large pieces: a request of a long session is one line of megabytes."""
+    """stdin as a pipe widened for large pieces (a request of a long session is one line of
+    megabytes); rpc.serve reads its descriptor itself."""
     widen_pipe(sys.stdin.fileno())
-    return os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=PIPE_SIZE)
+    return os.fdopen(os.dup(sys.stdin.fileno()), "rb", buffering=0)
 
 
 def _keep_big_buffers_in_the_heap() -> None:

@@ -32,7 +32,6 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Protocol
 
 import pygit2
 
@@ -40,12 +39,13 @@ from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchM
                              CommitInfo, DamagedObject, EngineError, Identity, MissingRepository,
                              check_path, config_get, default_identity, user_identity, with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
-from gitmem.git.branch import Branch
+from gitmem.git.branch import Branch, NotOnDisk
 from gitmem.git.cancel import stop_if_cancelled
 from gitmem.git.displaced import DisplacedFiles
+from gitmem.git.wiring import BackgroundPacker, RecordGuard
 from gitmem.git.facts import open_work_tree
 from gitmem.git.files import LOCK_FILE, may_write
-from gitmem.git.index import Index, Recovery
+from gitmem.git.index import GitLock, Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
 from gitmem.git.log import ChangedCommit, FileChange, FileDiff, History, tree_changes
@@ -65,26 +65,6 @@ MAX_CAS_RETRIES = 20
 OBJECT_WRITE_RETRIES = 3  # object writes that may fail while a packer removes empty folders
 TREE_CACHE_LIMIT = 64 << 20  # bytes: the largest tree libgit2 keeps parsed (see GitEngine)
 STAT_CACHE_FILE = "stat-cache"  # in .git/gitmem/
-
-
-class RecordGuard(Protocol):
-    """What an engine opened with ``hand_edits`` calls before a record is read or written."""
-
-    def before_access(self, scope: str) -> None:
-        """Called with a record's path (file or folder) before it is read from HEAD, and
-        under the writers' lock before it is written."""
-
-    def merge_displaced(self, path: str, base_id: str, data: bytes) -> None:
-        """Called (from a thread of the engine's) with what a work-tree file a write had
-        replaced holds now: bytes a writer put there after it was checked to hold
-        ``base_id`` (see :mod:`gitmem.git.displaced`)."""
-
-
-class BackgroundPacker(Protocol):
-    """What an engine opened with ``packer`` tells of each commit it makes."""
-
-    def maybe_start(self) -> None:
-        """Note one commit (cheap: packing, when due, happens on a thread of its own)."""
 
 
 class GitEngine:
@@ -137,7 +117,7 @@ class GitEngine:
         self._index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
                             reader=self._reader, worktree=self._worktree, durability=durability)
         self._trees = TreeWriter(repo, self._objects)
-        self._branch = Branch(repo, self.gitdir, tip=self._reader.tip)
+        self._branch = Branch(repo, self.gitdir, tip=self._reader.tip, durable=durability == "fsync")
         self._log = History(repo, self._reader, self._objects)
         self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self._worktree,
                                   index=self._index, path_versions=self._log.path_versions,
@@ -429,6 +409,9 @@ class GitEngine:
                         self._index.stage(changes, tree, moved=(base, commit_id))
                     try:
                         moved = self._branch.move_waiting(base, commit_id, full_message)
+                    except NotOnDisk:
+                        tried = None  # main holds the write: nothing to take back
+                        raise
                     except (OSError, pygit2.GitError):
                         full = disk_full(self.gitdir, changes)
                         if full is not None:
@@ -638,6 +621,12 @@ class GitEngine:
     def lock(self) -> FileLock:
         """The writers' lock; hold it to keep other gitmem writers out."""
         return self._lock
+
+    def git_locks(self) -> list[GitLock]:
+        """git's lock files this process removed as stale (a killed writer left them), then
+        those that exist now: a plain ``git commit`` is refused while one is there. Those a
+        killed gitmem writer left are removed by the next one to take the writers' lock."""
+        return self._recovery.removed_locks + self._recovery.git_locks(self._lock.died_holding())
 
     # -- remotes -----------------------------------------------------------------
 

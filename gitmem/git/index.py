@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 from pathlib import Path
 
 import pygit2
@@ -329,6 +330,16 @@ class IndexRefresher:
                     self._first_mark = self._last_mark = time.monotonic()  # not again at once
 
 
+class GitLock(NamedTuple):
+    """A lock file of git's: its path (``.git/index.lock``), its age in seconds, whether a
+    gitmem writer that was killed left it, and whether this process removed it."""
+
+    path: str
+    age: float
+    left_by_killed_writer: bool
+    removed: bool = False
+
+
 class Recovery:
     """Finishes what a gitmem writer killed while holding the writers' lock left undone,
     in repository ``repo`` (git folder ``gitdir``). ``path_versions(path)`` lists the blob
@@ -345,6 +356,7 @@ class Recovery:
         self._path_versions = path_versions
         self._in_flight_file = private_dir / IN_FLIGHT_FILE
         self._in_flight_fd: int | None = None
+        self.removed_locks: list[GitLock] = []  # git's lock files this process found stale
 
     def note_in_flight(self, commit: pygit2.Oid) -> None:
         """Say that the work tree and index are about to get ``commit``'s files, before main
@@ -411,12 +423,34 @@ class Recovery:
         except Exception:  # the next open tries again; writes go on meanwhile
             log.exception("recovery after a dead writer failed")
 
+    def git_locks(self, dead_writer_took_at: float | None) -> list[GitLock]:
+        """git's lock files that exist now (``index.lock``, main's and HEAD's): while one is
+        there, a plain ``git commit`` is refused. ``dead_writer_took_at``: when a gitmem
+        writer that died holding the writers' lock took it (those made since are its)."""
+        found = []
+        for lock in self._lock_files():
+            try:
+                mtime = lock.stat().st_mtime
+            except FileNotFoundError:
+                continue
+            found.append(self._git_lock(lock, mtime, dead_writer_took_at is not None
+                                        and mtime >= dead_writer_took_at))
+        return found
+
+    def _git_lock(self, lock: Path, mtime: float, left_by_killed_writer: bool,
+                  removed: bool = False) -> GitLock:
+        return GitLock(lock.relative_to(self._gitdir.parent).as_posix(), time.time() - mtime,
+                       left_by_killed_writer, removed)
+
+    def _lock_files(self) -> tuple[Path, ...]:
+        return self._gitdir / "index.lock", self._gitdir / f"{REF}.lock", self._gitdir / "HEAD.lock"
+
     def remove_stale_locks(self, since: float | None = None) -> None:
         """Remove git lock files left by a killed gitmem writer (we hold the writers' lock):
         those made ``since`` a writer that then died took it, and ref locks older than
         STALE_GIT_LOCK_AGE (git holds one for milliseconds). ``index.lock`` only in the first
         case: a person's ``git commit`` holds it while their editor is open."""
-        for lock in (self._gitdir / "index.lock", self._gitdir / f"{REF}.lock", self._gitdir / "HEAD.lock"):
+        for lock in self._lock_files():
             try:
                 mtime = lock.stat().st_mtime
             except FileNotFoundError:
@@ -426,6 +460,8 @@ class Recovery:
             if old_ref_lock or (since is not None and mtime >= since):
                 log.warning("removing stale lock %s (%.0f s old)", lock, age)
                 unlink(lock)
+                self.removed_locks.append(self._git_lock(lock, mtime, since is not None and mtime >= since,
+                                                         removed=True))
 
     def recover_worktree(self) -> None:
         """Finish work-tree updates that a killed writer left undone.

@@ -76,6 +76,24 @@ class FileLock:
             self._fd = None
         self._thread_lock.release()
 
+    def died_holding(self) -> float | None:
+        """When the last holder took the lock, if it died holding it (its pid is still in
+        the file and nobody holds the lock); None otherwise. Looks without taking the lock."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            if not os.pread(fd, len(_RELEASED), 0).strip():
+                return None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:  # a live holder
+                return None
+            return os.fstat(fd).st_mtime
+        finally:
+            os.close(fd)  # lets go of the shared lock
+
     def __enter__(self) -> FileLock:
         self.acquire()
         return self

@@ -6,10 +6,12 @@ makes no commit, and neither does deleting what is not there.
 
 nui appends by reading, joining ``existing + "\n\n" + block`` and sending a replace from
 a thread of its own, so two appends made back to back both extend the same version
-and arrive in either order. With ``stale_window`` a replace is checked against the
-versions of the last seconds and against the versions this store served to reads (see
-:meth:`MemoryStore.write`): one made from an earlier version is merged onto HEAD, one
-that *is* an earlier version is dropped.
+and arrive in either order. With ``stale_window`` a write is matched with the read it
+was made from among the reads this store answered (see :meth:`MemoryStore.write`): a
+replace made from an earlier version is merged three-way onto HEAD from it, one that
+*is* an earlier version is dropped, and a replace after the client's own writes is a
+replace. Times are those the requests arrived at (``arrived``), never when they were
+handled: how long a write waited behind others decides nothing.
 
     memory = MemoryStore(engine)
     memory.write("likes tea", agent_id="reviewer", mode="append")
@@ -91,25 +93,30 @@ class MemoryStore:
 
     def write(self, content: str, agent_id: str | None = None, mode: str = "replace",
               *, trailers: Mapping[str, str] | None = None,
-              stale_window: float | None = None) -> str | None:
+              stale_window: float | None = None, arrived: float | None = None) -> str | None:
         """Replace the memory with ``content`` or append it; returns the commit id (None: no change).
 
-        With ``stale_window`` (seconds; None or 0: off), a replace is made from one of the
-        reads this store answered in the last ``stale_window`` seconds (each taken by one
-        write at most), and when HEAD has moved on from that read's version V it is merged
-        three-way onto HEAD from V. Of several reads, V is the longest version the text is
-        or extends (V, a blank line, more; any text extends the empty version), the newest
-        read on a tie, else the newest read: so text that continues no served version
-        (read, then other text written) stays a replace, and the one replace merged that
-        was meant to replace is text starting afresh within the window after a read of
-        the empty version that no write took (its replaced text is kept: nothing is lost).
+        With ``stale_window`` (seconds; None or 0: off), the write is taken to be made by
+        the client this store answered reads for (nui's one connection to ``gitmem
+        serve``), from one of the reads it was answered and no write took yet: those of
+        the ``stale_window`` seconds before the write arrived (``arrived``, a
+        ``time.monotonic()``; default now), else the newest one, however old. Every write
+        (append, replace, delete) takes one such read: so a client that reads and then
+        writes in turn never writes from a read it has written since, while each of
+        nui's appends made back to back (each read before any of them is written) has a
+        read of its own. A replace takes the read whose version V its text is or extends
+        (V, a blank line, more; any text extends the empty version), the longest V on a
+        tie the newest, else the newest read; an append or a delete, the newest read.
 
-        A replace made from no such read (or from HEAD's version) that does not extend HEAD is compared
-        with the versions of the last ``stale_window`` seconds (and the one they
-        replaced): if it extends one, V, it was made from V before HEAD moved on, and is
-        merged three-way onto HEAD from V; if it *is* one that HEAD extends, it is a late
-        duplicate and makes no commit. A merge's ``Gitmem-Merged-Base`` trailer names V's
-        commit.
+        A replace made from a read of V when HEAD has moved on from V (a write of another
+        client, or of this one made from an earlier read) is merged three-way onto HEAD
+        from V: what the replace removed from V is removed, what was written since is
+        kept. One that *is* V, when HEAD extends V, is a late duplicate and makes no
+        commit. A replace that took no read (a client that does not read) and does not
+        extend HEAD is compared with the versions of the ``stale_window`` seconds before
+        it arrived (and the one they replaced): if it extends one, V, it is merged from V
+        the same way; if it *is* one that HEAD extends, it is a late duplicate. A merge's
+        ``Gitmem-Merged-Base`` trailer names V's commit.
         """
         if not isinstance(content, str):
             raise InvalidInput(f"content must be a string, not {type(content).__name__}"
@@ -118,9 +125,11 @@ class MemoryStore:
             raise InvalidInput(f"mode must be 'replace' or 'append', not {mode!r}")
         path = self.path(agent_id)
         verb = "append to" if mode == "append" else "replace"
+        arrived = time.monotonic() if arrived is None else arrived
         read = None
-        if mode == "replace" and stale_window:
-            read = self._read_made_from(path, normalise(content), stale_window)
+        if stale_window:
+            read = self._read_made_from(path, normalise(content) if mode == "replace" else None,
+                                        stale_window, arrived)
         try:
             for attempt in range(STALE_ATTEMPTS + 1):
                 check = mode == "replace" and bool(stale_window) and attempt < STALE_ATTEMPTS
@@ -131,7 +140,7 @@ class MemoryStore:
                     if mode == "append":
                         new = join_blocks(self.read(agent_id, snapshot=snapshot), content)
                     elif check:
-                        stale = self._stale(path, snapshot, content, stale_window, read)
+                        stale = self._stale(path, snapshot, content, stale_window, arrived, read)
                         if stale is not None:
                             found.append(stale)
                             return None
@@ -154,23 +163,28 @@ class MemoryStore:
             if read is not None:
                 read.taken = True
 
-    def _read_made_from(self, path: str, new: str, window: float) -> Served | None:
-        """The read of the last ``window`` seconds that replace text ``new`` was made from
-        (see :meth:`write`), not taken by another write yet; None when there is none."""
+    def _read_made_from(self, path: str, new: str | None, window: float,
+                        arrived: float) -> Served | None:
+        """The read a write arriving at ``arrived`` was made from (see :meth:`write`): of
+        the reads answered before it arrived and not taken yet, those of the last
+        ``window`` seconds, else the newest. For replace text ``new``, the one whose
+        version it is or extends (the longest, the newest on a tie), else the newest;
+        None when there is none."""
         served = self._served.get(path)
         if not served:
             return None
-        now = time.monotonic()
-        best = newest = None
-        for read in served:  # oldest first: a later read wins a tie
-            if read.taken or now - read.time > window:
-                continue
-            newest = read
-            if _made_from(new, normalise(read.text)) and (best is None or len(read.text) >= len(best.text)):
-                best = read
-        return best or newest
+        reads = [read for read in served if not read.taken and read.time <= arrived]
+        if not reads:
+            return None
+        within = [read for read in reads if arrived - read.time <= window] or reads[-1:]
+        best = None
+        if new is not None:
+            for read in within:  # oldest first: a later read wins a tie
+                if _made_from(new, normalise(read.text)) and (best is None or len(read.text) >= len(best.text)):
+                    best = read
+        return best or within[-1]
 
-    def _stale(self, path: str, snapshot: Snapshot, content: str, window: float,
+    def _stale(self, path: str, snapshot: Snapshot, content: str, window: float, arrived: float,
                read: Served | None = None) -> Stale | None:
         """What to do with a replace that may be stale (see :meth:`write`), made from
         ``read`` if it is known; None: replace.
@@ -191,13 +205,15 @@ class MemoryStore:
         new = normalise(content)
         seen = self._seen.setdefault(path, deque(maxlen=STALE_VERSIONS))
         now = time.monotonic()
-        recent = {version for stamp, version in seen if now - stamp <= window}
+        recent = {version for stamp, version in seen if arrived - stamp <= window}
         new_id = git_blob_id(new.encode("utf-8", "surrogateescape"))
         if head_id is not None:
             seen.append((now, head_id))  # the version this write replaces
         seen.append((now, new_id))
         self._written[path] = (new_id, new)
-        if read is not None and new and read.text != head and _made_from(new, normalise(read.text)):
+        if read is not None:  # made from the version read: merged from it, if HEAD moved on
+            if read.text == head:
+                return None
             base = str(read.commit) if read.commit else None
             if new == normalise(read.text) and head.startswith(new.rstrip("\n") + BLOCK):
                 return Stale(base, head_id, None)
@@ -217,7 +233,7 @@ class MemoryStore:
                 base = normalise(new[:end])
                 wanted[git_blob_id(base.encode("utf-8", "surrogateescape"))] = base
         wanted = {version: text for version, text in wanted.items() if version in recent}
-        found = self._recent(path, snapshot, wanted, window) if wanted else None
+        found = self._recent(path, snapshot, wanted, window, arrived) if wanted else None
         if found is None:
             return None
         commit, version = found
@@ -230,11 +246,12 @@ class MemoryStore:
         return Stale(commit, head_id, merged)
 
     def _recent(self, path: str, snapshot: Snapshot, versions: Mapping[str, object],
-                window: float) -> tuple[str, str] | None:
+                window: float, arrived: float) -> tuple[str, str] | None:
         """``(commit, version)``: the newest commit back from ``snapshot`` holding one of
-        ``versions`` at ``path``, among those of the last ``window`` seconds and the one
-        before them (whose version they replaced); None when there is none."""
-        cutoff = time.time() - window - 1  # commit times are whole seconds
+        ``versions`` at ``path``, among those of the ``window`` seconds before ``arrived``
+        and the one before them (whose version they replaced); None when there is none."""
+        arrived_at = time.time() - (time.monotonic() - arrived)  # on the clock of commit times
+        cutoff = arrived_at - window - 1  # commit times are whole seconds
         commit = snapshot.id
         for _ in range(STALE_WALK):
             if commit is None:
@@ -295,9 +312,16 @@ class MemoryStore:
                                   author=author, scope=path)
 
     def delete(self, agent_id: str | None = None, *,
-               trailers: Mapping[str, str] | None = None) -> str | None:
-        """Remove the memory; returns the commit id (None when there was nothing to delete)."""
+               trailers: Mapping[str, str] | None = None,
+               stale_window: float | None = None, arrived: float | None = None) -> str | None:
+        """Remove the memory; returns the commit id (None when there was nothing to delete).
+        With ``stale_window``, it takes a read as a write does (see :meth:`write`)."""
         path = self.path(agent_id)
+        if stale_window:
+            read = self._read_made_from(path, None, stale_window,
+                                        time.monotonic() if arrived is None else arrived)
+            if read is not None:
+                read.taken = True
         return self.engine.update(
             lambda snapshot: {path: None} if snapshot.exists(path) else None,
             f"memory: delete {_describe(agent_id)}",

@@ -153,15 +153,17 @@ class SessionStore:
               agent_session_id: str = "", working_dir: str = "", *,
               extra_meta: Mapping[str, Any] | None = None,
               trailers: Mapping[str, str] | None = None,
-              late_window: float | None = None) -> str | None:
+              late_window: float | None = None, arrived: float | None = None) -> str | None:
         """Replace the session with ``messages``; returns the commit id (None: nothing changed).
 
         Messages received as JSON can be given as :class:`~gitmem.records.jsontexts.JsonTexts`:
         those already stored as they are then cost no parsing and no comparison.
 
         With ``late_window`` (seconds; None or 0: off), a strict prefix of the stored messages is not
-        applied when the stored ones were written less than that long ago (by their
-        ``updatedAt``): it is a snapshot older than the stored one that arrived after it.
+        applied when the stored ones were written less than that long before the write
+        arrived (``arrived``, a ``time.monotonic()``; default now), or while it waited its
+        turn, by their ``updatedAt``: it is a snapshot older than the stored one that arrived
+        after it.
         A write that starts with the first message of a cut read (:meth:`read_json_within`)
         gets the messages that read left out in front of it.
         """
@@ -174,10 +176,12 @@ class SessionStore:
         if cut is not None and len(messages):
             messages = self._with_head(self.engine.snapshot(scope=folder), chunks, cut, messages)
         late: list[tuple[int, float]] = []
+        arrived_at = time.time() - (time.monotonic() - arrived) if arrived is not None else None
 
         def changes(snapshot: Snapshot) -> dict[str, bytes | None] | None:
             if late_window:
-                found = self._lateness(snapshot, agent_type, session_id, chunks, messages, late_window)
+                found = self._lateness(snapshot, agent_type, session_id, chunks, messages, late_window,
+                                       arrived_at)
                 if found is not None:
                     late.append(found)
                     return None
@@ -194,19 +198,25 @@ class SessionStore:
         return commit
 
     def _lateness(self, snapshot: Snapshot, agent_type: str, session_id: str, chunks: ChunkedJsonl,
-                  messages: Sequence[Any] | JsonTexts, window: float) -> tuple[int, float] | None:
-        """``(stored count, seconds since the stored write)`` when ``messages`` are a late
-        snapshot (see :meth:`write`), else None. Cheap checks first: the counts, the age,
+                  messages: Sequence[Any] | JsonTexts, window: float,
+                  arrived_at: float | None) -> tuple[int, float] | None:
+        """``(stored count, seconds from the stored write to the arrival)`` when ``messages``
+        are a late snapshot (see :meth:`write`; ``arrived_at`` on the clock of ``time.time()``,
+        None: now), else None. Cheap checks first: the counts, the age,
         then the texts of the chunks (compared, not parsed)."""
         stored = chunks.count(snapshot)
         if len(messages) >= stored:
             return None
         meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        now = time.time()
+        arrived_at = now if arrived_at is None else arrived_at
         try:
-            age = time.time() - datetime.fromisoformat(meta["updatedAt"]).timestamp()
+            age = arrived_at - datetime.fromisoformat(meta["updatedAt"]).timestamp()
         except (KeyError, TypeError, ValueError):
             return None
-        if abs(age) > window or not chunks.starts_with(snapshot, messages):
+        # Below 0: the stored write was made while this one waited its turn (as long as
+        # now - arrived_at), after it arrived: later still than within the window.
+        if not -(now - arrived_at) - window <= age <= window or not chunks.starts_with(snapshot, messages):
             return None
         return stored, age
 

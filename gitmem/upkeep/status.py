@@ -18,7 +18,8 @@ in step with HEAD. It commits nothing.
      "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
      "dropped": [{"commit", "time", "summary", "ref"}],
      "unreadable": [{"path", "line", "reason"}],
-     "index_in_step": true (null: a read-only repository)}
+     "index_in_step": true (null: a read-only repository),
+     "git_locks": [{"path", "age", "left_by_killed_writer", "removed"}]}
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ def status(target) -> dict[str, Any]:
         "dropped": [dropped.to_json() for dropped in rescue.find_lost(engine)],
         "unreadable": unreadable(engine),
         "index_in_step": in_step,
+        "git_locks": [{"path": lock.path, "age": round(lock.age, 1),
+                       "left_by_killed_writer": lock.left_by_killed_writer, "removed": lock.removed}
+                      for lock in engine.git_locks()],
     }
 
 
@@ -168,7 +172,21 @@ def describe(report: dict[str, Any]) -> list[str]:
                                        "not checked (the repository is read-only here)" if in_step is None
                                        else "not in step with HEAD yet (gitmem refreshes it within a "
                                        "second of its last write)"))
+    lines += [_describe_git_lock(lock) for lock in report["git_locks"]]
     return lines
+
+
+def _describe_git_lock(lock: dict[str, Any]) -> str:
+    path = lock["path"]
+    by = "a gitmem writer" if lock["left_by_killed_writer"] else "a git command"
+    if lock["removed"]:
+        return (f"git lock    {path} was left by {by} that was killed: removed now (a plain "
+                "`git commit` was refused while it was there)")
+    if lock["left_by_killed_writer"]:
+        return (f"git lock    {path} was left by a gitmem writer that was killed: a plain "
+                "`git commit` is refused until the next gitmem write removes it")
+    return (f"git lock    {path} ({lock['age']:.0f} s old): a plain `git commit` is refused while it "
+            "is there; a git command is running, or one that was killed left it (then remove it)")
 
 
 def _describe_dropped(dropped: list[dict[str, Any]]) -> list[str]:

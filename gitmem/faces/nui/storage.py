@@ -9,7 +9,7 @@ nui sends every write from a goroutine of its own, so two writes made back to ba
 arrive in either order (and an append is a read, a join and such a replace): within
 :data:`LATE_WINDOW` seconds of a write, a session snapshot older than the stored one is
 not applied and a memory replace made from an earlier version is merged onto HEAD (see
-the stores). A session read answers within ``max_response`` (nui's 4 MiB line limit):
+the stores), each judged by when its request arrived (``rpc.arrival()``). A session read answers within ``max_response`` (nui's 4 MiB line limit):
 nui takes an error for an empty session, which its next write would store.
 
     methods = storage_methods(mem.sessions, mem.memory, HandlerTable(),  # no list: any handler id
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.faces.nui.handlers import HandlerTable
 from gitmem.records.jsontexts import JsonTexts
-from gitmem.faces.rpc import (MAX_RESPONSE, InvalidParams, RawJSON, Shutdown, id_param,
+from gitmem.faces.rpc import (MAX_RESPONSE, InvalidParams, RawJSON, Shutdown, arrival, id_param,
                               json_texts, object_texts, param, parse_json)
 
 if TYPE_CHECKING:  # the stores are handed in by whoever builds the table
@@ -95,7 +95,7 @@ def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: Handl
         working_dir = param(params, "workingDir", default="")
         trailers = handler(params, "sessionHistory", agent_type)
         sessions.write(agent_type, session_id, JsonTexts(messages, parse_json), agent_session_id,
-                           working_dir, trailers=trailers, late_window=late_window)
+                           working_dir, trailers=trailers, late_window=late_window, arrived=arrival())
         return OK
 
     def session_delete(params: dict) -> dict:
@@ -113,13 +113,13 @@ def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: Handl
         agent_id, text = id_param(params, "agentId"), content(params)
         mode = write_mode(params)
         trailers = handler(params, "agentMemory", agent_id)
-        memory.write(text, agent_id, mode, trailers=trailers, stale_window=late_window)
+        memory.write(text, agent_id, mode, trailers=trailers, stale_window=late_window, arrived=arrival())
         return OK
 
     def agent_memory_delete(params: dict) -> dict:
         agent_id = id_param(params, "agentId")
         trailers = handler(params, "agentMemory", agent_id)
-        memory.delete(agent_id, trailers=trailers)
+        memory.delete(agent_id, trailers=trailers, stale_window=late_window, arrived=arrival())
         return OK
 
     def user_memory_read(params: dict) -> dict:
@@ -129,12 +129,12 @@ def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: Handl
     def user_memory_write(params: dict) -> dict:
         text, mode = content(params), write_mode(params)
         trailers = handler(params, "userMemory")
-        memory.write(text, None, mode, trailers=trailers, stale_window=late_window)
+        memory.write(text, None, mode, trailers=trailers, stale_window=late_window, arrived=arrival())
         return OK
 
     def user_memory_delete(params: dict) -> dict:
         trailers = handler(params, "userMemory")
-        memory.delete(None, trailers=trailers)
+        memory.delete(None, trailers=trailers, stale_window=late_window, arrived=arrival())
         return OK
 
     def shutdown(params: dict) -> dict:
