@@ -24,10 +24,12 @@ from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.location import default_repo_path, gitmem_repository_holding
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+from gitmem.stores.memory_tree import MemoryTree
 
 if TYPE_CHECKING:
     from gitmem.history.blame import Blamed
     from gitmem.search.index import SearchHit
+    from gitmem.search.neighbours import UnitRead
 
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
 
@@ -234,11 +236,12 @@ def _chmod_private(path: Path) -> None:
 
 
 class Gitmem:
-    """One repository and its stores: ``memory``, ``sessions`` and ``threads``."""
+    """One repository and its stores: ``memory``, ``memory_tree``, ``sessions`` and ``threads``."""
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
         self.memory = MemoryStore(engine)
+        self.memory_tree = MemoryTree(engine)  # the /memories tree of Claude's memory tool
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
@@ -348,6 +351,13 @@ class Gitmem:
         """Write ``record`` back as it was at WHEN ``at``, as one new commit."""
         return history.restore(self, record, at)
 
+    def recent(self, since: str, *, limit: int = 50) -> list[history.RecentChange]:
+        """What changed across every record since WHEN ``since``, newest first, each change
+        with its diff; a person's edits waiting in the work tree are committed first."""
+        if self.engine.hand_edits is not None:
+            self.engine.hand_edits.before_access_all()
+        return history.recent(self, since, limit=limit)
+
     def blame(self, record: str) -> list[Blamed]:
         """Each block of a memory, or each message and event of a session or thread, with
         the commit that introduced it."""
@@ -377,12 +387,21 @@ class Gitmem:
 
     def search(self, query: str, history: bool = False, kind: str | None = None,
                record: str | None = None, since: str | None = None, until: str | None = None,
-               limit: int = 20) -> list[SearchHit]:
-        """The memory blocks, session messages and thread events matching ``query``, best
-        first (with ``history``: also text main no longer holds). A query that cannot be
-        parsed raises :class:`gitmem.errors.BadQuery`."""
+               limit: int = 20, at: str | None = None, context: int = 0) -> list[SearchHit]:
+        """The memory blocks, session messages and thread events matching ``query`` (any
+        text: plain words, or operators, :mod:`gitmem.search.query`), best first; with
+        ``history`` also text main no longer holds, with ``at`` (a WHEN) what main held
+        then; ``context`` adds that many units on each side of a hit."""
         return self.search_index.search(query, history=history, kind=kind, record=record,
-                                        since=since, until=until, limit=limit)
+                                        since=since, until=until, at=at, context=context,
+                                        limit=limit)
+
+    def read_unit(self, record: str, unit_id: str | int, context: int = 0) -> list[UnitRead]:
+        """The unit of ``record`` a search hit's ``unit_id`` names, at HEAD, with up to
+        ``context`` units on each side (:mod:`gitmem.search.neighbours`)."""
+        from gitmem.search.neighbours import read_unit, record_units
+        return read_unit(record_units(self.memory, self.sessions, self.threads), record, unit_id,
+                         context)
 
     def close(self) -> None:
         if self._search_index is not None:

@@ -69,3 +69,19 @@ def test_cold_start_rows_compare_each_command_with_the_pygit2_import(tmp_path):
     assert ratios["gitmem --version / import pygit2"]["ratio"] == (
         measured["gitmem --version (start and exit)"]["median_ms"] / baseline)
     assert all(r["met"] == (r["ratio"] <= r["target"]) for r in ratios.values())
+
+
+def test_the_retrieval_rows_give_recall_per_question_type_beside_the_baselines(tmp_path):
+    out = tmp_path / "bench.json"
+    done = subprocess.run([sys.executable, "-m", "gitmem", "bench", "--quick", "--only", "^retrieval$",
+                           "--json", str(out)], capture_output=True, text=True, env=SUBPROCESS_ENV,
+                          timeout=BENCH_HANG)
+    assert done.returncode == 0, done.stderr
+    rows = {r["what"]: r for r in json.loads(out.read_text())["rows"]}
+    kinds = ("all", "single", "two_turn", "when", "paraphrase", "changed")
+    for kind in kinds:
+        for method in ("gitmem search", "bm25s + PyStemmer"):
+            [row] = [r for what, r in rows.items() if what.startswith(f"{method}, {kind} (")]
+            assert 0 <= row["value"] <= 1 and "recall@1" in row["what"] and "MRR" in row["what"]
+        assert rows[f"bm25s recall@5 / gitmem recall@5, {kind}"]["target"] is not None
+    assert rows["questions refused"]["value"] == 0

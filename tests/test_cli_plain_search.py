@@ -101,11 +101,19 @@ def test_a_warm_plain_search_loads_neither_argparse_nor_pygit2(tmp_path: Path):
     assert parsers[1] == "loaded: ['argparse']"  # the parser's form: warm, but through argparse
 
 
-@pytest.mark.parametrize("query", ['"unbalanced', "OR", "-draft"])
-def test_a_plain_search_that_cannot_be_parsed_gets_one_line_and_exit_2(tmp_path: Path, query):
+@pytest.mark.parametrize("query", ['"unbalanced', "OR", "-"])
+def test_a_plain_search_of_what_would_not_parse_as_operators_is_answered(tmp_path: Path, query):
     repo = tmp_path / "repo"
     run_gitmem("init", str(repo))
     assert plain_search(["search", query]) is not None or query.startswith("-")
     done = run_gitmem("search", query, repo=repo, check=False)
+    assert done.returncode == 0 and done.stdout == ""
+    assert done.stderr == f"gitmem: no hits for {query!r}\n"
+
+
+def test_a_word_starting_with_a_hyphen_goes_after_two_hyphens(tmp_path: Path):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    done = run_gitmem("search", "-draft", repo=repo, check=False)  # an option to the parser
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and "Traceback" not in done.stderr

@@ -31,7 +31,12 @@ from mcp import ClientSession, StdioServerParameters, stdio_client, types  # noq
 CLIENT = types.Implementation(name="claude-code", version="2.1")
 INSPECTOR = Path(__file__).resolve().parent / "mcp_inspector"
 TOOLS = {"memory_read": ["record"], "memory_write": ["record", "content"], "memory_list": [],
-         "history": ["record"], "memory_show": ["record", "at"], "search": ["query"]}
+         "history": ["record"], "memory_show": ["record", "at"], "search": ["query"],
+         "read_unit": ["record", "unit_id"],
+         "memory_view": ["path"], "memory_create": ["path", "file_text"],
+         "memory_str_replace": ["path", "old_str", "new_str"],
+         "memory_insert": ["path", "insert_line", "insert_text"], "memory_delete": ["path"],
+         "memory_rename": ["old_path", "new_path"], "restore": ["record", "at"], "recent": []}
 
 
 def server_params(repo: Path, *, command: list[str] | None = None) -> StdioServerParameters:
@@ -80,7 +85,7 @@ def test_the_tools_and_their_schemas(repo):
                 assert schema["type"] == "object" and sorted(schema.get("required", [])) == sorted(required)
                 assert set(required) <= set(schema["properties"])
                 description = tools[name].description
-                assert "\n" not in description and 20 < len(description) < 200
+                assert "\n" not in description and 20 < len(description) < 400
             assert tools["memory_write"].input_schema["properties"]["mode"]["enum"] == ["append", "replace"]
             assert tools["search"].input_schema["properties"]["history"]["type"] == "boolean"
             templates = (await opened.list_resource_templates()).resource_templates
@@ -328,11 +333,11 @@ def test_search_answers_hits(repo):
             await call(opened, "memory_write", record="agent:reviewer", content="Rewritten.", mode="replace")
             text, error = await call(opened, "search", query="types")
             assert not error, text
-            hits = json.loads(text)
+            hits = json.loads(text)["hits"]
             assert hits == [] or all({"record", "snippet", "score"} <= set(hit) for hit in hits)
             text, error = await call(opened, "search", query="types", history=True, limit=5)
             assert not error, text
-            hits = json.loads(text)
+            hits = json.loads(text)["hits"]
             assert hits and hits[0]["record"] == "agent:reviewer" and "types" in hits[0]["snippet"]
     run(test)
 

@@ -27,6 +27,7 @@ def listed(repo) -> dict[str, str]:
 def test_a_long_agent_id_is_listed_by_a_name_log_and_show_take(mem, repo_path):
     mem.memory.write("likes tea", LONG_ID)
     (name, size), = listed(repo_path).items()
+    assert name.startswith("note:agents/reviewer-xxx") and "~" in name  # no meta.json keeps the id
     assert size == "10"
     log = run_gitmem("log", name, repo=repo_path)
     assert "memory: replace" in log.stdout and log.stderr == ""
@@ -37,12 +38,12 @@ def test_a_memory_file_saved_by_hand_is_listed_by_a_name_the_commands_take(mem, 
     (repo_path / "memory" / "agents").mkdir(parents=True)
     (repo_path / "memory" / "agents" / "Upper.md").write_text("saved by hand\n")
     names = listed(repo_path)  # the listing commits the save first
-    assert names == {"memory/agents/Upper.md": "14"}
-    assert run_gitmem("show", "memory/agents/Upper.md", "--at", "@", repo=repo_path).stdout == \
+    assert names == {"note:agents/Upper.md": "14"}
+    assert run_gitmem("show", "note:agents/Upper.md", "--at", "@", repo=repo_path).stdout == \
         "saved by hand\n"
-    assert "hand edit" in run_gitmem("log", "memory/agents/Upper.md", repo=repo_path).stdout
+    assert "hand edit" in run_gitmem("log", "note:agents/Upper.md", repo=repo_path).stdout
     missed = run_gitmem("memory", "read", "--agent", "Upper", repo=repo_path)
-    assert missed.stdout == "" and "(closest: memory/agents/Upper.md)" in missed.stderr
+    assert missed.stdout == "" and "(closest: note:agents/Upper.md)" in missed.stderr
     assert mem.memory.agents() == []  # no id reads that file: the API lists none
     assert mem.memory.paths() == ["memory/agents/Upper.md"]
 

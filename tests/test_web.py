@@ -372,12 +372,18 @@ def test_an_edit_from_an_older_version_keeps_what_came_since(repo: Path, web: We
 
 
 @pytest.mark.parametrize("path", ["/record?name=nope", "/timeline?name=agent:", "/record?name=user&at=HEAD~999",
-                                  "/diff?name=user&from=@&to=@~999", "/search?q=%22", "/activity?range=dates",
+                                  "/diff?name=user&from=@&to=@~999", "/activity?range=dates",
                                   "/activity?range=dates&since=2026-02-01&until=2026-01-01", "/edit?name=session:a/b"])
 def test_bad_input_gets_a_page_saying_why(web: WebServer, path: str):
     status, _, body = web.request("GET", path, cookie=web.token)
     assert status == 400, body
     assert 'id="error"' in body and "Traceback" not in body
+
+
+def test_no_search_is_refused(web: WebServer):
+    """A lone quote is read as words (issue 36): no hits, not an error."""
+    status, _, body = web.request("GET", "/search?q=%22", cookie=web.token)
+    assert status == 200 and 'id="no-hits"' in body and 'id="error"' not in body
 
 
 def test_a_thread_shows_its_events_and_the_state_they_derive(repo: Path, web: WebServer):

@@ -152,7 +152,8 @@ class Bench:
 # The scenario modules of gitmem.bench, in the order of the table; each lists its
 # scenarios, in order, in ``SCENARIOS``. Registering a new module is adding its name here.
 SCENARIO_MODULES = ("memory", "sessions", "reads", "threads", "serve", "watch", "sync", "history",
-                    "record_index", "cold", "startup", "catch_up", "search", "mcp", "kaboo", "web")
+                    "record_index", "cold", "startup", "catch_up", "search", "retrieval", "mcp", "kaboo",
+                    "web")
 
 
 def scenarios() -> list[Callable[[Bench], None]]:

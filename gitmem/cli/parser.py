@@ -99,8 +99,12 @@ COMMANDS = (
     ("diff", "what changed in a record between two times", "history.add_diff"),
     ("restore", "write a record back as it was at a time, as a new commit",
      "history.add_restore"),
+    ("recent", "what changed across every record since a time, newest first, each change "
+     "with its diff", "history.add_recent"),
     ("search", "find the memory blocks, session messages and thread events that say "
-     "something, now or (--history) ever", "search.add_search"),
+     "something, now, at a time (--at) or (--history) ever", "search.add_search"),
+    ("unit", "one block, message or event of a record by a search hit's unit_id, with its "
+     "neighbours", "search.add_unit"),
     ("import", "bring data in from another store", "edges.add_import"),
     ("export", "write data out in another store's format", "edges.add_export"),
     ("gc", "pack the repository now (all objects into one pack, bounded memory)",
@@ -162,7 +166,7 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
 
 REPO_HELP = ("the repository (default: $GITMEM_REPO, else the gitmem repository holding the "
              "current folder, else ~/.local/share/gitmem)")
-RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
+RECORDS = "user, agent:<id>, note:<path>, session:<agentType>/<sessionId> or thread:<threadId>"
 NO_PAGER_HELP = "do not pipe the output into a pager ($GIT_PAGER, $PAGER or less)"
 
 
@@ -246,7 +250,9 @@ EXAMPLES = {
     "show": "gitmem show user --at yesterday",
     "diff": "gitmem diff agent:reviewer --since '3 days ago'",
     "restore": "gitmem restore user --at HEAD~2",
-    "search": "gitmem search 'deploy* -staging' --history --kind memory",
+    "recent": "gitmem recent --since '2 hours ago'",
+    "search": "gitmem search 'when do we deploy?' --context 1  # or: 'deploy* -staging' --history",
+    "unit": "gitmem unit session:claude-code/6f1c m42 --context 2",
     "import nui": "gitmem import nui --dry-run",
     "export nui": "gitmem export nui ~/nui-backup",
     "gc": "gitmem gc",

@@ -111,7 +111,8 @@ def cmd_memory_delete(args) -> None:
 
 
 def cmd_memory_list(args) -> None:
-    """One line a memory: ``user`` or ``agent:<id>``, its size in bytes, its last change."""
+    """One line a memory: ``user``, ``agent:<id>`` or ``note:<path>``, its size in bytes,
+    its last change."""
     from datetime import datetime
 
     from gitmem.history.versions import memories

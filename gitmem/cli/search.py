@@ -1,4 +1,5 @@
-"""``gitmem search``: the hits of a query, as lines or JSON (:mod:`gitmem.search.query`).
+"""``gitmem search``: the hits of a query, as lines or JSON (:mod:`gitmem.search.query`);
+``gitmem unit``: the unit a hit's unit_id names, with its neighbours.
 
 :func:`main` asks :func:`plain_search` first, for every command: it reads the plain forms
 of a search (the options spelt out, the words in one run) without argparse, whose import
@@ -11,12 +12,13 @@ the parser, which says what is wrong as for any other command.
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 
-from gitmem.cli.base import UsageError, open_repo, print_json, quick_first
+from gitmem.cli.base import open_repo, print_json, quick_first
 
 _FLAGS = ("--history", "--json")
-_VALUES = ("--repo", "--kind", "--record", "--limit")  # each takes the next argument
+_VALUES = ("--repo", "--kind", "--record", "--limit", "--context")  # each takes the next argument
 
 
 def add_search(sub) -> None:
@@ -24,13 +26,14 @@ def add_search(sub) -> None:
         RECORDS,
         positive_int,
         takes_repo,
+        whole_number,
     )
     from gitmem.search.query import KINDS
     takes_repo(sub, cmd_search)
     sub.add_argument("query", nargs="+", metavar="QUERY",
-                     help='words (all must match; case and accents do not matter), "a phrase", '
-                          "prefix*, OR between alternatives, -word to leave out (after --); "
-                          "several arguments are one query")
+                     help="any text, a question in plain words say (several arguments are one "
+                          'query; one starting with - goes after --); operators when it uses '
+                          'them: "a phrase", prefix*, OR between alternatives, -word to leave out')
     sub.add_argument("--history", action="store_true",
                      help="also text no longer there, with the commits that added and removed it")
     sub.add_argument("--kind", choices=KINDS, help="only records of this kind")
@@ -39,6 +42,10 @@ def add_search(sub) -> None:
                      help="only text added or removed at or after WHEN (a revision or a date, "
                           "as for gitmem log)")
     sub.add_argument("--until", metavar="WHEN", help="only text added or removed at or before WHEN")
+    sub.add_argument("--at", metavar="WHEN",
+                     help="search the memory as it was at WHEN (a revision or a date)")
+    sub.add_argument("--context", type=whole_number, default=0, metavar="N",
+                     help="also show the N units before and after each hit")
     sub.add_argument("--limit", type=positive_int, default=20, metavar="N",
                      help="at most N hits (default: 20)")
     sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
@@ -51,7 +58,8 @@ def plain_search(argv: list[str]) -> SimpleNamespace | None:
     if "search" not in argv:
         return None
     args = SimpleNamespace(repo=None, no_pager=False, history=False, json=False, kind=None,
-                           record=None, since=None, until=None, limit=20, query=[], run=cmd_search)
+                           record=None, since=None, until=None, at=None, limit=20, context=0,
+                           query=[], run=cmd_search)
     command, words_ended = False, False
     rest = iter(argv)
     for arg in rest:
@@ -86,12 +94,12 @@ def _take(args: SimpleNamespace, option: str, value: str) -> bool:
         from gitmem.search.query import KINDS
         if value not in KINDS:
             return False
-    elif option == "limit":
+    elif option in ("limit", "context"):
         try:
-            value = int(value)  # as positive_int reads it
+            value = int(value)  # as positive_int and whole_number read it
         except ValueError:
             return False
-        if value < 1:
+        if value < (1 if option == "limit" else 0):
             return False
     setattr(args, option, value)
     return True
@@ -99,25 +107,24 @@ def _take(args: SimpleNamespace, option: str, value: str) -> bool:
 
 @quick_first
 def cmd_search(args) -> None:
-    from gitmem.errors import BadQuery
     from gitmem.records.ids import printable
     from gitmem.records.location import locate_repo
-    from gitmem.search.query import quick_search, to_fts
+    from gitmem.search.query import quick_search
     query = " ".join(args.query)
-    try:
-        to_fts(query)  # before anything is opened or indexed
-    except BadQuery as exc:
-        raise UsageError(f"cannot search for {query!r}: {exc}") from None
     hits = None
-    if args.since is None and args.until is None:  # WHENs are read by the repository
+    if args.since is None and args.until is None and args.at is None:  # WHENs: the repository's
         hits = quick_search(locate_repo(args.repo)[0], query, history=args.history,
-                            kind=args.kind, record=args.record, limit=args.limit)
+                            kind=args.kind, record=args.record, limit=args.limit,
+                            context=args.context)
     if hits is None:
         from gitmem.cli.edges import progress_bar
         with open_repo(args) as mem:
             mem.search_index.catch_up(progress_bar("indexing for search"))
             hits = mem.search(query, history=args.history, kind=args.kind, record=args.record,
-                              since=args.since, until=args.until, limit=args.limit)
+                              since=args.since, until=args.until, at=args.at, limit=args.limit,
+                              context=args.context)
+    if not hits:
+        print(f"gitmem: no hits for {query!r}", file=sys.stderr)
     if args.json:
         print_json([hit.as_json() for hit in hits])
         return
@@ -125,5 +132,44 @@ def cmd_search(args) -> None:
         when = f"added {hit.added[:10]} {hit.added_date}"
         if hit.removed:
             when += f", removed {hit.removed[:10]} {hit.removed_date}"
-        print(f"{printable(hit.record)}  {printable(hit.unit)}  {hit.score:.2f}  {when}")
-        print(f"    {' '.join(hit.snippet.split())}")
+        print(f"{printable(hit.record)}  {printable(hit.unit)} {printable(str(hit.unit_id))}  "
+              f"{hit.date}  {hit.score:.2f}  {when}")
+        for near in hit.context:
+            if near["offset"] < 0:
+                print(f"    [{printable(str(near['unit_id']))}] {_line(near['text'])}")
+        print(f"  > {' '.join(hit.snippet.split())}")
+        for near in hit.context:
+            if near["offset"] > 0:
+                print(f"    [{printable(str(near['unit_id']))}] {_line(near['text'])}")
+
+
+def _line(text: str, width: int = 160) -> str:
+    """``text`` on one line, cut at ``width`` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def add_unit(sub) -> None:
+    from gitmem.cli.parser import RECORDS, takes_repo, whole_number
+    takes_repo(sub, cmd_unit)
+    sub.add_argument("record", metavar="RECORD", help=f"the record: {RECORDS}")
+    sub.add_argument("unit_id", metavar="UNIT_ID",
+                     help="a search hit's unit_id: a message's id, else the unit's position from 0 "
+                          "(in a thread a position names an event)")
+    sub.add_argument("--context", type=whole_number, default=0, metavar="N",
+                     help="also the N units before and after it")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+
+def cmd_unit(args) -> None:
+    from gitmem.records.ids import printable
+    with open_repo(args) as mem:
+        units = mem.read_unit(args.record, args.unit_id, context=args.context)
+    if args.json:
+        print_json([unit.as_json() for unit in units])
+        return
+    for unit in units:
+        mark = ">" if unit.asked else " "
+        print(f"{mark} {printable(unit.unit)} {printable(str(unit.unit_id))}  {unit.date or ''}".rstrip())
+        for line in unit.text.splitlines() or [""]:
+            print(f"    {printable(line)}")

@@ -42,7 +42,7 @@ from gitmem.records.layout import record_path
 
 FILE = "record-index"  # in .git/gitmem/
 LOCK_FILE = "record-index-lock"  # a flock file kept, not a git-style .lock (none is left behind)
-HEADER = b"gitmem record index 2\n"
+HEADER = b"gitmem record index 3\n"  # 3: notes (memory/<path>) are records
 LOCK_WAIT = 2.0  # seconds
 FILE_MODE = 0o600
 _LINE_HEAD = re.compile(rb"^([0-9a-f]{40}) (-?\d+) (\d+)", re.M)

@@ -1,7 +1,7 @@
 """History of a record: its log with a summary of each change, how it was at a time,
 what changed between two times, and putting an old version back.
 
-Records are named as everywhere else (``user``, ``agent:<id>``,
+Records are named as everywhere else (``user``, ``agent:<id>``, ``note:<path>``,
 ``session:<agentType>/<sessionId>``, ``thread:<threadId>``). A time (WHEN) is a
 revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (the end of that day,
 local time: as it was that day), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``,
@@ -11,12 +11,14 @@ or before it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N
 back: ``@~1`` is the one before the newest). Restoring writes the old content back as a
 new commit; nothing is ever reset. The record's commits come from the record index
 (:mod:`gitmem.history.record_index`), so a record's history costs what its own changes cost.
+What changed lately across every record, each change with its diff, is :func:`recent`.
 
     with Gitmem.open() as mem:
         for entry in log(mem, "user"):
             print(entry.commit.summary, entry.summary)   # "memory: replace user memory" "+1 -0 lines"
         show(mem, "user", "yesterday").value["content"]
         restore(mem, "user", "yesterday")
+        recent(mem, "2 hours ago")   # [RecentChange(commit, files with their patches), ...]
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from gitmem.records import layout
 from gitmem.records.counts import counted
 from gitmem.records.ids import printable
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.records.layout import record_name
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 
@@ -59,6 +62,7 @@ _RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
 # abc1234) or as a day of this month (12), so one that names no commit is refused
 _REVISION_LIKE = re.compile(r"[^~^]*[~^].*|@.*|[0-9a-fA-F]+")
 _NOUNS = {"messages": "message", "events": "event"}
+MAX_RECENT_DIFF = 20_000  # characters of one file's diff that recent() answers
 
 
 class HistoryError(ValueError):
@@ -143,6 +147,24 @@ class MemoryListed:
         return {"record": self.record, "size": self.size,
                 "changed": format_date(last.time, last.offset) if last else None,
                 "commit": last.id if last else None}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecentChange:
+    """One commit of :func:`recent`: who made it and when, and each file it changed, with
+    the record the file belongs to (None: no record's, like README.md) and its diff."""
+
+    commit: CommitInfo
+    files: list[FileDiff]
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.commit
+        return {"id": c.id, "author": c.author, "email": c.email, "time": c.time,
+                "date": format_date(c.time, c.offset), "summary": c.summary,
+                "op": c.trailers.get("Gitmem-Op"), "trailers": c.trailers,
+                "changes": [{"record": _record_of(f.path), "path": f.path, "status": f.status,
+                             "added": f.added, "removed": f.removed, "binary": f.binary,
+                             "diff": _cut(f.patch)} for f in self.files]}
 
 
 # -- times ------------------------------------------------------------------------
@@ -254,16 +276,19 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None,
 
 
 def memories(mem: Records) -> list[MemoryListed]:
-    """Every memory record (``user`` first, then the agents' by name) with its size and
-    last change, named as commands take them (:func:`~gitmem.records.layout.record_name`). The
-    hand edits under ``memory/`` are taken in first, as a read takes them in; a file that
-    cannot be read (a damaged object) is listed without a size, and the log says why."""
+    """Every memory record (``user`` first, then ``agent:<id>`` by id, then ``note:<path>``
+    by path) with its size and last change. The hand edits under ``memory/`` are taken in
+    first, as a read takes them in; a file that cannot be read (a damaged object) is listed
+    without a size, and the log says why."""
     snapshot = mem.engine.snapshot(scope=layout.MEMORY)
-    records = sorted((layout.parse_record(layout.record_name(path))
-                      for path in mem.memory.paths(snapshot=snapshot)),
-                     key=lambda record: (record.kind != "user", record.name))
+    records = []
+    for path in snapshot.files(layout.MEMORY):
+        if layout.record_path(path) == path and snapshot.blob_id(path) is not None:
+            record = layout.memory_record(path[len(layout.MEMORY) + 1:])
+            order = {"user": 0, "agent": 1}.get(record.kind, 2)
+            records.append(((order, record.ids), record))
     found = []
-    for record in records:
+    for _, record in sorted(records, key=lambda pair: pair[0]):
         try:
             size = len(snapshot.read(record.path) or b"")
         except EngineError as exc:  # one damaged file hides no other
@@ -271,6 +296,26 @@ def memories(mem: Records) -> list[MemoryListed]:
             size = None
         last = record_commits(mem, record, limit=1)
         found.append(MemoryListed(record.name, size, last[0] if last else None))
+    return found
+
+
+def recent(mem: Records, since: str, *, limit: int = 50) -> list[RecentChange]:
+    """What changed across every record since WHEN ``since``, newest first: the commits of
+    ``main``'s first-parent line after it (a sync's merge is one change, holding what came
+    from the other side; an API write, a hand edit and a restore are one each), at most
+    ``limit``, each with every file it changed and its diff. A date stands for the newest
+    commit made at or before it, as everywhere in history."""
+    if limit < 1:
+        raise HistoryError(f"limit must be 1 or more, not {limit}")
+    stop = resolve_when(mem.engine, since)
+    found: list[RecentChange] = []
+    commit = mem.engine.head()
+    while commit is not None and len(found) < limit and not (
+            stop is not None and mem.engine.descends_from(stop, commit)):
+        info = mem.engine.commit_info(commit)
+        parent = info.parents[0] if info.parents else None
+        found.append(RecentChange(info, mem.engine.diff_commits("", parent, commit)))
+        commit = parent
     return found
 
 
@@ -319,7 +364,8 @@ def restore(mem: Records, record: str, at: str) -> Restored:
             raise NoRecord(f"no record {parsed.name}: nothing to restore")
         first = mem.engine.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
-                  "--agent`", "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
+                  "--agent`", "note": "the memory tool's delete",
+                  "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
         raise HistoryError(f"{parsed.name} did not exist at {at!r}: its first version is "
                            f"{first.id[:10]} of {format_date(first.time, first.offset)}; "
                            f"nothing restored ({delete} deletes it)")
@@ -395,8 +441,8 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
 
 def read_record(mem: Records, record: layout.Record, snapshot, commit: str | None) -> Shown:
     """``record`` as ``snapshot`` (of ``commit``) holds it."""
-    if record.kind in ("user", "agent"):  # by its path: a file named by hand is no id's
-        value = {"content": (snapshot.read(record.path) or b"").decode("utf-8", "surrogateescape")}
+    if record.is_memory:
+        value = {"content": mem.memory.read_file(record.path, snapshot=snapshot)}
         exists = snapshot.exists(record.path)
     elif record.kind == "session":
         ids = record.ids or _ids_in_meta(snapshot, record, ("agentType", "sessionId"), mem.sessions.folder)
@@ -427,11 +473,24 @@ def _ids_in_meta(snapshot, record: layout.Record, keys: tuple[str, ...],
         raise HistoryError(f"{record.path}: its meta.json names no ids whose folder it is, and "
                            "gitmem reads sessions and threads by their ids")
     return ids
+def _record_of(path: str) -> str | None:
+    """The name of the record file ``path`` belongs to (None: no record's)."""
+    record = layout.record_path(path)
+    return record_name(record) if record is not None else None
+
+
+def _cut(patch: str) -> str:
+    """``patch``, cut after :data:`MAX_RECENT_DIFF` characters with a line saying so."""
+    if len(patch) <= MAX_RECENT_DIFF:
+        return patch
+    rest = len(patch) - MAX_RECENT_DIFF
+    return (patch[:MAX_RECENT_DIFF].rsplit("\n", 1)[0] + f"\n... ({rest} more characters: "
+            "`gitmem diff RECORD` shows them)\n")
 
 
 def _files(snapshot, record: layout.Record) -> dict[str, str]:
     """{path: blob id} of every file of ``record`` in ``snapshot``."""
-    if record.kind in ("user", "agent"):
+    if record.is_memory:
         blob_id = snapshot.blob_id(record.path)
         return {record.path: blob_id} if blob_id else {}
     return {path: snapshot.blob_id(path) for path in snapshot.files(record.path)}
@@ -439,7 +498,7 @@ def _files(snapshot, record: layout.Record) -> dict[str, str]:
 
 def _group(record: layout.Record, path: str) -> tuple[str, str]:
     """What a changed file of ``record`` holds, and how its changes are counted."""
-    if record.kind in ("user", "agent"):
+    if record.is_memory:
         return "lines", "lines"
     parts = path[len(record.path) + 1:].split("/")
     if len(parts) == 2 and parts[1].endswith(".jsonl"):

@@ -43,8 +43,8 @@ def unit_kind(path: str) -> tuple[str, str] | None:
     record = layout.record_path(path)
     if record is None:
         return None
-    if record == path:
-        return (record, "block") if path.endswith(".md") else None
+    if record == path:  # a memory: user, an agent's, or a note, whatever its name
+        return record, "block"
     rest = path[len(record) + 1:].split("/")
     if len(rest) != 2 or not rest[1].endswith(layout.JSONL_SUFFIX):
         return None
@@ -76,7 +76,30 @@ def line_text(line: str) -> str:
         value = json.loads(line)
     except ValueError:
         return scrub(line)
+    return value_text(value)
+
+
+def value_text(value: Any) -> str:
+    """The text of a message or event as JSON gives it (:func:`line_text`)."""
     return scrub("\n".join(_strings(value, None)))
+
+
+def unit_date(value: Any) -> str | None:
+    """A message's or event's own date: its createdAt, else its timestamp (text as it
+    is, RFC 3339 say; a number as milliseconds since the epoch, in UTC). None: none."""
+    if not isinstance(value, dict):
+        return None
+    for key in ("createdAt", "timestamp"):
+        found = value.get(key)
+        if isinstance(found, str) and found:
+            return found
+        if isinstance(found, (int, float)) and not isinstance(found, bool):
+            from datetime import datetime, timezone  # only a number needs it
+            try:
+                return datetime.fromtimestamp(found / 1000, timezone.utc).isoformat(timespec="seconds")
+            except (OverflowError, OSError, ValueError):
+                return None
+    return None
 
 
 def _strings(value: Any, key: str | None) -> Iterator[str]:

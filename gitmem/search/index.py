@@ -4,7 +4,8 @@ A record is cut into units: a memory into its blocks (what ``append`` joins with
 blank line), a session into its messages, a thread into its events and messages. The
 search index holds each unit's words once per time it came into a record, with the
 commit of main that brought it in and the one that took it out (none while it is
-still there), in SQLite's FTS5 (BM25 ranking; case and accents ignored). It keeps no
+still there), in SQLite's FTS5 (BM25 ranking; English stems, case and accents ignored,
+each character of unspaced writing a word). It keeps no
 copy of the text: a hit's snippet is cut from the unit as its blob holds it.
 
 The index is a cache, ``.git/gitmem/search.sqlite``, never committed: deleting it
@@ -17,13 +18,13 @@ in time that follows what they changed; a write never touches it. A main that no
 longer holds the last commit indexed (an amend, a reset, ``gitmem forget``) makes it
 start over. Image data (base64, ``data:`` URLs) is never indexed.
 
-Queries: words (all must match, in any order), ``"a phrase"``, ``prefix*``, ``OR``
-between alternatives, ``-word`` to leave out. They are translated into FTS5's syntax
-here, so a query FTS5 could not parse never reaches it: :class:`BadQuery` says what is
-wrong instead.
+Queries are plain words (any of them; ranked by relevance), or operators when they use
+them: ``"a phrase"``, ``prefix*``, ``OR`` between alternatives, ``-word`` to leave out
+(:mod:`gitmem.search.query`). Either way they are translated into FTS5's syntax there,
+so no query is refused and none reaches FTS5 unparsed.
 
-    for hit in mem.search("deploy friday", history=True):
-        print(hit.record, hit.unit, hit.snippet, hit.added, hit.removed)
+    for hit in mem.search("when do we deploy?", at="2026-11-01", context=1):
+        print(hit.record, hit.unit_id, hit.date, hit.snippet, hit.context)
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from gitmem.edits.handedits import HandEdits, SettledLook
+from gitmem.errors import InvalidInput
 from gitmem.git import gitproc, stamp
 from gitmem.git.base import EngineError
 from gitmem.git.changes import TIMEOUT, Step, StepsUnavailable, count_steps, first_parent_steps
@@ -45,7 +47,7 @@ from gitmem.git.lock import FileLock, LockTimeout
 from gitmem.history.versions import HistoryError, parse_time, resolve_when
 from gitmem.records import layout
 from gitmem.search.query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, Parsed, SearchHit, answer,
-                                 check_options, meta, parse, stamp_holds)
+                                 check_options, meta, parse, spaced, stamp_holds)
 from gitmem.records.units import record_kind, unit_changes, unit_key, unit_kind
 
 LOCK_FILE = "search.lock"
@@ -95,34 +97,52 @@ class SearchIndex:
 
     def search(self, query: str, *, history: bool = False, kind: str | None = None,
                record: str | None = None, since: str | None = None, until: str | None = None,
-               limit: int = 20, progress: ProgressCallback | None = None) -> list[SearchHit]:
-        """The units matching ``query``, best first: those at HEAD, or with ``history``
-        every unit main ever held. ``since``/``until`` (WHENs, as ``gitmem log`` takes)
-        keep the hits that came or went in between."""
-        parsed = parse(query)  # a query that cannot be parsed is refused before anything is opened
-        check_options(kind, limit)
+               at: str | None = None, context: int = 0, limit: int = 20,
+               progress: ProgressCallback | None = None) -> list[SearchHit]:
+        """The units matching ``query``, best first: those at HEAD, with ``history``
+        every unit main ever held, with ``at`` (a WHEN, as ``gitmem log`` takes) those
+        main held then. ``since``/``until`` (WHENs) keep the hits that came or went in
+        between; ``context`` adds that many units on each side of a hit."""
+        parsed = parse(query)
+        check_options(kind, limit, context)
+        if at is not None and history:
+            raise InvalidInput("at and history do not go together: at searches one time, "
+                               "history every time")
         path = layout.parse_record(record).path if record is not None else None
         window = (self._moment(since), self._moment(until))
+        moment = self._at(at)
+        options = dict(history=history, kind=kind, path=path, window=window, limit=limit,
+                       context=context)
         try:
-            return self._query(parsed, history, kind, path, window, limit, progress)
+            return self._query(parsed, moment, options, progress)
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
                 raise
         with self._locked():  # damaged inside (a disk error, a bad copy): built anew
             self._start_over()
-        return self._query(parsed, history, kind, path, window, limit, progress)
+        return self._query(parsed, moment, options, progress)
 
-    def _query(self, query: Parsed, history: bool, kind: str | None, path: str | None,
-               window: tuple[int | None, int | None], limit: int,
+    def _query(self, query: Parsed, moment: tuple[int, str | None] | None, options: dict,
                progress: ProgressCallback | None) -> list[SearchHit]:
         db = self._open()
         if not self._stamp_holds(db):
-            look = self._take_in_hand_edits(path)
+            look = self._take_in_hand_edits(options["path"])
             db = self.catch_up(progress)
             if look is not None and meta(db, "tip") == look.head:
                 self._stamp(db, look.started_ns)
-        return answer(db, query, self._read_blobs, history=history, kind=kind, path=path,
-                      window=window, limit=limit)
+        at, view = None, meta(db, "tip")
+        if moment is not None:  # the commit named, else the last one main had by then (0: none)
+            time, commit = moment
+            found = db.execute("SELECT id, sha FROM commits WHERE sha = ?", (commit,)).fetchone()
+            found = found or db.execute("SELECT id, sha FROM commits WHERE time <= ? ORDER BY id DESC"
+                                        " LIMIT 1", (time,)).fetchone()
+            at, view = found if found else (0, None)
+        # A hit's unit is looked for in its file as main held it then (now, or at): its
+        # position and neighbours are those of that version, not of the one that added it.
+        snapshot = self.engine.snapshot_of(view) if view else None
+        return answer(db, query, self._read_blobs, at=at,
+                      read_file=None if snapshot is None else lambda path: _read(snapshot, path),
+                      **options)
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         found = {}
@@ -134,15 +154,21 @@ class SearchIndex:
         return found
 
     def _moment(self, when: str | None) -> int | None:
+        found = self._at(when)
+        return None if found is None else found[0]
+
+    def _at(self, when: str | None) -> tuple[int, str | None] | None:
+        """(time, commit) that ``at`` names: a date's time, or a revision's commit and its
+        time (a commit that changed no unit is not in the index: its time then says)."""
         if when is None:
             return None
         moment = parse_time(when)
         if moment is not None:
-            return int(moment)
+            return int(moment), None
         commit = resolve_when(self.engine, when)
         if commit is None:
             raise HistoryError(f"{when!r} names no commit")
-        return self.engine.commit_info(commit).time
+        return self.engine.commit_info(commit).time, commit
 
     def _take_in_hand_edits(self, path: str | None) -> SettledLook | None:
         """What a read does first: commit the hand edits waiting (of ``path``'s record, or
@@ -279,6 +305,14 @@ class SearchIndex:
             self._lock.release()
 
 
+def _read(snapshot, path: str) -> bytes | None:
+    """The file at ``path`` in ``snapshot``; None when it is not there or cannot be read."""
+    try:
+        return snapshot.read(path)
+    except (KeyError, ValueError, EngineError):
+        return None
+
+
 def _inode(path) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -373,7 +407,8 @@ class _Writer:
                             self._commits)
         self.db.executemany("INSERT INTO units(id, record, unit, path, blob, key, added, removed)"
                             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._units.values())
-        self.db.executemany("INSERT INTO unit_search(rowid, text) VALUES (?, ?)", self._texts)
+        self.db.executemany("INSERT INTO unit_search(rowid, text) VALUES (?, ?)",
+                            [(unit, spaced(text)) for unit, text in self._texts])
         self._commits, self._units, self._live, self._texts = [], {}, {}, []
 
     def _read(self, path: str, blob: str | None) -> bytes | None:

@@ -1,4 +1,8 @@
-"""Answering from the search index: the query language, the hits, and the quick answer.
+"""Answering from the search index: the query, the hits, and the quick answer.
+
+A query is read in plain words unless it uses the operators (:func:`uses_operators`):
+the words less English stopwords, joined by OR, each stemmed by the index's tokenizer;
+hits that hold more of them, rarer ones, and two of them near each other rank higher.
 
 :mod:`gitmem.search.index` keeps the index (``.git/gitmem/search.sqlite``) up to date with
 main and the work tree; this module reads it. A search that finds the index at main's
@@ -7,30 +11,35 @@ no hand edit waiting, nothing moved) is answered here without opening the reposi
 no pygit2, no look at the work tree, the snippets' blobs read by one ``git cat-file``.
 Otherwise :func:`quick_search` says None, and the repository is opened.
 
-    to_fts('deploy -friday "on call"')   # the query in FTS5's syntax, or BadQuery
+    parse("Deploys on friday?").expression   # '"deploys" OR "friday"', FTS5's syntax
+    parse('deploy -friday "on call"')        # operators: every word, a phrase, one left out
     quick_search(Path("~/gitmem").expanduser(), "deploy")   # [SearchHit, ...] or None
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gitmem.errors import BadQuery, InvalidInput
+from gitmem.errors import InvalidInput
 from gitmem.git import stamp
 from gitmem.git.files import GITMEM_DIR, read_regular
 from gitmem.records import layout
-from gitmem.records.units import pieces, unit_key, unit_text
+from gitmem.records.units import pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "3"  # of the tables: another one is built anew (3: records named as commands take them)
+FORMAT = "4"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them)
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
-TOKENIZER = "unicode61 remove_diacritics 2"
+TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents ignored
+NEAR = 6  # words at most this far apart are near each other
+NEAR_BOOST = 1.3  # a hit holding two of the query's words near each other: its score times this
+POOL = 50  # hits beyond the limit ranked again for nearness
 BLOB_TIMEOUT = 60.0  # seconds for git to read the hits' blobs
 STAMP_SCOPE = ""  # the stamp of a look at every record (gitmem.git.stamp)
 # Snippets are cut from the hits' own text, read back from git: the index keeps no copy.
@@ -45,22 +54,62 @@ class SearchHit(NamedTuple):
 
     record: str  # as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>
     unit: str  # "block" (of a memory), "message" (of a session or thread) or "event"
+    unit_id: str | int | None  # a message's own id, else the unit's position in its record from 0
+    date: str  # the unit's createdAt (or an event's timestamp), else its commit's date
     snippet: str  # the matched words between MARK
-    score: float  # higher is better (BM25)
+    score: float  # higher is better (BM25, times NEAR_BOOST for words near each other)
     added: str  # the commit that brought this text into the record
     added_date: str
     removed: str | None  # the commit that took it out; None while it is still there
     removed_date: str | None
     path: str  # the file that held it
+    context: list[dict[str, Any]]  # with ``context``: those around it {offset, unit_id, date, text}
 
     def as_json(self) -> dict[str, Any]:
         """The object ``gitmem search --json`` prints for this hit."""
         return self._asdict()
 
 
-# -- the query language -----------------------------------------------------------
+# -- the query ----------------------------------------------------------------------
 
+# English words too common to decide a hit (a query made of nothing else keeps them).
+STOPWORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being
+below between both but by can cannot could did do does doing down during each few for from
+further had has have having he her here hers herself him himself his how i if in into is it
+its itself just let me more most my myself no nor not now of off on once only or other ought
+our ours ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were
+what when where which while who whom why will with would you your yours yourself yourselves
+s t d ll m re ve don didn doesn isn wasn aren weren hasn haven hadn won wouldn shouldn couldn
+""".split())
+# Writing without spaces between words (Han, kana, Hangul): the index takes each character
+# as a word of its own, so that 日本 (two words next to each other) finds 日本語.
+_UNSPACED = re.compile("([\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+                       "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])")
+_SEPARATOR = "\u200b"  # a zero-width space: not a word character for FTS5's unicode61
+_WORD = re.compile(r"[^\W_]+")  # letters and digits, as unicode61 cuts words
+_OPERATORS = re.compile(r'"[^"]*"|(?:^|\s)OR(?=\s|$)|(?:^|\s)-[^\W_]|[^\W_]\*')
 _TERM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
+
+
+def spaced(text: str) -> str:
+    """``text`` as the index takes it: each character of unspaced writing a word of its own."""
+    return text if text.isascii() else _UNSPACED.sub("\\1" + _SEPARATOR, text)
+
+
+def uses_operators(query: str) -> bool:
+    """True when ``query`` is read as operators: it holds a ``"phrase"`` (a pair of
+    quotes), ``OR`` in capitals between words, a ``-word`` or a ``prefix*``."""
+    return _OPERATORS.search(query) is not None
+
+
+def _quoted(text: str) -> str:
+    return '"' + spaced(text).replace('"', '""') + '"'
+
+
+class _NotOperators(Exception):
+    """A query whose operators make no sense: it is read in plain words."""
 
 
 class _Term(NamedTuple):
@@ -69,26 +118,47 @@ class _Term(NamedTuple):
     negated: bool
 
     def fts(self) -> str:
-        return '"' + self.text.replace('"', '""') + '"' + (" *" if self.prefix else "")
+        return _quoted(self.text) + (" *" if self.prefix else "")
 
 
 class Parsed(NamedTuple):
-    """A query read once: FTS5's expression of it, and the words it looks for in lower case
-    (a hit's unit is looked for first among the pieces of its file holding one)."""
+    """A query read once: FTS5's expression of it (None: no word to look for), the words
+    it looks for in lower case (a hit's unit is looked for first among the pieces of its
+    file holding one), and the expression of its neighbouring words NEAR each other (None
+    for operators or a single word): hits it matches rank higher."""
 
-    expression: str
+    expression: str | None
     words: list[str]
+    near: str | None = None
 
 
 def parse(query: str) -> Parsed:
-    """``query`` read; :class:`BadQuery` when it cannot be parsed."""
+    """``query`` read: as operators when it uses them (:func:`uses_operators`) and they
+    make sense, else in plain words. Any text is a query."""
+    if uses_operators(query):
+        try:
+            return _operators(query)
+        except _NotOperators:  # a lone -, an unbalanced quote, OR at an end: read as plain words
+            pass
+    return _plain(query)
+
+
+def _plain(query: str) -> Parsed:
+    words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
+    kept = [word for word in words if word not in STOPWORDS] or words
+    terms = [_quoted(word) for word in kept]
+    near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:]))
+    return Parsed(" OR ".join(terms) or None, kept, near or None)
+
+
+def _operators(query: str) -> Parsed:
+    """The query read as operators; :class:`_NotOperators` when they make no sense."""
     groups = _groups(query)
     clauses = []
     for group in groups:
         wanted = [term.fts() for term in group if not term.negated]
         if not wanted:
-            raise BadQuery("-word only leaves words out: give at least one word to find "
-                           "beside it")
+            raise _NotOperators("-word only leaves words out")
         clause = "(" + " AND ".join(wanted) + ")"
         clauses.append(clause + "".join(" NOT " + t.fts() for t in group if t.negated))
     words = [word.lower() for group in groups for term in group if not term.negated
@@ -96,15 +166,10 @@ def parse(query: str) -> Parsed:
     return Parsed(" OR ".join(f"({clause})" for clause in clauses), words)
 
 
-def to_fts(query: str) -> str:
-    """``query`` in FTS5's syntax; :class:`BadQuery` when it cannot be parsed."""
-    return parse(query).expression
-
-
 def _groups(query: str) -> list[list[_Term]]:
     """The terms of ``query``, in groups that OR joins."""
     if query.count('"') % 2:
-        raise BadQuery('unbalanced quote: a " opens a phrase that no " closes')
+        raise _NotOperators("unbalanced quote")
     groups: list[list[_Term]] = [[]]
     at = 0
     while True:
@@ -117,12 +182,11 @@ def _groups(query: str) -> list[list[_Term]]:
         negated, phrase, word = bool(match[1]), match[2], match[3]
         if word == "OR" and not negated:
             if not groups[-1]:
-                raise BadQuery("OR needs a word on each side")
+                raise _NotOperators("OR needs a word on each side")
             groups.append([])
             continue
         if word is not None and not word.strip("-*"):
-            raise BadQuery(f"a lone {match[0]!r}: put it right before a word, as in -draft "
-                           "or deploy*")
+            raise _NotOperators(f"a lone {match[0]!r}")
         text, prefix = (phrase, False) if phrase is not None else (word.rstrip("*"), word.endswith("*"))
         if phrase is not None and query.startswith("*", at):
             prefix, at = True, at + 1
@@ -130,18 +194,21 @@ def _groups(query: str) -> list[list[_Term]]:
             continue  # punctuation only, or an empty phrase: no word to match
         groups[-1].append(_Term(text, prefix, negated))
     if len(groups) > 1 and not groups[-1]:
-        raise BadQuery("OR needs a word on each side")
+        raise _NotOperators("OR needs a word on each side")
     if not any(groups):
-        raise BadQuery("empty query: give at least one word to search for")
+        raise _NotOperators("no word to search for")
     return groups
 
 
-def check_options(kind: str | None, limit: int) -> None:
-    """InvalidInput unless ``kind`` is a kind of record (or None) and ``limit`` a count."""
+def check_options(kind: str | None, limit: int, context: int = 0) -> None:
+    """InvalidInput unless ``kind`` is a kind of record (or None), ``limit`` a count and
+    ``context`` a count or 0."""
     if kind is not None and kind not in KINDS:
         raise InvalidInput(f"not a kind of record: {kind!r} (use {', '.join(KINDS)})")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidInput(f"limit must be a whole number of at least 1, not {limit!r}")
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise InvalidInput(f"context must be a whole number of at least 0, not {context!r}")
 
 
 # -- answers ----------------------------------------------------------------------
@@ -149,12 +216,19 @@ def check_options(kind: str | None, limit: int) -> None:
 
 def answer(db: sqlite3.Connection, query: Parsed, read_blobs: ReadBlobs, *, history: bool,
            kind: str | None, path: str | None, window: tuple[int | None, int | None],
-           limit: int, read_file: ReadFile | None = None) -> list[SearchHit]:
+           limit: int, at: int | None = None, context: int = 0,
+           read_file: ReadFile | None = None) -> list[SearchHit]:
     """The hits of ``query`` in index ``db``, best first (see
-    :meth:`gitmem.search.index.SearchIndex.search` for the options). Each hit's text is looked
-    for in ``read_file(path)`` first, when given, then in its blob."""
+    :meth:`gitmem.search.index.SearchIndex.search` for the options; ``at`` is the index's
+    number of the last commit the memory had then). Each hit's text is looked for in
+    ``read_file(path)`` first, when given, then in its blob."""
+    if query.expression is None:
+        return []
     where, params = ["unit_search MATCH ?"], [query.expression]
-    if not history:
+    if at is not None:
+        where.append("u.added <= ? AND (u.removed IS NULL OR u.removed > ?)")
+        params.extend((at, at))
+    elif not history:
         where.append("u.removed IS NULL")
     if kind is not None:
         where.append("r.kind = ?")
@@ -167,68 +241,160 @@ def answer(db: sqlite3.Connection, query: Parsed, read_blobs: ReadBlobs, *, hist
         where.append("(ca.time BETWEEN ? AND ? OR cr.time BETWEEN ? AND ?)")
         bounds = (low if low is not None else -2**62, high if high is not None else 2**62)
         params.extend(bounds * 2)
+    limit = min(limit, 2**61)  # SQLite's integers end at 2**63
     rows = db.execute(
-        "SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, bm25(unit_search),"
-        " ca.sha, ca.date, cr.sha, cr.date"
+        "SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, -bm25(unit_search),"
+        " ca.sha, ca.date, cr.sha, cr.date, u.record, u.added, u.removed"
         " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
         " JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
         " LEFT JOIN commits cr ON cr.id = u.removed"
         f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
-        [*params, min(limit, 2**62)]).fetchall()  # SQLite's integers end at 2**63
-    texts = _unit_texts([(r[0], r[2], r[3], r[4], r[5]) for r in rows], query.words,
-                        read_blobs, read_file)
-    snippets = _snippets(db, query.expression, texts)
-    return [SearchHit(name, unit, snippets.get(unit_id, ""), round(-score, 6), added,
-                      added_date, removed, removed_date, file)
-            for unit_id, name, unit, file, _blob, _key, score, added, added_date, removed,
-            removed_date in rows]
+        [*params, limit if query.near is None else limit + POOL]).fetchall()
+    scores = {row[0]: row[6] for row in rows}
+    if query.near is not None and len(rows) > 1:
+        for (near,) in db.execute(
+                "SELECT rowid FROM unit_search WHERE unit_search MATCH ?"
+                " AND rowid IN (SELECT value FROM json_each(?))", (query.near, json.dumps(list(scores)))):
+            scores[near] *= NEAR_BOOST
+        rows = sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit]
+    found = _units_found([(r[0], r[2], r[3], r[4], r[5]) for r in rows], query.words, read_blobs,
+                         read_file)
+    snippets = _snippets(db, query.expression, [(unit, f.text) for unit, f in found.items()])
+    hits = []
+    for (unit_id, name, unit, file, _blob, _key, _score, added, added_date, removed, removed_date,
+         record, added_at, removed_at) in rows:
+        seen = at if at is not None else added_at if removed_at is not None else None
+        place = _Place(db, record, unit, file, seen, added_date)
+        hit = found.get(unit_id)
+        near = place.neighbours(hit, context) if hit is not None else []
+        number, date = (None, added_date) if hit is None else place.identity(hit.pieces[hit.index],
+                                                                              hit.index)
+        hits.append(SearchHit(name, unit, number, date, snippets.get(unit_id, ""),
+                              round(scores[unit_id], 6), added, added_date, removed, removed_date,
+                              file, near))
+    return hits
 
 
-def _unit_texts(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
-                read_file: ReadFile | None) -> list[tuple[int, str]]:
-    """(unit id, text) for hits (unit id, unit, path, blob, key): the unit whose text has
+class _Found(NamedTuple):
+    """A hit's unit found again: its text, and where it is among its file's pieces."""
+
+    text: str
+    pieces: list[str]
+    index: int
+
+
+def _units_found(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
+                 read_file: ReadFile | None) -> dict[int, _Found]:
+    """{unit id: found} for hits (unit id, unit, path, blob, key): the unit whose text has
     that key, found in the file at ``path`` (a text with the key is the text indexed),
     else in the blob that brought it (missing: gone after a rewrite and a gc). The units
     holding one of ``words`` as they are written are tried first."""
-    texts, left = [], []
+    found, left = {}, []
     files: dict[str, bytes | None] = {}
     for unit_id, unit, path, blob, key in hits:
         if read_file is not None and path not in files:
             files[path] = read_file(path)
         data = files.get(path)
-        text = _unit_text(unit, data, key, words) if data is not None else None
+        text = _unit_found(unit, data, key, words) if data is not None else None
         if text is None:
             left.append((unit_id, unit, blob, key))
         else:
-            texts.append((unit_id, text))
+            found[unit_id] = text
     blobs = read_blobs(sorted({blob for _, _, blob, _ in left})) if left else {}
     for unit_id, unit, blob, key in left:
-        text = _unit_text(unit, blobs[blob], key, words) if blob in blobs else None
+        text = _unit_found(unit, blobs[blob], key, words) if blob in blobs else None
         if text is not None:
-            texts.append((unit_id, text))
-    return texts
+            found[unit_id] = text
+    return found
 
 
-def _unit_text(unit: str, data: bytes, key: int, words: list[str]) -> str | None:
-    # A hit's unit holds the words it matched, though folded (accents, JSON escapes) perhaps
-    # not as written: the others are tried too, but a text is made of only a few units.
+def _unit_found(unit: str, data: bytes, key: int, words: list[str]) -> _Found | None:
+    # A hit's unit holds the words it matched, though folded (accents, JSON escapes, stems)
+    # perhaps not as written: the others are tried too, but a text is made of only a few units.
     found = pieces(unit, data)
-    likely = [piece for piece in found if any(word in piece.lower() for word in words)]
-    for piece in (*likely, *found):
-        text = unit_text(unit, piece)
+    stems = [word[:5] for word in words]
+    likely = [i for i, piece in enumerate(found) if any(stem in piece.lower() for stem in stems)]
+    for i in (*likely, *range(len(found))):
+        text = unit_text(unit, found[i])
         if unit_key(unit, text) == key:
-            return text
+            return _Found(text, found, i)
     return None
+
+
+class _Place:
+    """Where a hit's unit lies in its record: its id and date, and its neighbours'."""
+
+    def __init__(self, db: sqlite3.Connection, record: int, unit: str, path: str, seen: int | None,
+                 added_date: str):
+        self.db, self.record, self.unit, self.path = db, record, unit, path
+        self.seen = seen  # the commit whose version of the record the hit is in (None: now)
+        self.added_date = added_date
+        self._before: int | None = None
+
+    def identity(self, piece: str, index: int, own: bool = True) -> tuple[str | int | None, str]:
+        """(unit id, date) of the unit held in ``piece``, at ``index`` among its file's
+        pieces: the hit's own (``own``) or a neighbour's."""
+        value = _value(self.unit, piece)
+        if isinstance(value, dict) and self.unit == "message" and isinstance(value.get("id"), str):
+            number: str | int | None = value["id"]
+        elif self.unit == "message" and self.path.startswith(layout.THREADS + "/"):
+            number = None  # in a thread a position names an event: an id-less message has none
+        else:
+            number = self.before() + index
+        return number, unit_date(value) or (self.added_date if own else self._added_date(piece))
+
+    def _added_date(self, piece: str) -> str:
+        """The date of the commit that brought a neighbour's text in (the hit's, if not found)."""
+        row = self.db.execute(
+            "SELECT c.date FROM units u JOIN commits c ON c.id = u.added WHERE u.record = ? AND"
+            " u.key = ? ORDER BY u.removed IS NOT NULL, u.id DESC LIMIT 1",
+            (self.record, unit_key(self.unit, unit_text(self.unit, piece)))).fetchone()
+        return row[0] if row else self.added_date
+
+    def neighbours(self, found: _Found, context: int) -> list[dict[str, Any]]:
+        """The ``context`` units on each side of ``found`` in its file, with their offset."""
+        around = []
+        for i in range(max(0, found.index - context), min(len(found.pieces), found.index + context + 1)):
+            if i != found.index:
+                number, date = self.identity(found.pieces[i], i, own=False)
+                around.append({"offset": i - found.index, "unit_id": number, "date": date,
+                               "text": unit_text(self.unit, found.pieces[i])})
+        return around
+
+    def before(self) -> int:
+        """How many units of the record's log lie in the chunks before the hit's (blocks: 0)."""
+        if self._before is None:
+            self._before = 0 if self.unit == "block" else self.db.execute(
+                "SELECT count(*) FROM units WHERE record = ? AND unit = ? AND path < ? AND "
+                + ("removed IS NULL" if self.seen is None else
+                   "added <= ? AND (removed IS NULL OR removed > ?)"),
+                (self.record, self.unit, self.path) + (() if self.seen is None else (self.seen,) * 2)
+            ).fetchone()[0]
+        return self._before
+
+
+def _value(unit: str, piece: str) -> Any:
+    if unit == "block":
+        return piece
+    try:
+        return json.loads(piece)
+    except ValueError:
+        return piece
 
 
 def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, str]]) -> dict[int, str]:
     """{unit id: snippet}: FTS5's snippet of each (unit id, text)."""
     db.execute(_HIT_TEXTS)
-    db.execute("DELETE FROM temp.hit_texts")
-    db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)", texts)
-    return dict(db.execute(
+    db.execute("SAVEPOINT hit_texts")  # one transaction, not one a row: half the time
+    try:
+        db.execute("DELETE FROM temp.hit_texts")
+        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)",
+                       [(unit, spaced(text)) for unit, text in texts])
+    finally:
+        db.execute("RELEASE hit_texts")
+    return {unit: snippet.replace(_SEPARATOR, "") for unit, snippet in db.execute(
         "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
-        " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression)))
+        " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression))}
 
 
 def meta(db: sqlite3.Connection, key: str) -> str | None:
@@ -245,12 +411,13 @@ def stamp_holds(db: sqlite3.Connection, gitdir: Path, workdir: Path) -> bool:
 
 
 def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str | None = None,
-                 record: str | None = None, limit: int = 20) -> list[SearchHit] | None:
+                 record: str | None = None, limit: int = 20,
+                 context: int = 0) -> list[SearchHit] | None:
     """The hits of ``query`` in the repository at ``workdir``, answered from its search index
     without opening the repository; None when the index cannot vouch for main and the work
     tree as they are now (see the module's docstring). Raises as the full search does."""
-    parsed = parse(query)  # a query that cannot be parsed is refused before anything is opened
-    check_options(kind, limit)
+    parsed = parse(query)
+    check_options(kind, limit, context)
     path = layout.parse_record(record).path if record is not None else None
     try:  # none there, a name too long, a removed current folder: the full path says so
         workdir = workdir.resolve()
@@ -268,7 +435,7 @@ def quick_search(workdir: Path, query: str, *, history: bool = False, kind: str 
         if meta(db, "format") != FORMAT or not stamp_holds(db, gitdir, workdir):
             return None
         return answer(db, parsed, lambda ids: _read_blobs(gitdir, ids), history=history,
-                      kind=kind, path=path, window=(None, None), limit=limit,
+                      kind=kind, path=path, window=(None, None), limit=limit, context=context,
                       read_file=lambda file: _read_file(workdir, file))
     except Exception:  # git missing, slow or failing, a damaged index: the full search
         return None    # says what is wrong, or repairs it

@@ -82,7 +82,7 @@ class MemoryStore:
         """
         path = self.path(agent_id)
         if snapshot is not None:
-            return snapshot.read_parsed(path, _decode) or ""
+            return self.read_file(path, snapshot=snapshot)
         snapshot = self.engine.snapshot(scope=path)
         data = snapshot.read_parsed(path, _decode) or ""
         served = self._served.get(path)
@@ -90,6 +90,12 @@ class MemoryStore:
             served = self._served[path] = deque(maxlen=STALE_VERSIONS)
         served.append(Served(time.monotonic(), data, snapshot.commit_id))
         return data
+
+    def read_file(self, path: str, *, snapshot: Snapshot | None = None) -> str:
+        """The content of memory file ``path`` (``memory/user.md``, an agent's, a note's)
+        at HEAD or in ``snapshot``, "" when there is none."""
+        snapshot = snapshot or self.engine.snapshot(scope=path)
+        return snapshot.read_parsed(path, _decode) or ""
 
     def write(self, content: str, agent_id: str | None = None, mode: str = "replace",
               *, trailers: Mapping[str, str] | None = None,

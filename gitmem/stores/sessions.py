@@ -260,6 +260,23 @@ class SessionStore:
                             f"append {counted(len(messages), 'message')} to {agent_type}/{session_id}",
                             lambda snapshot: chunks.append(snapshot, messages), fields, trailers)
 
+    def pop(self, agent_type: str, session_id: str, *,
+            trailers: Mapping[str, str] | None = None) -> tuple[Any, str | None]:
+        """Remove the last message, as one commit; ``(the message, the commit id)``, or
+        ``(None, None)`` when the session holds none. Taken from the tip under the writers'
+        lock: a message another writer adds meanwhile is never the one removed unseen."""
+        chunks = self._log(agent_type, session_id)
+        popped: list[Any] = []
+
+        def changes(snapshot: Snapshot) -> dict[str, bytes | None] | None:
+            messages = chunks.read(snapshot)
+            popped[:] = messages[-1:]
+            return chunks.replace(snapshot, messages[:-1]) if messages else None
+
+        commit = self._update(agent_type, session_id, "pop", f"pop the last message of "
+                              f"{agent_type}/{session_id}", changes, {}, trailers)
+        return (popped[0], commit) if popped else (None, None)
+
     def _update(self, agent_type: str, session_id: str, op: str, summary: str,
                 log_changes: Callable[[Snapshot], dict[str, bytes | None] | None],
                 fields: Mapping[str, Any], trailers: Mapping[str, str] | None) -> str | None:

@@ -90,7 +90,9 @@ def services_of(mem: Gitmem) -> Services:
     from gitmem.history import versions as history
     return Services(memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
                     memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
-                    search=lambda query, **options: mem.search(query, **options))
+                    search=lambda query, **options: mem.search(query, **options),
+                    read_unit=mem.read_unit, tree=mem.memory_tree, restore=mem.restore,
+                    recent=mem.recent)
 
 
 def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | None = None,

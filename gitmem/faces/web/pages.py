@@ -21,7 +21,6 @@ from jinja2 import Environment, FileSystemLoader
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from gitmem.errors import BadQuery
 from gitmem.faces.web import activity as activity_page
 from gitmem.faces.web.guard import WriteRefused, check_form
 from gitmem.faces.web.listing import KINDS, Listing
@@ -345,4 +344,4 @@ def _seconds(date: str) -> float:
     return datetime.fromisoformat(date).timestamp()
 
 
-REFUSALS = (history.HistoryError, layout.BadRecordName, BadQuery, ValueError, WriteRefused)
+REFUSALS = (history.HistoryError, layout.BadRecordName, ValueError, WriteRefused)
