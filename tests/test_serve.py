@@ -217,8 +217,9 @@ def test_programmatic_extension_route(spawn, extension, git):
 
 
 def test_error_table_each_answered_then_the_server_goes_on(spawn, repo_path, git):
-    # A record that cannot be read: a session whose metadata is not an object, committed
-    # with plain git. Reading it is a failure inside the method (-32603).
+    # A session whose metadata is not an object, committed with plain git: writing it is a
+    # failure inside the method (-32603: gitmem does not write over what a person must fix),
+    # reading it answers its messages.
     broken = repo_path / "sessions" / "claude-code" / "broken"
     broken.mkdir(parents=True)
     (broken / "meta.json").write_text("[1]\n")
@@ -253,8 +254,8 @@ def test_error_table_each_answered_then_the_server_goes_on(spawn, repo_path, git
     error = host.error("storage.agentMemory.write", {"handlerId": AGENT_MEMORY, "agentId": "codex",
                                                      "content": ["not", "text"], "writeMode": "replace"})
     assert error["code"] == -32602 and '"content"' in error["message"]
-    error = host.error("storage.session.read", session("broken"))
-    assert error["code"] == -32603
+    error = host.error("storage.session.write", {**session("broken"), "messages": []})
+    assert error["code"] == -32603 and "sessions/claude-code/broken/meta.json" in error["message"]
     assert "\n" not in error["message"] and 0 < len(error["message"]) <= 500
     assert host.call("storage.session.read", session("fine")) == {"messages": [], "agentSessionId": ""}
     sent += 4

@@ -40,7 +40,7 @@ def add_blame(sub) -> None:
 
 
 def add_show(sub) -> None:
-    _record_at_a_time(takes_repo(sub, cmd_show))
+    _record_at_a_time(takes_repo(sub, cmd_show), default="@")
 
 
 def add_diff(sub) -> None:
@@ -64,10 +64,12 @@ def add_recent(sub) -> None:
     sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
 
 
-def _record_at_a_time(sub) -> None:
-    """RECORD and ``--at WHEN``, as ``show`` and ``restore`` take them."""
+def _record_at_a_time(sub, default: str | None = None) -> None:
+    """RECORD and ``--at WHEN``, as ``show`` (by ``default`` the newest version) and
+    ``restore`` (always told which) take them."""
     sub.add_argument("record", metavar="RECORD", help=RECORDS)
-    sub.add_argument("--at", required=True, metavar="WHEN", help=WHEN)
+    sub.add_argument("--at", required=default is None, default=default, metavar="WHEN",
+                     help=WHEN + (f" (default: {default}, the newest)" if default else ""))
     sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
 
@@ -117,14 +119,15 @@ def cmd_recent(args) -> None:
 
 
 def record_names(mem) -> list[str]:
-    """The name of every record at HEAD: user, agent:<id>, note:<path>, session:<type>/<id>,
-    thread:<id>."""
+    """The name of every record at HEAD, as listings show them (:func:`gitmem.records.layout.record_name`)."""
     from gitmem.records import layout
     snapshot = mem.engine.snapshot()
-    return ([layout.memory_record(path[len(layout.MEMORY) + 1:]).name
-             for path in snapshot.files(layout.MEMORY) if layout.record_path(path) == path]
-            + [f"session:{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)]
-            + [f"thread:{t['id']}" for t in mem.threads.list_threads(snapshot=snapshot)])
+    return ([layout.record_name(path) for path in snapshot.files(layout.MEMORY)
+             if layout.record_path(path) == path]
+            + [layout.record_name(mem.sessions.folder(t, s), (t, s))
+               for t, s in mem.sessions.list(snapshot=snapshot)]
+            + [layout.record_name(mem.threads.folder(t["id"]), (t["id"],))
+               for t in mem.threads.list_threads(snapshot=snapshot)])
 
 
 def cmd_blame(args) -> None:

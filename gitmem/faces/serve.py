@@ -148,6 +148,7 @@ def run(repo: str | os.PathLike | None = None, *,
             syncer.stop(timeout=SYNC_GRACE)
         if watcher is not None:
             watcher.stop()
+        maintenance.stop()  # first: the repack ended next is no failure
         gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
         if indexer.is_alive():  # its git just ended
             indexer.join(INDEX_GRACE)

@@ -24,9 +24,11 @@ What changed lately across every record, each change with its diff, is :func:`re
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import time
 from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from gitmem.git import gitproc
@@ -35,9 +37,10 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.log import FileChange, FileDiff
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
+from gitmem.records.counts import counted
 from gitmem.records.ids import printable
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
-from gitmem.records.units import record_name
+from gitmem.records.layout import record_name
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 
@@ -136,7 +139,7 @@ class MemoryListed:
     """A memory record, its size in bytes and its last commit (None: not committed yet)."""
 
     record: str
-    size: int
+    size: int | None  # None: its file cannot be read
     last: CommitInfo | None
 
     def to_json(self) -> dict[str, Any]:
@@ -236,9 +239,8 @@ def resolve_version(mem: Records, record: layout.Record, when: str) -> str | Non
             raise NoRecord(f"no record {record.name}")
         if back >= len(versions):
             have = f"@ to @~{len(versions) - 1}" if versions else "none"
-            raise HistoryError(f"{record.name} has {len(versions)} version"
-                               f"{'s' if len(versions) != 1 else ''} ({have}): {when!r} goes "
-                               "back further")
+            raise HistoryError(f"{record.name} has {counted(len(versions), 'version')} ({have}): "
+                               f"{when!r} goes back further")
         return versions[back].id
     moment = parse_time(when)
     if moment is not None:
@@ -275,8 +277,10 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None,
 
 def memories(mem: Records) -> list[MemoryListed]:
     """Every memory record (``user`` first, then ``agent:<id>`` by id, then ``note:<path>``
-    by path) with its size and last change."""
-    snapshot = mem.engine.snapshot()
+    by path) with its size and last change. The hand edits under ``memory/`` are taken in
+    first, as a read takes them in; a file that cannot be read (a damaged object) is listed
+    without a size, and the log says why."""
+    snapshot = mem.engine.snapshot(scope=layout.MEMORY)
     records = []
     for path in snapshot.files(layout.MEMORY):
         if layout.record_path(path) == path and snapshot.blob_id(path) is not None:
@@ -285,9 +289,13 @@ def memories(mem: Records) -> list[MemoryListed]:
             records.append(((order, record.ids), record))
     found = []
     for _, record in sorted(records, key=lambda pair: pair[0]):
+        try:
+            size = len(snapshot.read(record.path) or b"")
+        except EngineError as exc:  # one damaged file hides no other
+            logging.getLogger("gitmem.history").warning("%s", exc)
+            size = None
         last = record_commits(mem, record, limit=1)
-        found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
-                                  last[0] if last else None))
+        found.append(MemoryListed(record.name, size, last[0] if last else None))
     return found
 
 
@@ -403,8 +411,7 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
     if record is None:
         added = sum(f.added for f in files)
         removed = sum(f.removed for f in files)
-        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
-        return f"{count}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
+        return f"{counted(len(files), 'file')}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
     changes: dict[str, dict[str, int]] = {}
     for f in files:
         group, unit = _group(record, f.path)
@@ -438,12 +445,13 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
         value = {"content": mem.memory.read_file(record.path, snapshot=snapshot)}
         exists = snapshot.exists(record.path)
     elif record.kind == "session":
-        messages, agent_session_id = mem.sessions.read(*record.ids, snapshot=snapshot)
+        ids = record.ids or _ids_in_meta(snapshot, record, ("agentType", "sessionId"), mem.sessions.folder)
+        messages, agent_session_id = mem.sessions.read(*ids, snapshot=snapshot)
         value = {"messages": messages, "agentSessionId": agent_session_id,
-                 "meta": mem.sessions.meta(*record.ids, snapshot=snapshot)}
+                 "meta": mem.sessions.meta(*ids, snapshot=snapshot)}
         exists = snapshot.tree_id(record.path) is not None
     else:
-        thread_id = record.ids[0]
+        thread_id, = record.ids or _ids_in_meta(snapshot, record, ("threadId",), mem.threads.folder)
         value = {"events": mem.threads.read_events(thread_id, snapshot=snapshot),
                  "messages": mem.threads.read_messages(thread_id, snapshot=snapshot),
                  "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
@@ -451,6 +459,20 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
     return Shown(record.name, commit, exists, value)
 
 
+def _ids_in_meta(snapshot, record: layout.Record, keys: tuple[str, ...],
+                 folder_of: Callable[..., str]) -> tuple[str, ...]:
+    """The ids of a session or thread named by its path (a folder name cut to fit, whose
+    full ids its ``meta.json`` keeps), as ``snapshot`` holds them."""
+    meta = read_meta(snapshot, record.path) or {}
+    ids = tuple(meta.get(key) for key in keys)
+    try:
+        found = all(isinstance(id_, str) for id_ in ids) and folder_of(*ids) == record.path
+    except ValueError:  # an empty id
+        found = False
+    if not found:
+        raise HistoryError(f"{record.path}: its meta.json names no ids whose folder it is, and "
+                           "gitmem reads sessions and threads by their ids")
+    return ids
 def _record_of(path: str) -> str | None:
     """The name of the record file ``path`` belongs to (None: no record's)."""
     record = layout.record_path(path)
@@ -497,14 +519,10 @@ def _describe(group: str, added: int, removed: int) -> str:
     changed = min(added, removed) if group in _NOUNS else 0
     parts = []
     if added - changed:
-        parts.append(f"+{added - changed} {_plural(noun, added - changed)}")
+        parts.append(f"+{counted(added - changed, noun)}")
     if removed - changed:
-        parts.append(f"-{removed - changed} {_plural(noun, removed - changed)}")
+        parts.append(f"-{counted(removed - changed, noun)}")
     if changed:
-        parts.append(f"{changed} {_plural(noun, changed)} changed")
+        parts.append(f"{counted(changed, noun)} changed")
     return ", ".join(parts)
-
-
-def _plural(noun: str, count: int) -> str:
-    return noun if count == 1 else noun + "s"
 

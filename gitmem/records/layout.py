@@ -11,7 +11,9 @@
 Ids are encoded with :mod:`gitmem.records.ids`. Records are named the same way in every
 history command: ``user``, ``agent:<id>``, ``note:<path>`` (``memory/<path>``),
 ``session:<agentType>/<sessionId>``, ``thread:<threadId>``; a memory file may also be
-named by its memory-tool path, ``/memories/<path>``.
+named by its memory-tool path, ``/memories/<path>``, and a session or thread by its path
+(``sessions/claude-code/a%2fb``): a listing names a record by its ids when that name leads
+back to it (:func:`record_name`), else by its path.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from gitmem.records.ids import UndecodableId, check, decode, encode
+from gitmem.records.ids import EmptyId, UndecodableId, check, decode, encode
 
 MEMORY = "memory"
 USER_MEMORY = "memory/user.md"
@@ -37,17 +39,18 @@ ALLOW_SECRETS_FILE = ".gitmem-allow-secrets"  # at the top: values `gitmem sync`
 
 
 def agent_memory_path(agent_id: str) -> str:
-    """Raises :class:`~gitmem.records.ids.EmptyId` for an empty id, as the other paths do."""
-    return f"{AGENT_MEMORY}/{encode(check(agent_id, 'agent id'))}.md"
+    """Raises :class:`~gitmem.records.ids.EmptyId` for an empty id, as the other paths do, naming
+    the parameter of the Python API that takes it (``agent_id``; the wire names its own)."""
+    return f"{AGENT_MEMORY}/{encode(check(agent_id, 'agent_id'))}.md"
 
 
 def session_dir(agent_type: str, session_id: str) -> str:
-    return (f"{SESSIONS}/{encode(check(agent_type, 'agent type'))}/"
-            f"{encode(check(session_id, 'session id'))}")
+    return (f"{SESSIONS}/{encode(check(agent_type, 'agent_type'))}/"
+            f"{encode(check(session_id, 'session_id'))}")
 
 
 def thread_dir(thread_id: str) -> str:
-    return f"{THREADS}/{encode(check(thread_id, 'thread id'))}"
+    return f"{THREADS}/{encode(check(thread_id, 'thread_id'))}"
 
 
 def chunk_files(folder: str, paths: Iterable[str]) -> list[str]:
@@ -71,11 +74,10 @@ class Record(NamedTuple):
 
     @property
     def name(self) -> str:
-        if self.kind == "user":
-            return "user"
-        if self.kind == "session":
-            return f"session:{self.ids[0]}/{self.ids[1]}"
-        return f"{self.kind}:{self.ids[0]}"
+        """The name listings show and commands take (:func:`record_name`)."""
+        if self.is_memory:  # memory_record chose the kind: the name leads back
+            return _id_name(self.kind, self.ids)
+        return record_name(self.path, self.ids)
 
     @property
     def is_memory(self) -> bool:
@@ -83,17 +85,32 @@ class Record(NamedTuple):
         return self.kind in ("user", "agent", "note")
 
 
+def _id_name(kind: str, ids: tuple[str, ...]) -> str:
+    if kind == "user":
+        return "user"
+    return f"session:{ids[0]}/{ids[1]}" if kind == "session" else f"{kind}:{ids[0]}"
+
+
 def parse_record(name: str) -> Record:
     """Parse ``user``, ``agent:<id>``, ``note:<path>``, ``session:<agentType>/<sessionId>``,
     ``thread:<id>`` or a memory-tool path ``/memories/<path>``.
 
     An agent type may itself hold a ``/`` (``ext:corp/reviewer``), so a session name is
-    split at its last ``/``.
+    split at its last ``/``; a session whose id holds one is named by its path.
     """
     if name == "user":
         return Record("user", (), USER_MEMORY)
     if name.startswith(MEMORIES + "/"):
         return memory_record(name[len(MEMORIES) + 1:])
+    if name.startswith((f"{SESSIONS}/", f"{THREADS}/")):
+        return _record_at(name)
+    try:
+        return _record_named(name)
+    except EmptyId as exc:  # "agent:": said of the name, not of the Python API's parameter
+        raise EmptyId(f"not a record name: {name!r} ({str(exc).replace('_', ' ')})") from None
+
+
+def _record_named(name: str) -> Record:
     kind, sep, rest = name.partition(":")
     if sep and kind == "agent":
         return Record("agent", (rest,), agent_memory_path(rest))
@@ -106,7 +123,42 @@ def parse_record(name: str) -> Record:
         return Record("session", (agent_type, session_id), session_dir(agent_type, session_id))
     raise BadRecordName(
         f"not a record name: {name!r} (use user, agent:<id>, note:<path>, "
-        "session:<agentType>/<sessionId> or thread:<threadId>)")
+        "session:<agentType>/<sessionId>, thread:<threadId> or a session's or thread's path, "
+        "as listings show it)")
+
+
+def record_name(path: str, ids: tuple[str, ...] | None = None) -> str:
+    """The name of the record at ``path`` (as :func:`record_path` gives it) that
+    :func:`parse_record` takes back to it: a memory file's (:func:`memory_record`); a
+    session's or thread's by its ids (``ids``, else decoded from the path) when that name
+    leads to ``path``, else ``path`` itself (an id too long for a folder name, a session id
+    holding ``/``, a folder named by hand)."""
+    if path.startswith(MEMORY + "/"):
+        return memory_record(path[len(MEMORY) + 1:]).name
+    kind = _KINDS[path.split("/", 1)[0]]
+    try:
+        name = _id_name(kind, ids or tuple(decode(part) for part in path.split("/")[1:]))
+        if parse_record(name).path == path:
+            return name
+    except (UndecodableId, ValueError):  # no id is encoded so (EmptyId is a ValueError too)
+        pass
+    return path
+
+
+def _record_at(path: str) -> Record:
+    """The session or thread whose path ``path`` is; its ids are decoded from it, none when
+    its name is no id's encoding (a name cut to fit: its meta.json keeps them)."""
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts) or record_path(path) != path:
+        raise BadRecordName(f"not the path of a session or thread: {path!r} "
+                            "(sessions/<type>/<id>, threads/<id>)")
+    try:
+        return Record(_KINDS[parts[0]], tuple(decode(part) for part in parts[1:]), path)
+    except UndecodableId:
+        return Record(_KINDS[parts[0]], (), path)
+
+
+_KINDS = {SESSIONS: "session", THREADS: "thread"}
 
 
 def memory_record(relative: str) -> Record:

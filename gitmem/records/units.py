@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from gitmem.records import layout
-from gitmem.records.ids import UndecodableId, decode
 
 BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")  # between two blocks of a memory
 
@@ -59,23 +58,6 @@ def unit_kind(path: str) -> tuple[str, str] | None:
 def record_kind(record: str) -> str:
     return "memory" if record.startswith(layout.MEMORY + "/") else \
         "session" if record.startswith(layout.SESSIONS + "/") else "thread"
-
-
-def record_name(record: str) -> str:
-    """The name ``gitmem log`` takes for the record at path ``record``."""
-    parts = record.split("/")
-    if parts[0] == layout.MEMORY:
-        return layout.memory_record(record[len(layout.MEMORY) + 1:]).name
-    if parts[0] == layout.SESSIONS:
-        return f"session:{_decoded(parts[1])}/{_decoded(parts[2])}"
-    return f"thread:{_decoded(parts[1])}"
-
-
-def _decoded(segment: str) -> str:
-    try:
-        return decode(segment)
-    except UndecodableId:  # a shortened id: its full form is in the record's meta.json
-        return segment
 
 
 def scrub(text: str) -> str:
