@@ -4,8 +4,9 @@ Two repositories like a year of a busy harness's use, built with ``git fast-impo
 each commit writes one thread (its ``meta.json`` and events), one session or one of 20
 agents' memories, in turn, with a thread and a session for every 25 commits. Rows:
 ``gitmem serve`` from its spawn to the ``storage.info`` answer, and to the answer of the
-``threads.list`` that follows, at 1,000 and at 100,000 commits (10,000 with ``--quick``),
-the large within 1.2x of the small (the hand-edit watcher on, as nui runs it).
+``threads.list`` that follows, at 5,000 commits (200 sessions) and at 100,000 (4,000
+sessions; 10,000 commits with ``--quick``), the large within 1.2x of the small (the
+hand-edit watcher on, as nui runs it).
 
     gitmem bench --only startup
 """
@@ -75,14 +76,15 @@ def started(repo: Path, env: dict[str, str], method: str):
 
 def serve_startup(bench: Bench) -> None:
     """``gitmem serve``'s first answers at a small and a large repository."""
-    sizes = bench.pick((1_000, 10_000), (1_000, 100_000))
+    sizes = bench.pick((1_000, 10_000), (5_000, 100_000))
     env = bytecode_env(bench)
     by_size = {}
     for commits in sizes:
         repo = build_year(bench.workdir / f"startup-{commits}", commits)
         serve_once = started(repo, env, "threads.list")
         serve_once()  # the first start after the build: stat cache, indexes, bytecode
-        by_size[commits] = spawn_rows(bench, "serve start-up", f"{commits:,} commits", {
+        setting = f"{commits:,} commits, {max(10, commits // COMMITS_PER_RECORD):,} sessions"
+        by_size[commits] = spawn_rows(bench, "serve start-up", setting, {
             "gitmem serve: spawn to the storage.info answer": started(repo, env, "storage.info"),
             "gitmem serve: spawn to the first threads.list answer": started(repo, env, "threads.list"),
         }, runs=bench.pick(3, 11))
