@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem.bench.record_index import RECORD as BENCH_RECORD
 from gitmem.bench.record_index import RECORD_PATH as BENCH_RECORD_PATH
+from gitmem.bench.record_index import START as BENCH_START
 from gitmem.bench.record_index import build_history
 from gitmem.history.record_index import FILE, PARTS_FILE, RecordIndex, checked
 from gitmem.records import layout
@@ -395,9 +397,16 @@ def test_a_log_of_a_record_reads_only_its_part_of_the_index(histories):
             assert versions == Git(path)("log", "--format=%H", "--", BENCH_RECORD_PATH).split()
             assert len(versions) == 12 and mem.record_index.diffed == 0
             read[commits] = mem.record_index.reads.bytes
-        assert read[commits] < index_size(path) / 50
+            moment = BENCH_START + 20 * 60  # show --at DATE: the newest commit by then
+            assert mem.record_index.commit_at(moment) == Git(path)(
+                "rev-list", "-1", f"--before=@{moment}", "main").strip()
+            read[f"{commits} and a date"] = mem.record_index.reads.bytes
+        assert read[f"{commits} and a date"] < index_size(path) / 50
     assert index_size(histories[4_000]) > 3 * index_size(histories[1_000])
-    assert abs(read[4_000] - read[1_000]) < 20  # the same reads: only the numbers in a head line grow
+    # the same reads: only the numbers in a head line grow, and a search by halves takes
+    # two steps more among four times the commits
+    assert abs(read[4_000] - read[1_000]) < 20
+    assert abs(read["4000 and a date"] - read["1000 and a date"]) < 200
 
 
 def test_the_parts_and_the_log_past_them_answer_as_git(histories, tmp_path):
@@ -418,6 +427,10 @@ def test_the_parts_and_the_log_past_them_answer_as_git(histories, tmp_path):
     made = parts.read_bytes()
     agrees(BENCH_RECORD, BENCH_RECORD_PATH)
     agrees("agent:other-3", "memory/agents/other-3.md")
+    with Gitmem.open(path, create=False) as mem:  # a date among the parts, or in the tail
+        for moment in (BENCH_START - 1, BENCH_START + 300, BENCH_START + 60 * 999, time.time() + 60):
+            newest = git("rev-list", "-1", f"--before=@{int(moment)}", "main").strip() or None
+            assert mem.record_index.commit_at(moment) == newest, moment
     assert parts.read_bytes() == made  # a short tail: the parts stay
     damaged = bytearray(made)
     at = made.index(b"memory/agents/other-9.md\n") + 30

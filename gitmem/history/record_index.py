@@ -23,7 +23,7 @@ a temporary file, then renamed): deleting it changes no answer.
 A record's versions are read from the index's parts (:mod:`gitmem.history.index_parts`:
 each record's lines together, made from the file up to one of its check lines) and the
 file's lines past them, so answering reads the record's own lines and a bounded tail,
-whatever the history's length; what needs every commit (catching up, ``commit_at``)
+whatever the history's length, and so does ``commit_at``; catching up on new commits
 reads the whole file.
 Versions are ordered newest first by main's topology, not by dates (a clock that was
 wrong leaves a commit dated in the future): by generation (a child always comes before
@@ -131,7 +131,17 @@ class RecordIndex:
     def commit_at(self, when: float) -> str | None:
         """The newest commit of main (by topology) among those made at or before ``when``
         (seconds since the epoch)."""
-        self._update(full=True)
+        self._update()
+        if self._view is not None:
+            found = self._view.newest_at(self.parts_path, when, self.reads)
+            if found is not False:
+                best = max([*([found] if found else []), *(
+                    (int(generation), int(time), commit.decode())
+                    for commit, time, generation in _LINE_HEAD.findall(self._view.tail)
+                    if int(time) <= when)], default=None)
+                return best[2] if best is not None else None
+            self._update(full=True)  # the parts file changed meanwhile, or is damaged
+            self._write_parts()
         best = max(((int(generation), int(time), commit)
                     for commit, time, generation in _LINE_HEAD.findall(self._data)
                     if int(time) <= when), default=None)
