@@ -109,6 +109,24 @@ def interpreter_floor() -> float:
     return best * 1000
 
 
+class _Table(list):
+    """The bench's rows: a row added without a note of how busy the machine was (a
+    scenario's own extend) gets one as it is added."""
+
+    def append(self, row: Row) -> None:
+        if row.load is None:
+            row.stamp([])
+        super().append(row)
+
+    def extend(self, rows) -> None:
+        for row in rows:
+            self.append(row)
+
+    def __iadd__(self, rows):
+        self.extend(rows)
+        return self
+
+
 @dataclasses.dataclass
 class Bench:
     """What scenarios share: a scratch folder, how many samples to take, and the table."""
@@ -118,7 +136,7 @@ class Bench:
     samples: int
     turn: int = 5  # operations take turns of this many samples, so drift hits them alike
     warmup: int = 3  # untimed runs of each operation before its samples
-    rows: list[Row] = dataclasses.field(default_factory=list)
+    rows: list[Row] = dataclasses.field(default_factory=lambda: _Table())
 
     def measure(self, scenario: str, repo: str, operations: dict[str, Callable[[int], Any]], *,
                 samples: int | None = None) -> dict[str, Row]:
@@ -173,8 +191,6 @@ class Bench:
 
     def add(self, row: Row) -> Row:
         """Add a row made by the scenario itself (a single figure, samples taken its own way)."""
-        if row.load is None:
-            row.stamp([])
         self.rows.append(row)
         return row
 
@@ -216,9 +232,6 @@ def run(quick: bool = False, json_path: str | None = None, only: str | None = No
             scenario_started = time.perf_counter()
             scenario(bench)
             seconds[scenario.__name__] = round(time.perf_counter() - scenario_started, 2)
-            for row in bench.rows:  # added to the table directly
-                if row.load is None:
-                    row.stamp([])
     info = {**machine(), "load_at_start": load_at_start, "load_at_end": os.getloadavg()[0],
             "seconds": time.perf_counter() - started}
     print(format_table(bench.rows, quick, info))
