@@ -138,9 +138,12 @@ class Bench:
     warmup: int = 3  # untimed runs of each operation before its samples
     rows: list[Row] = dataclasses.field(default_factory=lambda: _Table())
 
-    def measure(self, scenario: str, repo: str, operations: dict[str, Callable[[int], Any]], *,
-                samples: int | None = None) -> dict[str, Row]:
+    def measure(self, scenario: str, repo: str, operations: dict[Any, Callable[[int], Any]], *,
+                samples: int | None = None) -> dict[Any, Row]:
         """Time each ``operation(i)`` (i distinct across calls) and add one row per operation.
+
+        A key of ``operations`` is what is measured, or a pair (setting, what) for rows of
+        different settings that take turns (so that the machine's drift hits them alike).
 
         Each operation runs :attr:`warmup` times untimed first, then ``samples`` times
         (default :attr:`samples`) in short turns, in a rotating order. One with a ``prepare(i)``
@@ -148,7 +151,7 @@ class Bench:
         for a cold read); one with a ``settle()`` method has it called, untimed, after
         each of its turns (e.g. to let background work finish before another's turn).
         """
-        rows = {what: Row(scenario, repo, what) for what in operations}
+        rows = {key: Row(scenario, *(key if isinstance(key, tuple) else (repo, key))) for key in operations}
         floors: list[float] = []  # the interpreter's floor after each turn
         counter = 0
 
