@@ -564,3 +564,24 @@ def test_log_file_and_level_options(spawn, tmp_path, repo_path):
     stop(host)
     assert elsewhere.exists() and "storage." not in elsewhere.read_text()
     assert not (repo_path / ".git" / "gitmem" / "serve.log").exists()
+
+
+def test_storage_info_is_answered_before_the_work_tree_is_looked_at(spawn, repo_path):
+    """nui waits on ``storage.info``: no look for hand edits stands before its answer. A
+    memory saved by hand before the start is taken in when a read of it needs it (the
+    watcher is off here; with it on, its first look comes after the first answer)."""
+    with Gitmem.open(repo_path) as mem:
+        mem.memory.write("likes tea", agent_id="codex")
+        before = mem.engine.head()
+        saved = repo_path / mem.memory.path("codex")
+    saved.write_text("likes coffee\n")
+    host = spawn(extra_args=("--no-watch",))
+    assert host.call("storage.info")["name"] == "gitmem"
+    with Gitmem.open(repo_path, hand_edits=False) as mem:
+        assert mem.engine.head() == before  # the save not yet taken in
+    agent = {"handlerId": AGENT_MEMORY, "agentId": "codex"}
+    assert host.call("storage.agentMemory.read", agent) == {"content": "likes coffee\n"}
+    with Gitmem.open(repo_path, hand_edits=False) as mem:
+        assert mem.engine.head() != before
+        assert mem.engine.snapshot().read(mem.memory.path("codex")) == b"likes coffee\n"
+    stop(host)
