@@ -24,6 +24,7 @@ from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.location import default_repo_path, gitmem_repository_holding
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+from gitmem.stores.memory_tree import MemoryTree
 
 if TYPE_CHECKING:
     from gitmem.history.blame import Blamed
@@ -235,11 +236,12 @@ def _chmod_private(path: Path) -> None:
 
 
 class Gitmem:
-    """One repository and its stores: ``memory``, ``sessions`` and ``threads``."""
+    """One repository and its stores: ``memory``, ``memory_tree``, ``sessions`` and ``threads``."""
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
         self.memory = MemoryStore(engine)
+        self.memory_tree = MemoryTree(engine)  # the /memories tree of Claude's memory tool
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
@@ -348,6 +350,13 @@ class Gitmem:
     def restore(self, record: str, at: str) -> history.Restored:
         """Write ``record`` back as it was at WHEN ``at``, as one new commit."""
         return history.restore(self, record, at)
+
+    def recent(self, since: str, *, limit: int = 50) -> list[history.RecentChange]:
+        """What changed across every record since WHEN ``since``, newest first, each change
+        with its diff; a person's edits waiting in the work tree are committed first."""
+        if self.engine.hand_edits is not None:
+            self.engine.hand_edits.before_access_all()
+        return history.recent(self, since, limit=limit)
 
     def blame(self, record: str) -> list[Blamed]:
         """Each block of a memory, or each message and event of a session or thread, with

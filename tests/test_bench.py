@@ -69,6 +69,11 @@ def test_cold_start_rows_compare_each_command_with_the_pygit2_import(tmp_path):
     assert ratios["gitmem --version / import pygit2"]["ratio"] == (
         measured["gitmem --version (start and exit)"]["median_ms"] / baseline)
     assert all(r["met"] == (r["ratio"] <= r["target"]) for r in ratios.values())
+    # how busy the machine was, with every row: the load, and the interpreter's floor
+    # against the fastest it ran in this run
+    assert all(r["load"] >= 0 and r["floor_ms"] > 0 for r in rows)
+    assert min(r["floor_slowdown"] for r in rows) == 1.0
+    assert all(r["floor_slowdown"] == r["floor_ms"] / min(s["floor_ms"] for s in rows) for r in rows)
 
 
 def test_the_retrieval_rows_give_recall_per_question_type_beside_the_baselines(tmp_path):

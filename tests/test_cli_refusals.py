@@ -205,7 +205,7 @@ def test_control_characters_in_ids_are_escaped_in_log_search_status_and_commits(
     cli("memory", "write", "--agent", "bad\nid", input="hi again")
     cli("session", "write", "a\nb", "s\x07", input='{"messages": [{"id": "m", "text": "hi"}]}')
     message = git("log", "-1", "--format=%B")
-    assert message.splitlines()[0] == "session: write a\\nb/s\\x07 (1 messages)", message
+    assert message.splitlines()[0] == "session: write a\\nb/s\\x07 (1 message)", message
     assert "Gitmem-Id: session:a\\nb/s\\x07" in message.splitlines()
     subjects = git.log(fmt="%s")
     assert "memory: replace agent esc\\x1b[31mred" in subjects and "memory: replace agent bad\\nid" in subjects

@@ -299,6 +299,10 @@ def test_sigterm_of_serve_during_a_background_repack_leaves_no_process(mem, repo
         host.terminate()
         assert host.wait(HANG_GUARD) == 0
     no_processes_left(mark)
+    # the repack the shutdown ended is no failure: said at INFO, without a traceback
+    log = (repo_path / ".git" / "gitmem" / "serve.log").read_text()
+    assert " ERROR " not in log and "Traceback" not in log
+    assert "background packing ended by the shutdown" in log
 
 
 def serve_env(repo: Path, tmp_path: Path, env: dict[str, str]) -> NuiHost:
@@ -438,7 +442,7 @@ def test_a_broken_meta_json_hides_no_other_record(broken_meta, repo_path, tmp_pa
     status = gitmem(repo_path, "status")
     assert status.returncode == 0, status.stderr
     for path in broken:
-        assert f"unreadable  {path}: " in status.stdout
+        assert f"unreadable  {path} line 1: " in status.stdout
 
     fsck = gitmem(repo_path, "fsck")
     assert fsck.returncode == 1
@@ -566,3 +570,12 @@ def test_a_warning_with_an_exception_is_one_line_on_the_cli(mem, repo_path):
     assert "Traceback" not in done.stderr
     (line,) = done.stderr.splitlines()
     assert line.startswith("gitmem: could not save the stat cache") and "Is a directory" in line
+
+
+def test_memory_list_lists_every_memory_when_one_file_is_damaged(memories, repo_path):
+    oid = truncate_object(memories, "HEAD:memory/agents/a1.md")
+    done = gitmem(repo_path, "memory", "list")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    rows = {line.split("\t")[0]: line.split("\t")[1] for line in done.stdout.splitlines()}
+    assert rows == {"user": "10", "agent:a1": "?"}  # its size cannot be read
+    assert oid in done.stderr and "memory/agents/a1.md" in done.stderr

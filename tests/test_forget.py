@@ -84,3 +84,13 @@ def test_forget_with_nothing_to_forget_says_so(synced):
     done = run_gitmem("forget", "../etc/passwd", "--secret", "0123456789abcdef", repo=repo,
                       check=False)
     assert done.returncode == 1 and "unsafe path" in done.stderr
+
+
+def test_forget_of_a_block_leaves_no_blank_line_behind(synced):
+    repo, _ = synced
+    run_gitmem("memory", "write", "--agent", "reviewer", repo=repo, input=f"token: {GITHUB_TOKEN}")
+    run_gitmem("memory", "write", "--agent", "reviewer", "--append", repo=repo, input="be kind")
+    _, mark = refused_fingerprint(repo)
+    run_gitmem("forget", "memory/agents/reviewer.md", "--secret", mark, repo=repo)
+    assert (repo / "memory/agents/reviewer.md").read_text() == "be kind\n"
+    assert run_gitmem("memory", "read", "--agent", "reviewer", repo=repo).stdout == "be kind\n"

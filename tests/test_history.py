@@ -208,4 +208,4 @@ def test_bad_times_and_records_are_one_line_errors(mem, cli):
     assert done.stderr.count("\n") == 1 and "neither a revision nor a date" in done.stderr
     done = cli("restore", "nonsense", "--at", "HEAD", check=False)
     assert done.returncode == 1 and "not a record name" in done.stderr
-    assert cli("show", "user", check=False).returncode == 2  # --at is required
+    assert cli("restore", "user", check=False).returncode == 2  # --at is required (show: @)

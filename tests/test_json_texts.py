@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitmem.records.jsontexts import json_array, jsonl_run, jsonl_values, written_run
-from gitmem.stores.jsonl import parse_chunk
+from gitmem.records.jsontexts import checked_run, checked_values, json_array, written_run
+from gitmem.stores.jsonl import parse_chunk, read_chunk
 from nui_client import NuiHost, install_as_nui
 
 SESSION_CHUNK = "sessions/claude-code/s1/messages/000000.jsonl"
@@ -72,18 +72,27 @@ LINES = st.one_of(
         lambda parts: parts[0] + json.dumps(parts[1], ensure_ascii=False) + "".join(parts[2:])))
 
 
+# What plain git lets into a chunk: not one JSON value, not UTF-8 (a byte kept as a
+# surrogate, as the file's bytes are decoded), NaN.
+BROKEN_LINES = ("{broken", "[1,", '{"a":1} x', "1,2", "NaN", '{"n": Infinity}', "\udcff", '"\udcff"')
+BROKEN = st.sampled_from(BROKEN_LINES)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(LINES, max_size=8), st.booleans())
+@given(st.lists(st.one_of(LINES, BROKEN), max_size=8), st.booleans())
 def test_the_splice_of_a_chunk_is_the_values_it_parses_to(lines, last_newline):
-    data = ("\n".join(lines) + ("\n" if last_newline else "")).encode()
-    try:
-        values = parse_chunk(data).values
-    except ValueError:  # a chunk that does not parse is never committed
-        return
-    run = jsonl_run(data)
+    data = ("\n".join(lines) + ("\n" if last_newline else "")).encode("utf-8", "surrogateescape")
+    chunk = read_chunk(data)
+    run, broken = checked_run(data)
     assert b"\n" not in run and b"\r" not in run  # an answer line holds no line break
-    assert json.loads(b"".join(json_array([run]))) == values
-    assert [json.loads(text) for text in jsonl_values(data)] == values
+    assert json.loads(b"".join(json_array([run]))) == chunk.values
+    assert [json.loads(text) for text in checked_values(data).texts] == chunk.values
+    assert broken == checked_values(data).broken == chunk.broken
+    assert [line.number for line in broken] == [
+        number for number, line in enumerate(lines, 1) if line in BROKEN_LINES]
+    stored = [line for line in data.decode("utf-8", "surrogateescape").split("\n") if line.strip()]
+    assert [line.strip(" \t\r") for line in chunk.written()] == [
+        line.strip(" \t\r") for line in stored]  # a write puts each broken line back in its place
 
 
 @settings(max_examples=300, deadline=None)
@@ -98,7 +107,7 @@ def test_a_chunk_known_as_written_splices_as_one_looked_at(lines, last_newline):
         return
     run = written_run(data)
     if run is not None:
-        assert written_run(data, known=True) == run == jsonl_run(data)
+        assert written_run(data, known=True) == run == checked_run(data)[0]
 
 
 @pytest.mark.parametrize("data", [b' {"a":1}\n', b'{"a":1}\r\n', b'{"a":1}\n\n{"b":2}\n', b"\n{}"])

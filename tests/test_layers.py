@@ -119,6 +119,18 @@ def test_only_gitmem_web_imports_the_web_extra():
     assert importers and all(path.startswith("faces/web/") for path in importers)
 
 
+@pytest.mark.parametrize("sdk, face", [("anthropic", "anthropic"), ("agents", "openai_agents")])
+def test_only_its_face_imports_an_agent_sdk(sdk, face):
+    """``gitmem --version`` and every other command load neither SDK: only the face and the
+    public module that names it do."""
+    importers = sorted(path for path, names in modules().items() if any(breaks(name, (sdk,)) for name in names))
+    assert importers and all(path.startswith(f"faces/{face}/") for path in importers)
+    users = sorted(path for path, names in modules().items()
+                   if any(breaks(name, (f"gitmem.faces.{face}",)) for name in names)
+                   and not path.startswith(f"faces/{face}/"))
+    assert users == [f"{face}.py"]
+
+
 def test_the_git_package_imports_no_other_gitmem_module():
     wrong = {path: sorted(name for name in names if breaks(name, (ROOT,)) and not breaks(name, ("gitmem.git",)))
              for path, names in modules().items() if path.startswith("git/")}
@@ -163,7 +175,7 @@ LAYERS = [
     ("gitmem.search",),
     ("gitmem.repository", ROOT),
     ("gitmem.sync", "gitmem.upkeep"),
-    ("gitmem.faces", "gitmem.bench"),
+    ("gitmem.faces", "gitmem.anthropic", "gitmem.openai_agents", "gitmem.bench"),
     ("gitmem.cli", "gitmem.__main__"),
 ]
 

@@ -32,7 +32,11 @@ CLIENT = types.Implementation(name="claude-code", version="2.1")
 INSPECTOR = Path(__file__).resolve().parent / "mcp_inspector"
 TOOLS = {"memory_read": ["record"], "memory_write": ["record", "content"], "memory_list": [],
          "history": ["record"], "memory_show": ["record", "at"], "search": ["query"],
-         "read_unit": ["record", "unit_id"]}
+         "read_unit": ["record", "unit_id"],
+         "memory_view": ["path"], "memory_create": ["path", "file_text"],
+         "memory_str_replace": ["path", "old_str", "new_str"],
+         "memory_insert": ["path", "insert_line", "insert_text"], "memory_delete": ["path"],
+         "memory_rename": ["old_path", "new_path"], "restore": ["record", "at"], "recent": []}
 
 
 def server_params(repo: Path, *, command: list[str] | None = None) -> StdioServerParameters:

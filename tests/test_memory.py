@@ -96,7 +96,7 @@ def test_commit_messages_and_trailers(mem, git):
 
 def test_bad_mode_is_refused(mem, git):
     count = git.count()
-    with pytest.raises(ValueError, match="writeMode"):
+    with pytest.raises(ValueError, match="mode must be .replace. or .append., not .prepend."):
         mem.memory.write("x", mode="prepend")
     assert git.count() == count
 

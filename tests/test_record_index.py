@@ -6,8 +6,10 @@ it left off; record-relative versions (``--at @~2``) and ``blame``, from Python 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -16,7 +18,11 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from conftest import SUBPROCESS_ENV, Git, python_script, run_gitmem
-from gitmem.history.record_index import FILE, RecordIndex, checked
+from gitmem.bench.record_index import RECORD as BENCH_RECORD
+from gitmem.bench.record_index import RECORD_PATH as BENCH_RECORD_PATH
+from gitmem.bench.record_index import START as BENCH_START
+from gitmem.bench.record_index import build_history
+from gitmem.history.record_index import FILE, PARTS_FILE, RecordIndex, checked
 from gitmem.records import layout
 from gitmem.repository import Gitmem
 from gitmem.sync.exchange import sync
@@ -362,3 +368,79 @@ def test_blame_of_a_session_and_a_thread(mem, cli):
     assert "event 1: {\"type\": \"RUN_FINISHED\"}" in cli("blame", "thread:t1").stdout
     bad = run_gitmem("blame", "nonsense", repo=mem.engine.workdir, check=False)
     assert bad.returncode == 1 and "not a record name" in bad.stderr and "Traceback" not in bad.stderr
+
+
+# -- a record's part of the index ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def histories(tmp_path_factory) -> dict[int, Path]:
+    """Fast-imported histories of 1,000 and 4,000 commits: one record changed 12 times
+    early on, 40 others changed in turn after."""
+    root = tmp_path_factory.mktemp("parts")
+    found = {commits: build_history(root / f"history-{commits}", commits) for commits in (1_000, 4_000)}
+    for path in found.values():
+        with Gitmem.open(path, create=False) as mem:
+            mem.log(BENCH_RECORD)  # the index is built, and its parts made
+    return found
+
+
+def index_size(path: Path) -> int:
+    return sum((path / ".git/gitmem" / name).stat().st_size for name in (FILE, PARTS_FILE))
+
+
+def test_a_log_of_a_record_reads_only_its_part_of_the_index(histories):
+    read = {}
+    for commits, path in histories.items():
+        with Gitmem.open(path, create=False) as mem:  # another process: from the files alone
+            versions = [c.id for c in mem.log(BENCH_RECORD)]
+            assert versions == Git(path)("log", "--format=%H", "--", BENCH_RECORD_PATH).split()
+            assert len(versions) == 12 and mem.record_index.diffed == 0
+            read[commits] = mem.record_index.reads.bytes
+            moment = BENCH_START + 20 * 60  # show --at DATE: the newest commit by then
+            assert mem.record_index.commit_at(moment) == Git(path)(
+                "rev-list", "-1", f"--before=@{moment}", "main").strip()
+            read[f"{commits} and a date"] = mem.record_index.reads.bytes
+        assert read[f"{commits} and a date"] < index_size(path) / 50
+    assert index_size(histories[4_000]) > 3 * index_size(histories[1_000])
+    # the same reads: only the numbers in a head line grow, and a search by halves takes
+    # two steps more among four times the commits
+    assert abs(read[4_000] - read[1_000]) < 20
+    assert abs(read["4000 and a date"] - read["1000 and a date"]) < 200
+
+
+def test_the_parts_and_the_log_past_them_answer_as_git(histories, tmp_path):
+    path = tmp_path / "repo"
+    shutil.copytree(histories[1_000], path, symlinks=True)
+    git = Git(path)
+    parts = path / ".git/gitmem" / PARTS_FILE
+
+    def agrees(record: str, path_in_repo: str) -> None:
+        with Gitmem.open(path, create=False) as mem:
+            assert [c.id for c in mem.log(record)] == git("log", "--format=%H", "--", path_in_repo).split()
+
+    with Gitmem.open(path, create=False) as mem:
+        for n in range(4):  # lines in the log past the parts
+            mem.memory.write(f"- new {n}", agent_id="target", mode="append")
+            mem.memory.write(f"- other {n}", agent_id="other-3", mode="append")
+        mem.log(BENCH_RECORD)
+    made = parts.read_bytes()
+    agrees(BENCH_RECORD, BENCH_RECORD_PATH)
+    agrees("agent:other-3", "memory/agents/other-3.md")
+    with Gitmem.open(path, create=False) as mem:  # a date among the parts, or in the tail
+        for moment in (BENCH_START - 1, BENCH_START + 300, BENCH_START + 60 * 999, time.time() + 60):
+            newest = git("rev-list", "-1", f"--before=@{int(moment)}", "main").strip() or None
+            assert mem.record_index.commit_at(moment) == newest, moment
+    assert parts.read_bytes() == made  # a short tail: the parts stay
+    damaged = bytearray(made)
+    at = made.index(b"memory/agents/other-9.md\n") + 30
+    damaged[at:at + 10] = b"0123456789"  # in other-9's part: its check fails, the log answers
+    parts.write_bytes(bytes(damaged))
+    agrees("agent:other-9", "memory/agents/other-9.md")
+    assert parts.read_bytes() != bytes(damaged)  # made again
+    git("reset", "-q", "--hard", "HEAD~3")  # the log is made again; the parts no longer match it
+    with Gitmem.open(path, create=False) as mem:
+        mem.log(BENCH_RECORD)
+        assert mem.record_index.rebuilds == 1
+    agrees(BENCH_RECORD, BENCH_RECORD_PATH)
+    agrees("agent:other-3", "memory/agents/other-3.md")

@@ -98,14 +98,14 @@ def test_words_written_through_serve_are_found_in_the_record_they_went_to(tmp_pa
     assert found_in(repo, "creme BRULEE") == [("user", "block")]  # case and accents ignored
     assert found_in(repo, "thursday deploy") == [("agent:codex", "block")]
     assert found_in(repo, "tabs") == [("agent:codex", "block")]
-    assert found_in(repo, "zeppelin") == [("session:claude-code/s/1", "message")]
-    assert found_in(repo, "flies") == [("session:claude-code/s/1", "message")]
+    assert found_in(repo, "zeppelin") == [("sessions/claude-code/s%2f1", "message")]
+    assert found_in(repo, "flies") == [("sessions/claude-code/s%2f1", "message")]
     assert found_in(repo, "quokkas") == [("thread:t1", "event")]
     hit = search(repo, "quokkas")[0]
     assert hit["snippet"] == "ordering **quokkas**"
     assert hit["added"] == head(repo) and hit["removed"] is None and hit["score"] > 0
     assert found_in(repo, "zeppelin", "--kind", "memory") == []
-    assert found_in(repo, "tabs OR zeppelin", "--kind", "session") == [("session:claude-code/s/1", "message")]
+    assert found_in(repo, "tabs OR zeppelin", "--kind", "session") == [("sessions/claude-code/s%2f1", "message")]
     assert found_in(repo, "tabs OR zeppelin", "--record", "agent:codex") == [("agent:codex", "block")]
     assert len(search(repo, "tabs OR zeppelin OR quokkas", "--limit", "2")) == 2
 

@@ -217,8 +217,9 @@ def test_programmatic_extension_route(spawn, extension, git):
 
 
 def test_error_table_each_answered_then_the_server_goes_on(spawn, repo_path, git):
-    # A record that cannot be read: a session whose metadata is not an object, committed
-    # with plain git. Reading it is a failure inside the method (-32603).
+    # A session whose metadata is not an object, committed with plain git: writing it is a
+    # failure inside the method (-32603: gitmem does not write over what a person must fix),
+    # reading it answers its messages.
     broken = repo_path / "sessions" / "claude-code" / "broken"
     broken.mkdir(parents=True)
     (broken / "meta.json").write_text("[1]\n")
@@ -253,8 +254,8 @@ def test_error_table_each_answered_then_the_server_goes_on(spawn, repo_path, git
     error = host.error("storage.agentMemory.write", {"handlerId": AGENT_MEMORY, "agentId": "codex",
                                                      "content": ["not", "text"], "writeMode": "replace"})
     assert error["code"] == -32602 and '"content"' in error["message"]
-    error = host.error("storage.session.read", session("broken"))
-    assert error["code"] == -32603
+    error = host.error("storage.session.write", {**session("broken"), "messages": []})
+    assert error["code"] == -32603 and "sessions/claude-code/broken/meta.json" in error["message"]
     assert "\n" not in error["message"] and 0 < len(error["message"]) <= 500
     assert host.call("storage.session.read", session("fine")) == {"messages": [], "agentSessionId": ""}
     sent += 4
@@ -563,3 +564,24 @@ def test_log_file_and_level_options(spawn, tmp_path, repo_path):
     stop(host)
     assert elsewhere.exists() and "storage." not in elsewhere.read_text()
     assert not (repo_path / ".git" / "gitmem" / "serve.log").exists()
+
+
+def test_storage_info_is_answered_before_the_work_tree_is_looked_at(spawn, repo_path):
+    """nui waits on ``storage.info``: no look for hand edits stands before its answer. A
+    memory saved by hand before the start is taken in when a read of it needs it (the
+    watcher is off here; with it on, its first look comes after the first answer)."""
+    with Gitmem.open(repo_path) as mem:
+        mem.memory.write("likes tea", agent_id="codex")
+        before = mem.engine.head()
+        saved = repo_path / mem.memory.path("codex")
+    saved.write_text("likes coffee\n")
+    host = spawn(extra_args=("--no-watch",))
+    assert host.call("storage.info")["name"] == "gitmem"
+    with Gitmem.open(repo_path, hand_edits=False) as mem:
+        assert mem.engine.head() == before  # the save not yet taken in
+    agent = {"handlerId": AGENT_MEMORY, "agentId": "codex"}
+    assert host.call("storage.agentMemory.read", agent) == {"content": "likes coffee\n"}
+    with Gitmem.open(repo_path, hand_edits=False) as mem:
+        assert mem.engine.head() != before
+        assert mem.engine.snapshot().read(mem.memory.path("codex")) == b"likes coffee\n"
+    stop(host)

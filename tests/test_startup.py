@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 
 from conftest import SUBPROCESS_ENV, Git, run_gitmem
+from gitmem.git.base import GITMEM_DIR
+from gitmem.git.files import IN_FLIGHT_FILE
 from gitmem.repository import Gitmem
 from nui_client import NuiHost
 
@@ -133,3 +135,21 @@ def test_a_write_cut_short_after_a_clean_close_is_still_recovered(mem, repo_path
     assert run_gitmem("memory", "read", "--user", repo=repo_path).stdout == "likes coffee\n"
     assert (repo_path / "memory" / "user.md").read_text() == "likes coffee\n"
     assert git("status", "--porcelain") == ""
+
+
+def test_an_opening_walks_back_to_gitmem_s_last_write_once(mem, repo_path):
+    """Commits made with plain git (or fast-import) after gitmem's last write: the first
+    opening checks that the write landed, a walk from main's tip back to it; it notes
+    main's tip, so that no later opening walks that history again."""
+    mem.memory.write("likes tea")
+    mem.close()
+    git = Git(repo_path)
+    for n in range(3):
+        (repo_path / "notes.txt").write_text(f"by hand {n}\n")
+        git("add", "notes.txt")
+        git("commit", "-qm", f"by hand {n}")
+    noted = repo_path / ".git" / GITMEM_DIR / IN_FLIGHT_FILE
+    tip = git("rev-parse", "main").strip()
+    assert noted.read_text().strip() != tip  # gitmem's write, three commits back
+    Gitmem.open(repo_path, create=False).close()
+    assert noted.read_text().strip() == tip

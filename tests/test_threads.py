@@ -22,6 +22,7 @@ import pytest
 
 import gitmem
 from conftest import SUBPROCESS_ENV, run_gitmem
+from gitmem.errors import InvalidInput
 from gitmem.stores.jsonl import MAX_LINES
 from gitmem.stores.threads import UNSET, AsyncThreadStore
 
@@ -412,9 +413,9 @@ def test_reads_take_blank_lines_and_crlf_in_a_hand_written_chunk(mem):
 
 
 def test_non_objects_are_refused(mem):
-    with pytest.raises(TypeError, match=r"events\[1\] must be a JSON object"):
+    with pytest.raises(InvalidInput, match=r"events\[1\] must be a JSON object"):
         mem.threads.append_events("t1", "agent", [{"type": "X"}, "no"])
-    with pytest.raises(TypeError, match=r"messages\[0\]"):
+    with pytest.raises(InvalidInput, match=r"messages\[0\]"):
         mem.threads.save_messages("t1", [[1]])
     assert mem.threads.read_events("t1") == []
 

@@ -26,6 +26,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import GIT_ENV, GITMEM, ServeProcess, build_repository
@@ -125,13 +126,14 @@ def answered(repo: Path, env: dict[str, str], method: str = "storage.info") -> C
     return spawn
 
 
-def spawn_rows(bench: Bench, scenario: str, setting: str, measured: dict[str, Callable[[], float]],
-               runs: int) -> dict[str, Row]:
+def spawn_rows(bench: Bench, scenario: str, setting: str, measured: dict[Any, Callable[[], float]],
+               runs: int) -> dict[Any, Row]:
     """A row a ``measure()`` (seconds, one new process each): one untimed run each, then
-    ``runs`` samples each, taking turns in a rotating order."""
+    ``runs`` samples each, taking turns in a rotating order. A key of ``measured`` is what
+    is measured, or a pair (setting, what) for rows of different settings taking turns."""
     for measure in measured.values():
         measure()  # writes the bytecode cache
-    rows = {what: Row(scenario, setting, what) for what in measured}
+    rows = {key: Row(scenario, *(key if isinstance(key, tuple) else (setting, key))) for key in measured}
     order = list(measured.items())
     for run in range(runs):
         for what, measure in order[run % len(order):] + order[:run % len(order)]:

@@ -49,6 +49,8 @@ class Row:
     unit: str = "ms"
     ratio: float | None = None
     target: float | None = None  # the ratio, else the figure or the median, is at most this
+    load: float | None = None  # the machine's load average (1 minute) when the row ran
+    floor_ms: float | None = None  # :func:`interpreter_floor` when the row ran
 
     @property
     def median(self) -> float | None:
@@ -73,10 +75,56 @@ class Row:
     def met(self) -> bool | None:
         return None if self.target is None else self.figure <= self.target
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self, best_floor_ms: float | None = None) -> dict[str, Any]:
+        """The row as JSON; ``floor_slowdown`` is its :attr:`floor_ms` against
+        ``best_floor_ms``, the fastest the floor ran in the run (1.0: the machine was as
+        quick as it got)."""
+        slowdown = (self.floor_ms / best_floor_ms) if self.floor_ms and best_floor_ms else None
         return {"scenario": self.scenario, "repo": self.repo, "what": self.what, "unit": self.unit,
                 "n": len(self.samples), "median_ms": self.median, "p95_ms": self.p95,
-                "value": self.value, "ratio": self.ratio, "target": self.target, "met": self.met}
+                "value": self.value, "ratio": self.ratio, "target": self.target, "met": self.met,
+                "load": self.load, "floor_ms": self.floor_ms, "floor_slowdown": slowdown}
+
+    def stamp(self, floors: list[float]) -> None:
+        """Note how busy the machine was: the load average now, and the median of the
+        interpreter floors taken while the row ran (one now when none was)."""
+        self.load = round(os.getloadavg()[0], 2)
+        self.floor_ms = statistics.median(floors or [interpreter_floor()])
+
+
+FLOOR_WORK = 10_000  # loop turns of interpreter_floor: about a millisecond on an idle core
+
+
+def interpreter_floor() -> float:
+    """Milliseconds a fixed piece of pure-Python work takes now (the least of three runs):
+    what the interpreter's own speed is at this moment, so that a row measured while
+    other processes held the cores can be told from a row that got slower."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        found: dict[int, str] = {}
+        for i in range(FLOOR_WORK):
+            found[i & 255] = str(i)
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
+
+
+class _Table(list):
+    """The bench's rows: a row added without a note of how busy the machine was (a
+    scenario's own extend) gets one as it is added."""
+
+    def append(self, row: Row) -> None:
+        if row.load is None:
+            row.stamp([])
+        super().append(row)
+
+    def extend(self, rows) -> None:
+        for row in rows:
+            self.append(row)
+
+    def __iadd__(self, rows):
+        self.extend(rows)
+        return self
 
 
 @dataclasses.dataclass
@@ -88,11 +136,14 @@ class Bench:
     samples: int
     turn: int = 5  # operations take turns of this many samples, so drift hits them alike
     warmup: int = 3  # untimed runs of each operation before its samples
-    rows: list[Row] = dataclasses.field(default_factory=list)
+    rows: list[Row] = dataclasses.field(default_factory=lambda: _Table())
 
-    def measure(self, scenario: str, repo: str, operations: dict[str, Callable[[int], Any]], *,
-                samples: int | None = None) -> dict[str, Row]:
+    def measure(self, scenario: str, repo: str, operations: dict[Any, Callable[[int], Any]], *,
+                samples: int | None = None) -> dict[Any, Row]:
         """Time each ``operation(i)`` (i distinct across calls) and add one row per operation.
+
+        A key of ``operations`` is what is measured, or a pair (setting, what) for rows of
+        different settings that take turns (so that the machine's drift hits them alike).
 
         Each operation runs :attr:`warmup` times untimed first, then ``samples`` times
         (default :attr:`samples`) in short turns, in a rotating order. One with a ``prepare(i)``
@@ -100,7 +151,8 @@ class Bench:
         for a cold read); one with a ``settle()`` method has it called, untimed, after
         each of its turns (e.g. to let background work finish before another's turn).
         """
-        rows = {what: Row(scenario, repo, what) for what in operations}
+        rows = {key: Row(scenario, *(key if isinstance(key, tuple) else (repo, key))) for key in operations}
+        floors: list[float] = []  # the interpreter's floor after each turn
         counter = 0
 
         def run(operation: Callable[[int], Any]) -> float:
@@ -127,6 +179,9 @@ class Bench:
                 rows[what].samples.extend(run(operation) for _ in range(self.turn))
                 if hasattr(operation, "settle"):
                     operation.settle()
+            floors.append(interpreter_floor())
+        for row in rows.values():
+            row.stamp(floors)
         self.rows.extend(rows.values())
         return rows
 
@@ -184,10 +239,11 @@ def run(quick: bool = False, json_path: str | None = None, only: str | None = No
     info = {**machine(), "load_at_start": load_at_start, "load_at_end": os.getloadavg()[0],
             "seconds": time.perf_counter() - started}
     print(format_table(bench.rows, quick, info))
+    best_floor = min((row.floor_ms for row in bench.rows if row.floor_ms), default=None)
     if json_path:
         Path(json_path).write_text(json.dumps(
             {"quick": quick, "only": only, "machine": info, "scenario_seconds": seconds,
-             "rows": [row.as_dict() for row in bench.rows]}, indent=2) + "\n")
+             "rows": [row.as_dict(best_floor) for row in bench.rows]}, indent=2) + "\n")
     return bench.rows
 
 

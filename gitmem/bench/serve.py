@@ -274,14 +274,14 @@ def serve_durability(bench: Bench) -> None:
     bench.compare(fsync, fast, what="fsync / fast")
 
 
-def serve_memory_append(bench: Bench) -> None:
+def serve_nui_append(bench: Bench) -> None:
     """nui's append (read, join, replace) through ``gitmem serve`` beside a blind replace."""
     repo = copy_repository(build_repository(bench.workdir / "serve-append-base", 10),
                            bench.workdir / "serve-append")
     replace = ServeWrite(repo, lambda i: memory_request(i, SERVED), options=["--no-watch"])
     append = ServeAppend(repo, "bench-appended")
     try:
-        replace_row, append_row = bench.measure("serve memory append", "10 files", {
+        replace_row, append_row = bench.measure("serve nui append", "10 files", {
             "serve --no-watch: replace, blind (one round trip)": replace,
             "serve --no-watch: nui's append, read + replace (two round trips)": append,
         }).values()
@@ -291,4 +291,4 @@ def serve_memory_append(bench: Bench) -> None:
     bench.compare(append_row, replace_row, what="nui's append / a blind replace")
 
 
-SCENARIOS = [serve_durability, serve_writes, serve_memory_append, serve_session_read]
+SCENARIOS = [serve_durability, serve_writes, serve_nui_append, serve_session_read]

@@ -4,8 +4,9 @@ Two repositories like a year of a busy harness's use, built with ``git fast-impo
 each commit writes one thread (its ``meta.json`` and events), one session or one of 20
 agents' memories, in turn, with a thread and a session for every 25 commits. Rows:
 ``gitmem serve`` from its spawn to the ``storage.info`` answer, and to the answer of the
-``threads.list`` that follows, at 1,000 and at 100,000 commits (10,000 with ``--quick``),
-the large within 1.2x of the small (the hand-edit watcher on, as nui runs it).
+``threads.list`` that follows, at 5,000 commits (200 sessions) and at 100,000 (4,000
+sessions; 10,000 commits with ``--quick``), the large within 1.2x of the small (the
+hand-edit watcher on, as nui runs it).
 
     gitmem bench --only startup
 """
@@ -22,6 +23,8 @@ from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import GIT_ENV, GITMEM, ServeProcess, fast_import
 
 GROWTH_TARGET = 1.2  # the large repository's start against the small one's
+WHAT = {"storage.info": "gitmem serve: spawn to the storage.info answer",
+        "threads.list": "gitmem serve: spawn to the first threads.list answer"}
 COMMITS_PER_RECORD = 25  # a thread and a session for this many commits
 AGENTS = 20
 START = 1_700_000_000  # the first commit's time; one commit a second after it
@@ -75,21 +78,22 @@ def started(repo: Path, env: dict[str, str], method: str):
 
 def serve_startup(bench: Bench) -> None:
     """``gitmem serve``'s first answers at a small and a large repository."""
-    sizes = bench.pick((1_000, 10_000), (1_000, 100_000))
+    sizes = bench.pick((1_000, 10_000), (5_000, 100_000))
     env = bytecode_env(bench)
-    by_size = {}
+    measured = {}
     for commits in sizes:
         repo = build_year(bench.workdir / f"startup-{commits}", commits)
         serve_once = started(repo, env, "threads.list")
         serve_once()  # the first start after the build: stat cache, indexes, bytecode
-        by_size[commits] = spawn_rows(bench, "serve start-up", f"{commits:,} commits", {
-            "gitmem serve: spawn to the storage.info answer": started(repo, env, "storage.info"),
-            "gitmem serve: spawn to the first threads.list answer": started(repo, env, "threads.list"),
-        }, runs=bench.pick(3, 11))
-    small, large = (by_size[size] for size in sizes)
-    for what in small:
+        setting = f"{commits:,} commits, {max(10, commits // COMMITS_PER_RECORD):,} sessions"
+        for method in ("storage.info", "threads.list"):
+            measured[setting, WHAT[method]] = started(repo, env, method)
+    # the two sizes take turns, so that the load's drift hits both alike
+    rows = spawn_rows(bench, "serve start-up", "", measured, runs=bench.pick(3, 11))
+    small, large = (setting for setting, _ in list(measured)[::2])
+    for what in WHAT.values():
         bench.add(Row("serve start-up", f"{sizes[1]:,} / {sizes[0]:,} commits", what,
-                      ratio=large[what].figure / small[what].figure, target=GROWTH_TARGET))
+                      ratio=rows[large, what].figure / rows[small, what].figure, target=GROWTH_TARGET))
 
 
 SCENARIOS = [serve_startup]

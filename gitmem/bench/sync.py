@@ -15,6 +15,9 @@ Each is timed once (a sync of that size cannot be repeated on the same repositor
 ``secret_scan`` times sync's scan of 80 MB of new records against ``grep -E`` of the
 same words over the same files, the first scan of the process on its own, and again
 with everything remembered.
+``sync_first_push``: the first sync of 40 MB of sessions to a new bare remote, and its
+parts (the fetch, the secret scan, the push with its pack), against ``git push`` of the
+same commits plus ``grep -E`` of the scan's words over the same files.
 ``sync_many_machines``: 12 clones append and sync at the same moment through one bare
 remote, 10 rounds: every sync lands within its deadline, nothing is lost, one head.
 
@@ -161,6 +164,70 @@ def secret_scan(bench: Bench) -> None:
                   what="scan / grep -E")
 
 
+class NewRemote:
+    """``call(mem, remote)`` against a new, empty bare remote each run (made untimed), the
+    secret scan's memory of earlier runs forgotten: a first sync each time."""
+
+    def __init__(self, mem: Gitmem, root: Path, call):
+        self.mem, self.root, self.call, self.remote = mem, root, call, ""
+
+    def prepare(self, i: int) -> None:
+        if self.remote:  # the last run's: 40 MB a remote
+            self.mem.engine.remove_remote(self.remote)
+            shutil.rmtree(self.root / f"{self.remote}.git")
+        path = self.root / f"bench-{i}.git"
+        git(self.root, "init", "-q", "--bare", "--initial-branch=main", str(path))
+        self.remote = f"bench-{i}"
+        self.mem.engine.add_remote(self.remote, str(path))
+        (self.mem.engine.private_dir / SCAN_FILE).unlink(missing_ok=True)
+
+    def __call__(self, i: int) -> None:
+        self.call(self.mem, self.remote)
+
+
+def _scan(mem: Gitmem, remote: str) -> None:
+    Scanner(mem.engine).scan(mem.engine.new_commits(mem.engine.head(), []))
+
+
+def _push(mem: Gitmem, remote: str) -> None:
+    if not mem.engine.push(remote, mem.engine.head(), interactive=False):
+        raise RuntimeError(f"the push to {remote} was refused")
+
+
+def _git_push(mem: Gitmem, remote: str) -> None:
+    git(mem.engine.workdir, "push", "-q", remote, "main")
+
+
+def sync_first_push(bench: Bench) -> None:
+    """The first ``gitmem sync`` of about 40 MB of sessions (4 MB with --quick) to a new
+    bare remote, its parts, and the floor: ``git push`` of the same commits plus ``grep -E``
+    of the secret scan's words over the same files (issue 39: at most 3x)."""
+    count = bench.pick(5_000, 50_000)
+    root = bench.workdir / "first-push"
+    root.mkdir()
+    with Gitmem.open(root / "repo") as mem:
+        messages = session_messages(count)
+        for name in ("first", "second"):
+            mem.sessions.write(AGENT_TYPE, name, [{**m, "id": f"{name}-{m['id']}"} for m in messages])
+        del messages
+        files = [str(path) for path in (root / "repo" / "sessions").rglob("*.jsonl")]
+        size = sum(Path(f).stat().st_size for f in files)
+        setting = f"{size / 1e6:.0f} MB of sessions, a new bare remote"
+        grep = ["grep", "-c", "-i", "-E", GREP_SECRETS, *files]
+        rows = bench.measure("first sync", setting, {
+            "gitmem sync (sync())": NewRemote(mem, root, lambda m, remote: sync(m, remote)),
+            "part: fetch from the empty remote": NewRemote(mem, root, lambda m, remote: m.engine.fetch(remote)),
+            "part: secret scan of every commit": NewRemote(mem, root, _scan),
+            "part: push (git packs and sends)": NewRemote(mem, root, _push),
+            "git push, the same commits": NewRemote(mem, root, _git_push),
+            "grep -c -i -E, the scan's words, the same files": lambda _i: spawned(grep),
+        }, samples=bench.pick(5, 5))
+    floor = bench.add(Row("first sync", setting, "floor: git push + grep -E",
+                          value=rows["git push, the same commits"].figure
+                          + rows["grep -c -i -E, the scan's words, the same files"].figure))
+    bench.compare(rows["gitmem sync (sync())"], floor, 3.0)
+
+
 def sync_many_machines(bench: Bench) -> None:
     """12 clones of one bare remote (4 with --quick), each appending to its own memory, a
     shared memory and the user memory and then syncing, all at the same moment, for 10
@@ -225,4 +292,4 @@ def _machine_rounds(repo: Path, name: str, rounds: int, start_together, outcomes
             outcomes.put((*outcome, time.perf_counter() - started))
 
 
-SCENARIOS = [sync_diverged, merge_large_markdown, secret_scan, sync_many_machines]
+SCENARIOS = [sync_diverged, merge_large_markdown, secret_scan, sync_first_push, sync_many_machines]

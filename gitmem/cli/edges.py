@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from gitmem.cli.base import CliError, open_repo
+from gitmem.cli.base import CliError, UsageError, open_repo
 from gitmem.cli.names import printable
 from gitmem.cli.parser import command, positive_seconds, seconds, takes_repo, whole_number
 
@@ -59,7 +59,6 @@ def add_serve(serve) -> None:
                             "(default: nui's reader limit, 4 MiB; 0: no limit, for the kaboo "
                             "adapter, which reads lines of any length)")
     serve.add_argument("--late-window", type=seconds, metavar="SECONDS",
-                       default=os.environ.get(LATE_WINDOW_ENV) or str(LATE_WINDOW),
                        help="how long after a write an older write of the same session or "
                             "memory may still arrive (nui sends writes from goroutines) and is "
                             f"not taken over it; 0: off (default: ${LATE_WINDOW_ENV}, else "
@@ -159,9 +158,10 @@ def add_bench(bench) -> None:
 
 
 def cmd_import_nui(args) -> None:
-    from gitmem.faces.nui.importer import import_nui, plan_import
+    from gitmem.faces.nui.importer import data_folder, import_nui, plan_import
     from gitmem.records.location import locate_repo
     from gitmem.repository import Gitmem
+    data_folder(args.data_dir)  # nothing to import: said before a repository is opened or made
     if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
         folder = locate_repo(args.repo)[0]
         if not (folder / ".git").exists():
@@ -182,11 +182,13 @@ def cmd_import_nui(args) -> None:
 
 def cmd_export_nui(args) -> None:
     from gitmem.faces.nui.importer import export_nui
+    from gitmem.records.counts import counted
     with open_repo(args) as mem:
         report = export_nui(mem, args.dir, progress=progress_bar("export"), force=args.force)
     for note in report.notes:
         print(f"note: {note}")
-    print(f"exported {report.sessions} sessions, {report.agent_memories} agent memories"
+    print(f"exported {counted(report.sessions, 'session')}, "
+          f"{counted(report.agent_memories, 'agent memory', 'agent memories')}"
           f"{' and user memory' if report.user_memory else ''} to {args.dir}")
 
 
@@ -215,6 +217,8 @@ def progress_bar(label: str, stream=None):
 def cmd_serve(args) -> int:
     from gitmem.faces.serve import run
     from gitmem.records.location import THE_DEFAULT, locate_repo
+    if args.late_window is None:
+        args.late_window = _late_window_from_env()
     repo, chosen_by = locate_repo(args.repo)
     return run(repo, create=args.create or chosen_by == THE_DEFAULT,
                handlers_path=args.handlers, log_file=args.log_file,
@@ -222,6 +226,22 @@ def cmd_serve(args) -> int:
                max_response=args.max_response, late_window=args.late_window,
                watch_edits=not args.no_watch, sync_interval=args.sync_interval,
                sync_remote=args.sync_remote)
+
+
+def _late_window_from_env() -> float:
+    """``$GITMEM_LATE_WINDOW`` as ``--late-window`` takes it, else the default; a value it
+    would refuse is a usage error naming the variable (the user passed no option)."""
+    import argparse
+
+    from gitmem.faces.nui.storage import LATE_WINDOW
+    from gitmem.faces.serve import LATE_WINDOW_ENV
+    text = os.environ.get(LATE_WINDOW_ENV)
+    if not text:
+        return LATE_WINDOW
+    try:
+        return seconds(text)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"${LATE_WINDOW_ENV}: {exc} (unset it, or pass --late-window)") from None
 
 
 def cmd_nui_install(args) -> None:

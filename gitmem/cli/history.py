@@ -1,4 +1,4 @@
-"""``gitmem log``, ``blame``, ``show``, ``diff`` and ``restore``: a record's history
+"""``gitmem log``, ``blame``, ``show``, ``diff``, ``restore`` and ``recent``: a record's history
 (:mod:`gitmem.history.versions`, :mod:`gitmem.history.blame`). ``log`` pages and colours on a terminal,
 as ``git log`` does."""
 
@@ -40,7 +40,7 @@ def add_blame(sub) -> None:
 
 
 def add_show(sub) -> None:
-    _record_at_a_time(takes_repo(sub, cmd_show))
+    _record_at_a_time(takes_repo(sub, cmd_show), default="@")
 
 
 def add_diff(sub) -> None:
@@ -55,10 +55,21 @@ def add_restore(sub) -> None:
     _record_at_a_time(takes_repo(sub, cmd_restore))
 
 
-def _record_at_a_time(sub) -> None:
-    """RECORD and ``--at WHEN``, as ``show`` and ``restore`` take them."""
+def add_recent(sub) -> None:
+    takes_repo(sub, cmd_recent)
+    sub.add_argument("--since", default="1 day ago", metavar="WHEN",
+                     help="a date/time or a commit, as WHEN elsewhere (default: '1 day ago')")
+    sub.add_argument("-n", "--max-count", type=positive_int, default=50, metavar="N",
+                     help="show at most N changes (default: 50)")
+    sub.add_argument("--json", action="store_true", help="one JSON array, for scripts")
+
+
+def _record_at_a_time(sub, default: str | None = None) -> None:
+    """RECORD and ``--at WHEN``, as ``show`` (by ``default`` the newest version) and
+    ``restore`` (always told which) take them."""
     sub.add_argument("record", metavar="RECORD", help=RECORDS)
-    sub.add_argument("--at", required=True, metavar="WHEN", help=WHEN)
+    sub.add_argument("--at", required=default is None, default=default, metavar="WHEN",
+                     help=WHEN + (f" (default: {default}, the newest)" if default else ""))
     sub.add_argument("--json", action="store_true", help="one JSON object, for scripts")
 
 
@@ -89,13 +100,34 @@ def cmd_log(args) -> None:
                   f"{printable(c.author):<24}  [{e.summary}]  {printable(c.summary)}")
 
 
+def cmd_recent(args) -> None:
+    """Each change as ``git log -p`` shows a commit: id, date, author, what made it, then
+    the diff of every file it changed."""
+    from gitmem.history.versions import format_date
+    with _open(args) as mem:
+        changes = mem.recent(args.since, limit=args.max_count)
+    if args.json:
+        print_json([change.to_json() for change in changes])
+        return
+    for change in changes:
+        c, found = change.commit, change.to_json()
+        print(f"{c.id[:10]}  {format_date(c.time, c.offset)}  {printable(c.author)}  "
+              f"[{found['op'] or 'git'}]  {printable(c.summary)}")
+        for file in found["changes"]:
+            sys.stdout.write(file["diff"])
+        print()
+
+
 def record_names(mem) -> list[str]:
-    """The name of every record at HEAD: user, agent:<id>, session:<type>/<id>, thread:<id>."""
+    """The name of every record at HEAD, as listings show them (:func:`gitmem.records.layout.record_name`)."""
+    from gitmem.records import layout
     snapshot = mem.engine.snapshot()
-    return ((["user"] if snapshot.exists(mem.memory.path(None)) else [])
-            + [f"agent:{agent}" for agent in mem.memory.agents(snapshot=snapshot)]
-            + [f"session:{t}/{s}" for t, s in mem.sessions.list(snapshot=snapshot)]
-            + [f"thread:{t['id']}" for t in mem.threads.list_threads(snapshot=snapshot)])
+    return ([layout.record_name(path) for path in snapshot.files(layout.MEMORY)
+             if layout.record_path(path) == path]
+            + [layout.record_name(mem.sessions.folder(t, s), (t, s))
+               for t, s in mem.sessions.list(snapshot=snapshot)]
+            + [layout.record_name(mem.threads.folder(t["id"]), (t["id"],))
+               for t in mem.threads.list_threads(snapshot=snapshot)])
 
 
 def cmd_blame(args) -> None:

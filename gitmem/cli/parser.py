@@ -14,13 +14,50 @@ import importlib
 import sys
 
 from gitmem import __version__
+from gitmem.cli.names import did_you_mean
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line on stderr (its subcommands inherit it)."""
+    """argparse whose usage errors are one line on stderr (its subcommands inherit it),
+    naming the command whose help to see and, for a mistyped name, the closest ones."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {message}{self._word_hint()} (see {self.prog} --help)\n")
+
+    def _word_hint(self) -> str:
+        """For a command taking words (search), the way to give one that starts with '-'."""
+        takes_words = any(not action.option_strings and action.nargs in ("+", "*")
+                          for action in self._actions)
+        dashed = [arg for arg in getattr(self, "_given", ()) if arg.startswith("-") and arg != "--"
+                  and arg.partition("=")[0] not in self._option_string_actions]
+        if not takes_words or not dashed:
+            return ""
+        return f"; a word starting with '-' goes after --: {self.prog} -- {dashed[0]}"
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given = list(sys.argv[1:] if args is None else args)
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and not hasattr(namespace, _REFUSED_BY):  # the innermost command's, first
+            setattr(namespace, _REFUSED_BY, self)
+        return namespace, extras
+
+    def parse_args(self, args=None, namespace=None):
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            refused_by = getattr(namespace, _REFUSED_BY, self)
+            options = [name for name in refused_by._option_string_actions if name.startswith("--")]
+            hint = did_you_mean(extras[0], options) if extras[0].startswith("--") else ""
+            refused_by.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+        return namespace
+
+    def _check_value(self, action, value):
+        if action.choices is not None and value not in action.choices:
+            names = ", ".join(map(repr, action.choices))
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}"
+                                         f"{did_you_mean(value, action.choices)} (choose from {names})")
+
+
+_REFUSED_BY = "_refused_by"  # in the namespace: the command that left arguments it does not take
 
 
 class _Commands(argparse._SubParsersAction):
@@ -62,6 +99,8 @@ COMMANDS = (
     ("diff", "what changed in a record between two times", "history.add_diff"),
     ("restore", "write a record back as it was at a time, as a new commit",
      "history.add_restore"),
+    ("recent", "what changed across every record since a time, newest first, each change "
+     "with its diff", "history.add_recent"),
     ("search", "find the memory blocks, session messages and thread events that say "
      "something, now, at a time (--at) or (--history) ever", "search.add_search"),
     ("unit", "one block, message or event of a record by a search hit's unit_id, with its "
@@ -127,7 +166,7 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
 
 REPO_HELP = ("the repository (default: $GITMEM_REPO, else the gitmem repository holding the "
              "current folder, else ~/.local/share/gitmem)")
-RECORDS = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
+RECORDS = "user, agent:<id>, note:<path>, session:<agentType>/<sessionId> or thread:<threadId>"
 NO_PAGER_HELP = "do not pipe the output into a pager ($GIT_PAGER, $PAGER or less)"
 
 
@@ -211,6 +250,7 @@ EXAMPLES = {
     "show": "gitmem show user --at yesterday",
     "diff": "gitmem diff agent:reviewer --since '3 days ago'",
     "restore": "gitmem restore user --at HEAD~2",
+    "recent": "gitmem recent --since '2 hours ago'",
     "search": "gitmem search 'when do we deploy?' --context 1  # or: 'deploy* -staging' --history",
     "unit": "gitmem unit session:claude-code/6f1c m42 --context 2",
     "import nui": "gitmem import nui --dry-run",

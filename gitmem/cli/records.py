@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
+from gitmem.records.ids import check
 from gitmem.cli.base import CliError, UsageError, open_repo, quick_first, write_pieces
 from gitmem.cli.names import did_you_mean, printable, say_missing
 from gitmem.cli.parser import command
@@ -64,7 +65,7 @@ def add_thread(parser) -> None:
 def _agent(args) -> str | None:
     if not args.user and args.agent is None:
         raise UsageError("say whose memory: --user or --agent ID (see --help)")
-    return None if args.user else args.agent
+    return None if args.user else check(args.agent, "--agent")
 
 
 def cmd_memory_read(args) -> None:
@@ -83,8 +84,10 @@ def _say_no_memory(mem, agent: str | None, then: str = "", snapshot=None) -> Non
     if agent is None:
         say_missing(f"user memory{then}", "user", [], "gitmem memory list")
         return
+    from gitmem.records.layout import record_name
     say_missing(f"agent memory {agent!r}{then}", f"agent:{agent}",  # named as log does
-                [f"agent:{a}" for a in mem.memory.agents(snapshot=snapshot)], "gitmem memory list")
+                [record_name(path) for path in mem.memory.paths(snapshot=snapshot)],
+                "gitmem memory list")
 
 
 def cmd_memory_write(args) -> None:
@@ -108,7 +111,8 @@ def cmd_memory_delete(args) -> None:
 
 
 def cmd_memory_list(args) -> None:
-    """One line a memory: ``user`` or ``agent:<id>``, its size in bytes, its last change."""
+    """One line a memory: ``user``, ``agent:<id>`` or ``note:<path>``, its size in bytes,
+    its last change."""
     from datetime import datetime
 
     from gitmem.history.versions import memories
@@ -116,7 +120,8 @@ def cmd_memory_list(args) -> None:
         for listed in memories(mem):
             when = datetime.fromtimestamp(listed.last.time).astimezone().strftime(
                 "%Y-%m-%d %H:%M") if listed.last else "-"
-            print(f"{printable(listed.record)}\t{listed.size}\t{when}")
+            size = "?" if listed.size is None else listed.size  # unreadable: the warning says why
+            print(f"{printable(listed.record)}\t{size}\t{when}")
 
 
 @quick_first
@@ -199,14 +204,18 @@ def cmd_session_delete(args) -> None:
 
 
 def cmd_session_list(args) -> None:
+    from gitmem.records.layout import SESSIONS
     with open_repo(args) as mem:
-        for agent_type, session_id in mem.sessions.list():
+        snapshot = mem.engine.snapshot(scope=SESSIONS)  # the edits waiting are taken in, as a read's
+        for agent_type, session_id in mem.sessions.list(snapshot=snapshot):
             print(f"{printable(agent_type)}\t{printable(session_id)}")
 
 
 def cmd_thread_list(args) -> None:
+    from gitmem.records.layout import THREADS
     with open_repo(args) as mem:
-        for thread in mem.threads.list_threads():
+        snapshot = mem.engine.snapshot(scope=THREADS)  # the edits waiting are taken in, as a read's
+        for thread in mem.threads.list_threads(snapshot=snapshot):
             print(json.dumps(thread, ensure_ascii=False))
 
 

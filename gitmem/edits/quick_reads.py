@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from gitmem.git import stamp
 from gitmem.git.files import read_regular
 from gitmem.records import layout
-from gitmem.records.jsontexts import json_array, jsonl_run, written_run
+from gitmem.records.jsontexts import checked_run, json_array, written_run
 from gitmem.records.meta import parse_meta
 
 _REFERENCE = ('"' + layout.NAMESPACE).encode()  # an image's reference in a line: the full read restores it
@@ -76,12 +76,12 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
             if files[path] in written:  # its lines and its want of images known already
                 runs.append(written_run(data, known=True))
                 continue
-            run = written_run(data)
-            as_written = run is not None
-            if not as_written:
-                run = jsonl_run(data)
+            run, broken = checked_run(data)
+            if broken:  # a line that is not JSON: the full read leaves it out, and says so
+                return None
             if _REFERENCE in run:  # an image: the full read restores it
                 return None
+            as_written = written_run(data) is not None
             if as_written:
                 found_written.append(files[path])
             runs.append(run)

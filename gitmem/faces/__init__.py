@@ -5,7 +5,9 @@ share), ``serve`` (``gitmem serve``: one process answering ``storage.*`` and
 ``threads.*``), ``logfile`` (a server's log file); ``nui/`` (the ``storage.*`` table,
 handler lists, the extension install, the import of nui's data), ``kaboo/`` (the
 ``threads.*`` table, the npm adapter), ``mcp/`` (tools on the MCP SDK, the server, client
-configuration).
+configuration), ``anthropic/`` (Claude's memory tool on the Anthropic SDK, public as
+:mod:`gitmem.anthropic`), ``openai_agents/`` (the OpenAI Agents SDK's sessions, public as
+:mod:`gitmem.openai_agents`).
 
 May import anything below the command line. The method tables (``rpc``,
 ``nui.storage``, ``nui.handlers``, ``kaboo.threads``, ``mcp.tools``) are handed the stores

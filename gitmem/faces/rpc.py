@@ -170,6 +170,17 @@ _first_byte = operator.itemgetter(0)
 _BRACE = ord("{")
 
 
+def id_param(params: Mapping[str, Any], name: str) -> str:
+    """`params[name]`: an id, a string that is not empty or only whitespace (the stores
+    refuse one with the words of their Python API; here the message names the param)."""
+    from gitmem.records.ids import EmptyId, check
+    value = param(params, name)
+    try:
+        return check(value, f'param "{name}"')
+    except EmptyId as error:
+        raise InvalidParams(str(error), {"param": name}) from None
+
+
 def param(params: Mapping[str, Any], name: str, kind: type = str, default: Any = _REQUIRED) -> Any:
     """`params[name]`, checked to be a `kind` (str, list, dict or bool).
 

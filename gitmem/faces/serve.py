@@ -148,6 +148,7 @@ def run(repo: str | os.PathLike | None = None, *,
             syncer.stop(timeout=SYNC_GRACE)
         if watcher is not None:
             watcher.stop()
+        maintenance.stop()  # first: the repack ended next is no failure
         gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
         if indexer.is_alive():  # its git just ended
             indexer.join(INDEX_GRACE)
@@ -273,7 +274,7 @@ class _ThenOnFirstUse(dict):
 def _fix_for(problem: Exception, repo: Path) -> str:
     """What a person can do about ``problem``, in a few words."""
     if isinstance(problem, MissingRepository):  # its message names the nearest repository
-        return "or let gitmem serve create it: --create (the kaboo store: create: true)"
+        return _file_in_the_way(repo) or "or let gitmem serve create it: --create (the kaboo store: create: true)"
     if isinstance(problem, (ForeignRepository, NotAFolderOfItsOwn)):  # its message says what to do
         return "then restart gitmem"
     if isinstance(problem, DamagedObject):
@@ -292,10 +293,14 @@ def _fix_for_a_folder_not_made(repo: Path, problem: OSError) -> str:
     """What to do when ``repo`` does not exist and could not be created: said of the
     nearest folder above it that exists (there is nothing to fsck yet)."""
     there = next(folder for folder in repo.parents if folder.exists())
-    if not there.is_dir():
-        return f"{there} is a file, not a folder: choose a repository path outside it"
-    return (f"{repo} cannot be created in {there} ({problem.strerror or problem}): choose a path "
+    return _file_in_the_way(repo) or (f"{repo} cannot be created in {there} ({problem.strerror or problem}): choose a path "
             f"in a folder this user can write, or create {repo} and make it writable by this user")
+
+
+def _file_in_the_way(repo: Path) -> str | None:
+    """The advice when a file stands where a folder above ``repo`` would be, else None."""
+    there = next(folder for folder in repo.parents if folder.exists())
+    return None if there.is_dir() else f"{there} is a file, not a folder: choose a repository path outside it"
 
 
 def _claim_stdout() -> BinaryIO:

@@ -386,7 +386,11 @@ class Recovery:
         except (OSError, ValueError, EngineError):
             return
         if self._repo.descendant_of(tip, commit.id) or self._main_was_at(commit.id):
-            return  # it landed; a person's amend or reset since is gitmem.edits.rewrites' to handle
+            # it landed; a person's amend or reset since is gitmem.edits.rewrites' to handle.
+            # Noted as looked at: the walk from main's tip back to it is not made again at
+            # every opening (commits made with plain git or fast-import since it).
+            self.note_in_flight(tip)
+            return
         parent = commit.parents[0].tree if commit.parents else None
         head = self._reader.snapshot(tip)
         for path, (_, new_id) in tree_changes(parent, commit.tree).items():

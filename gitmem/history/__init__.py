@@ -1,7 +1,8 @@
 """A record's history: its log, how it was at a time, diffs, restores and blame.
 
 ``versions`` (log, show, diff, restore, times), ``blame`` (who wrote each line),
-``record_index`` (which commits touched which record, kept under ``.git/gitmem/``).
+``record_index`` (which commits touched which record, kept under ``.git/gitmem/``) and
+``index_parts`` (its lines kept record by record, so that a record is read alone).
 
 May import: ``gitmem.git``, ``gitmem.records``, ``gitmem.stores``.
 """

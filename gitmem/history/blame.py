@@ -163,7 +163,7 @@ def blame(mem: Records, record: str) -> list[Blamed]:
     parsed = layout.parse_record(record)
     versions = [v.id for v in reversed(mem.record_index.versions(parsed.path))]
     by_hunks = None
-    if parsed.kind in ("user", "agent") and len(versions) >= READ_AHEAD_FROM:
+    if parsed.is_memory and len(versions) >= READ_AHEAD_FROM:
         by_hunks = _memory_by_hunks(mem, parsed.path, versions)
     values, owners = by_hunks or _by_versions(mem, parsed, versions)
     infos = {c.id: c for c in mem.engine.commit_infos(sorted({o for found in owners.values() for o in found}))}
@@ -205,7 +205,7 @@ def _by_versions(mem: Records, parsed: layout.Record, versions: list[str]) -> tu
     values: dict[str, list[Any]] = {}
     keys: dict[str, list[str]] = {}
     splitter = _Blocks()
-    read_ahead = 0 if parsed.kind in ("user", "agent") and len(versions) >= READ_AHEAD_FROM else len(versions)
+    read_ahead = 0 if parsed.is_memory and len(versions) >= READ_AHEAD_FROM else len(versions)
     for at, commit in enumerate(versions):
         if at >= read_ahead:  # a memory's many versions: git reads them at once
             read_ahead = at + (mem.engine.prefetch(parsed.path, versions[at:]) or len(versions))

@@ -20,8 +20,11 @@ mid-write) are ignored. A missing file, a check that fails, or a last indexed co
 that is no longer in main's history (an amend, a reset) makes it start over (written to
 a temporary file, then renamed): deleting it changes no answer.
 
-A record's versions are found by searching the file for its path, so answering costs
-about a millisecond a megabyte of index (some 30,000 commits) plus the record's own lines.
+A record's versions are read from the index's parts (:mod:`gitmem.history.index_parts`:
+each record's lines together, made from the file up to one of its check lines) and the
+file's lines past them, so answering reads the record's own lines and a bounded tail,
+whatever the history's length, and so does ``commit_at``; catching up on new commits
+reads the whole file.
 Versions are ordered newest first by main's topology, not by dates (a clock that was
 wrong leaves a commit dated in the future): by generation (a child always comes before
 its parents), then commit time, then commit id.
@@ -36,13 +39,15 @@ import zlib
 from collections.abc import Callable
 
 from gitmem.git.engine import GitEngine
+from gitmem.history import index_parts
 from gitmem.git.lock import FileLock, LockTimeout, NotWritable
 from gitmem.git.log import ChangedCommit
 from gitmem.records.layout import record_path
 
 FILE = "record-index"  # in .git/gitmem/
+PARTS_FILE = "record-index-parts"  # each record's lines together: gitmem.history.index_parts
 LOCK_FILE = "record-index-lock"  # a flock file kept, not a git-style .lock (none is left behind)
-HEADER = b"gitmem record index 2\n"
+HEADER = b"gitmem record index 3\n"  # 3: notes (memory/<path>) are records
 LOCK_WAIT = 2.0  # seconds
 FILE_MODE = 0o600
 _LINE_HEAD = re.compile(rb"^([0-9a-f]{40}) (-?\d+) (\d+)", re.M)
@@ -81,8 +86,9 @@ def checked(data: bytes) -> bytes | None:
 class RecordIndex:
     """The record index of one repository (see the module's docstring).
 
-    ``diffed`` counts the commits this object has diffed and ``rebuilds`` the times it
-    started over, for tests and the bench. ``progress``, when set, is called as
+    ``diffed`` counts the commits this object has diffed, ``rebuilds`` the times it
+    started over and ``reads.bytes`` the bytes it read of its files, for tests and the
+    bench. ``progress``, when set, is called as
     ``progress(done, total)`` while a long stretch of history is read.
     """
 
@@ -98,6 +104,9 @@ class RecordIndex:
         self._file: tuple[tuple[int, int, int], bytes] | None = None  # the file as last read
         self._versions: dict[str, list[IndexedCommit]] = {}  # by record path, while at _head
         self._ids: set[bytes] | None = None  # every indexed commit, read when needed
+        self.parts_path = engine.private_dir / PARTS_FILE
+        self.reads = index_parts.Reads()
+        self._view: index_parts.View | None = None  # the answers come from it when set, not _data
 
     # -- answers ------------------------------------------------------------------
 
@@ -106,13 +115,33 @@ class RecordIndex:
         self._update()
         found = self._versions.get(path)
         if found is None:
-            found = self._versions[path] = sorted(self._search(path), key=_order, reverse=True)
+            found = self._versions[path] = sorted(self._find(path), key=_order, reverse=True)
         return list(found)
+
+    def _find(self, path: str) -> list[IndexedCommit]:
+        if self._view is not None:
+            lines = self._view.part(self.parts_path, path, self.reads)
+            if lines is not None:
+                return [_parse_line(line) for line in lines] + [
+                    IndexedCommit(e.id, e.time, e.generation) for e in _search(self._view.tail, path)]
+            self._update(full=True)  # the parts file changed meanwhile, or is damaged
+            self._write_parts()
+        return [IndexedCommit(e.id, e.time, e.generation) for e in _search(self._data, path)]
 
     def commit_at(self, when: float) -> str | None:
         """The newest commit of main (by topology) among those made at or before ``when``
         (seconds since the epoch)."""
         self._update()
+        if self._view is not None:
+            found = self._view.newest_at(self.parts_path, when, self.reads)
+            if found is not False:
+                best = max([*([found] if found else []), *(
+                    (int(generation), int(time), commit.decode())
+                    for commit, time, generation in _LINE_HEAD.findall(self._view.tail)
+                    if int(time) <= when)], default=None)
+                return best[2] if best is not None else None
+            self._update(full=True)  # the parts file changed meanwhile, or is damaged
+            self._write_parts()
         best = max(((int(generation), int(time), commit)
                     for commit, time, generation in _LINE_HEAD.findall(self._data)
                     if int(time) <= when), default=None)
@@ -127,17 +156,6 @@ class RecordIndex:
             if since <= int(match[2]) <= until:
                 found.append(_parse_line(data[match.start():data.index(b"\n", match.start())]))
         return sorted(found, key=_order, reverse=True)
-
-    def _search(self, path: str) -> list[IndexedCommit]:
-        data, needle, found = self._data, b"\t" + path.encode(), []
-        at = data.find(needle)
-        while at >= 0:
-            after = at + len(needle)
-            if data[after:after + 1] in (b"\t", b"\n"):
-                start = data.rfind(b"\n", 0, at) + 1
-                found.append(_parse_line(data[start:data.index(b"\n", at)]))
-            at = data.find(needle, after)
-        return found
 
     def _known(self, commit: str) -> bool:
         if self._ids is None:
@@ -155,26 +173,48 @@ class RecordIndex:
         do, so that the first history command finds it ready)."""
         self._update()
 
-    def _update(self) -> None:
+    def _update(self, full: bool = False) -> None:
+        """Bring the index up to date with main; ``full``: with the whole index read, not
+        only its parts' heads and the log's tail."""
         head = self.engine.head()
-        if head == self._head:
+        if head == self._head and (self._view is None or not full):
             return
         self._versions, self._ids = {}, None
         if head is None:
-            self._data, self._tip, self._head = HEADER, None, None
+            self._data, self._tip, self._head, self._view = HEADER, None, None, None
             return
+        view = None if full else index_parts.look(self.parts_path, self.path, HEADER, self.reads)
+        if view is not None and view.tip == head:  # up to date: the parts and the tail answer
+            self._view, self._tip, self._head = view, head, head
+            if len(view.tail) > index_parts.TAIL_LIMIT:
+                self._write_parts()
+            return
+        self._view = None
         data = self._read()
         if data is not None:
             self._data, self._tip = data, _last_commit(data)
-        if data is not None and self._tip == head:
-            self._head = head
-            return
-        new = self._new_commits(head) if data is not None else None
-        if new is None:  # damaged, or it holds commits main no longer has: start over
-            self._rebuild(head)
-        else:
-            self._append(new)
+        if data is None or self._tip != head:
+            new = self._new_commits(head) if data is not None else None
+            if new is None:  # damaged, or it holds commits main no longer has: start over
+                self._rebuild(head)
+            else:
+                self._append(new)
         self._head = head
+        covered = len(HEADER) if view is None or view.head is None else view.covered
+        if not full and len(self._data) - covered > index_parts.TAIL_LIMIT:
+            self._write_parts()
+
+    def _write_parts(self) -> None:
+        """Make the parts file again from the index file as it is now (see
+        :mod:`gitmem.history.index_parts`)."""
+        data = self._read()
+        if data is None or not data.endswith(b"\n") or _last_commit(data) is None:
+            return
+        try:
+            index_parts.write(self.parts_path, self.engine.private_dir / "tmp" / f"{os.getpid()}-{PARTS_FILE}",
+                              data, HEADER)
+        except OSError:
+            pass  # answered all the same; the next use tries again
 
     def _read(self) -> bytes | None:
         """The checked part of the index file (cached while the file does not change);
@@ -185,7 +225,9 @@ class RecordIndex:
                 stamp = (info.st_ino, info.st_size, info.st_mtime_ns)
                 if self._file is not None and self._file[0] == stamp:
                     return self._file[1]
-                data = checked(file.read())
+                whole = file.read()
+                self.reads.bytes += len(whole)
+                data = checked(whole)
         except OSError:
             return None
         if data is not None:
@@ -276,6 +318,19 @@ class RecordIndex:
 
     def _lock(self) -> FileLock:
         return FileLock(self.path.with_name(LOCK_FILE), timeout=LOCK_WAIT)
+
+
+def _search(data: bytes, path: str) -> list[IndexedCommit]:
+    """The lines of index ``data`` that name the record at ``path``."""
+    needle, found = b"\t" + path.encode(), []
+    at = data.find(needle)
+    while at >= 0:
+        after = at + len(needle)
+        if data[after:after + 1] in (b"\t", b"\n"):
+            start = data.rfind(b"\n", 0, at) + 1
+            found.append(_parse_line(data[start:data.index(b"\n", at)]))
+        at = data.find(needle, after)
+    return found
 
 
 def _order(entry: IndexedCommit) -> tuple[int, int, str]:

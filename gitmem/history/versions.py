@@ -1,7 +1,7 @@
 """History of a record: its log with a summary of each change, how it was at a time,
 what changed between two times, and putting an old version back.
 
-Records are named as everywhere else (``user``, ``agent:<id>``,
+Records are named as everywhere else (``user``, ``agent:<id>``, ``note:<path>``,
 ``session:<agentType>/<sessionId>``, ``thread:<threadId>``). A time (WHEN) is a
 revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (the end of that day,
 local time: as it was that day), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``,
@@ -11,20 +11,24 @@ or before it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N
 back: ``@~1`` is the one before the newest). Restoring writes the old content back as a
 new commit; nothing is ever reset. The record's commits come from the record index
 (:mod:`gitmem.history.record_index`), so a record's history costs what its own changes cost.
+What changed lately across every record, each change with its diff, is :func:`recent`.
 
     with Gitmem.open() as mem:
         for entry in log(mem, "user"):
             print(entry.commit.summary, entry.summary)   # "memory: replace user memory" "+1 -0 lines"
         show(mem, "user", "yesterday").value["content"]
         restore(mem, "user", "yesterday")
+        recent(mem, "2 hours ago")   # [RecentChange(commit, files with their patches), ...]
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import time
 from datetime import datetime, timedelta, timezone
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from gitmem.git import gitproc
@@ -33,8 +37,10 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.log import FileChange, FileDiff
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
+from gitmem.records.counts import counted
 from gitmem.records.ids import printable
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
+from gitmem.records.layout import record_name
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 
 
@@ -56,6 +62,7 @@ _RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
 # abc1234) or as a day of this month (12), so one that names no commit is refused
 _REVISION_LIKE = re.compile(r"[^~^]*[~^].*|@.*|[0-9a-fA-F]+")
 _NOUNS = {"messages": "message", "events": "event"}
+MAX_RECENT_DIFF = 20_000  # characters of one file's diff that recent() answers
 
 
 class HistoryError(ValueError):
@@ -132,7 +139,7 @@ class MemoryListed:
     """A memory record, its size in bytes and its last commit (None: not committed yet)."""
 
     record: str
-    size: int
+    size: int | None  # None: its file cannot be read
     last: CommitInfo | None
 
     def to_json(self) -> dict[str, Any]:
@@ -140,6 +147,24 @@ class MemoryListed:
         return {"record": self.record, "size": self.size,
                 "changed": format_date(last.time, last.offset) if last else None,
                 "commit": last.id if last else None}
+
+
+@dataclasses.dataclass(frozen=True)
+class RecentChange:
+    """One commit of :func:`recent`: who made it and when, and each file it changed, with
+    the record the file belongs to (None: no record's, like README.md) and its diff."""
+
+    commit: CommitInfo
+    files: list[FileDiff]
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.commit
+        return {"id": c.id, "author": c.author, "email": c.email, "time": c.time,
+                "date": format_date(c.time, c.offset), "summary": c.summary,
+                "op": c.trailers.get("Gitmem-Op"), "trailers": c.trailers,
+                "changes": [{"record": _record_of(f.path), "path": f.path, "status": f.status,
+                             "added": f.added, "removed": f.removed, "binary": f.binary,
+                             "diff": _cut(f.patch)} for f in self.files]}
 
 
 # -- times ------------------------------------------------------------------------
@@ -214,9 +239,8 @@ def resolve_version(mem: Records, record: layout.Record, when: str) -> str | Non
             raise NoRecord(f"no record {record.name}")
         if back >= len(versions):
             have = f"@ to @~{len(versions) - 1}" if versions else "none"
-            raise HistoryError(f"{record.name} has {len(versions)} version"
-                               f"{'s' if len(versions) != 1 else ''} ({have}): {when!r} goes "
-                               "back further")
+            raise HistoryError(f"{record.name} has {counted(len(versions), 'version')} ({have}): "
+                               f"{when!r} goes back further")
         return versions[back].id
     moment = parse_time(when)
     if moment is not None:
@@ -252,17 +276,46 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None,
 
 
 def memories(mem: Records) -> list[MemoryListed]:
-    """Every memory record (``user`` first, then ``agent:<id>`` by id) with its size and
-    last change."""
-    snapshot = mem.engine.snapshot()
-    owners = ([None] if snapshot.exists(mem.memory.path(None)) else []) + sorted(
-        mem.memory.agents(snapshot=snapshot))
+    """Every memory record (``user`` first, then ``agent:<id>`` by id, then ``note:<path>``
+    by path) with its size and last change. The hand edits under ``memory/`` are taken in
+    first, as a read takes them in; a file that cannot be read (a damaged object) is listed
+    without a size, and the log says why."""
+    snapshot = mem.engine.snapshot(scope=layout.MEMORY)
+    records = []
+    for path in snapshot.files(layout.MEMORY):
+        if layout.record_path(path) == path and snapshot.blob_id(path) is not None:
+            record = layout.memory_record(path[len(layout.MEMORY) + 1:])
+            order = {"user": 0, "agent": 1}.get(record.kind, 2)
+            records.append(((order, record.ids), record))
     found = []
-    for agent in owners:
-        record = layout.parse_record("user" if agent is None else f"agent:{agent}")
+    for _, record in sorted(records, key=lambda pair: pair[0]):
+        try:
+            size = len(snapshot.read(record.path) or b"")
+        except EngineError as exc:  # one damaged file hides no other
+            logging.getLogger("gitmem.history").warning("%s", exc)
+            size = None
         last = record_commits(mem, record, limit=1)
-        found.append(MemoryListed(record.name, len(snapshot.read(record.path) or b""),
-                                  last[0] if last else None))
+        found.append(MemoryListed(record.name, size, last[0] if last else None))
+    return found
+
+
+def recent(mem: Records, since: str, *, limit: int = 50) -> list[RecentChange]:
+    """What changed across every record since WHEN ``since``, newest first: the commits of
+    ``main``'s first-parent line after it (a sync's merge is one change, holding what came
+    from the other side; an API write, a hand edit and a restore are one each), at most
+    ``limit``, each with every file it changed and its diff. A date stands for the newest
+    commit made at or before it, as everywhere in history."""
+    if limit < 1:
+        raise HistoryError(f"limit must be 1 or more, not {limit}")
+    stop = resolve_when(mem.engine, since)
+    found: list[RecentChange] = []
+    commit = mem.engine.head()
+    while commit is not None and len(found) < limit and not (
+            stop is not None and mem.engine.descends_from(stop, commit)):
+        info = mem.engine.commit_info(commit)
+        parent = info.parents[0] if info.parents else None
+        found.append(RecentChange(info, mem.engine.diff_commits("", parent, commit)))
+        commit = parent
     return found
 
 
@@ -311,7 +364,8 @@ def restore(mem: Records, record: str, at: str) -> Restored:
             raise NoRecord(f"no record {parsed.name}: nothing to restore")
         first = mem.engine.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
-                  "--agent`", "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
+                  "--agent`", "note": "the memory tool's delete",
+                  "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
         raise HistoryError(f"{parsed.name} did not exist at {at!r}: its first version is "
                            f"{first.id[:10]} of {format_date(first.time, first.offset)}; "
                            f"nothing restored ({delete} deletes it)")
@@ -357,8 +411,7 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
     if record is None:
         added = sum(f.added for f in files)
         removed = sum(f.removed for f in files)
-        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
-        return f"{count}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
+        return f"{counted(len(files), 'file')}, +{added} -{removed} lines", {"lines": {"added": added, "removed": removed}}
     changes: dict[str, dict[str, int]] = {}
     for f in files:
         group, unit = _group(record, f.path)
@@ -388,17 +441,17 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
 
 def read_record(mem: Records, record: layout.Record, snapshot, commit: str | None) -> Shown:
     """``record`` as ``snapshot`` (of ``commit``) holds it."""
-    if record.kind in ("user", "agent"):
-        agent = record.ids[0] if record.kind == "agent" else None
-        value = {"content": mem.memory.read(agent, snapshot=snapshot)}
+    if record.is_memory:
+        value = {"content": mem.memory.read_file(record.path, snapshot=snapshot)}
         exists = snapshot.exists(record.path)
     elif record.kind == "session":
-        messages, agent_session_id = mem.sessions.read(*record.ids, snapshot=snapshot)
+        ids = record.ids or _ids_in_meta(snapshot, record, ("agentType", "sessionId"), mem.sessions.folder)
+        messages, agent_session_id = mem.sessions.read(*ids, snapshot=snapshot)
         value = {"messages": messages, "agentSessionId": agent_session_id,
-                 "meta": mem.sessions.meta(*record.ids, snapshot=snapshot)}
+                 "meta": mem.sessions.meta(*ids, snapshot=snapshot)}
         exists = snapshot.tree_id(record.path) is not None
     else:
-        thread_id = record.ids[0]
+        thread_id, = record.ids or _ids_in_meta(snapshot, record, ("threadId",), mem.threads.folder)
         value = {"events": mem.threads.read_events(thread_id, snapshot=snapshot),
                  "messages": mem.threads.read_messages(thread_id, snapshot=snapshot),
                  "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
@@ -406,9 +459,38 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
     return Shown(record.name, commit, exists, value)
 
 
+def _ids_in_meta(snapshot, record: layout.Record, keys: tuple[str, ...],
+                 folder_of: Callable[..., str]) -> tuple[str, ...]:
+    """The ids of a session or thread named by its path (a folder name cut to fit, whose
+    full ids its ``meta.json`` keeps), as ``snapshot`` holds them."""
+    meta = read_meta(snapshot, record.path) or {}
+    ids = tuple(meta.get(key) for key in keys)
+    try:
+        found = all(isinstance(id_, str) for id_ in ids) and folder_of(*ids) == record.path
+    except ValueError:  # an empty id
+        found = False
+    if not found:
+        raise HistoryError(f"{record.path}: its meta.json names no ids whose folder it is, and "
+                           "gitmem reads sessions and threads by their ids")
+    return ids
+def _record_of(path: str) -> str | None:
+    """The name of the record file ``path`` belongs to (None: no record's)."""
+    record = layout.record_path(path)
+    return record_name(record) if record is not None else None
+
+
+def _cut(patch: str) -> str:
+    """``patch``, cut after :data:`MAX_RECENT_DIFF` characters with a line saying so."""
+    if len(patch) <= MAX_RECENT_DIFF:
+        return patch
+    rest = len(patch) - MAX_RECENT_DIFF
+    return (patch[:MAX_RECENT_DIFF].rsplit("\n", 1)[0] + f"\n... ({rest} more characters: "
+            "`gitmem diff RECORD` shows them)\n")
+
+
 def _files(snapshot, record: layout.Record) -> dict[str, str]:
     """{path: blob id} of every file of ``record`` in ``snapshot``."""
-    if record.kind in ("user", "agent"):
+    if record.is_memory:
         blob_id = snapshot.blob_id(record.path)
         return {record.path: blob_id} if blob_id else {}
     return {path: snapshot.blob_id(path) for path in snapshot.files(record.path)}
@@ -416,7 +498,7 @@ def _files(snapshot, record: layout.Record) -> dict[str, str]:
 
 def _group(record: layout.Record, path: str) -> tuple[str, str]:
     """What a changed file of ``record`` holds, and how its changes are counted."""
-    if record.kind in ("user", "agent"):
+    if record.is_memory:
         return "lines", "lines"
     parts = path[len(record.path) + 1:].split("/")
     if len(parts) == 2 and parts[1].endswith(".jsonl"):
@@ -437,14 +519,10 @@ def _describe(group: str, added: int, removed: int) -> str:
     changed = min(added, removed) if group in _NOUNS else 0
     parts = []
     if added - changed:
-        parts.append(f"+{added - changed} {_plural(noun, added - changed)}")
+        parts.append(f"+{counted(added - changed, noun)}")
     if removed - changed:
-        parts.append(f"-{removed - changed} {_plural(noun, removed - changed)}")
+        parts.append(f"-{counted(removed - changed, noun)}")
     if changed:
-        parts.append(f"{changed} {_plural(noun, changed)} changed")
+        parts.append(f"{counted(changed, noun)} changed")
     return ", ".join(parts)
-
-
-def _plural(noun: str, count: int) -> str:
-    return noun if count == 1 else noun + "s"
 

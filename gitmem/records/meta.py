@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from gitmem.errors import BrokenFile
 from gitmem.records import layout, strictjson
 from gitmem.records.ids import printable
 
@@ -48,9 +49,24 @@ def meta_bytes(meta: Mapping[str, Any]) -> bytes:
 
 
 def read_meta(snapshot: Snapshot, folder: str) -> dict[str, Any] | None:
-    """The metadata of the record in ``folder`` (a fresh dict); None when it has none."""
-    meta = snapshot.read_parsed(f"{folder}/{layout.META}", parse_meta)
+    """The metadata of the record in ``folder`` (a fresh dict); None when it has none.
+    Raises :class:`~gitmem.errors.BrokenFile` naming the file and line when it does not parse."""
+    path = f"{folder}/{layout.META}"
+    try:
+        meta = snapshot.read_parsed(path, parse_meta)
+    except ValueError as exc:
+        raise broken_meta(path, exc) from None
     return dict(meta) if meta is not None else None
+
+
+def broken_meta(path: str, error: ValueError) -> BrokenFile:
+    """:class:`~gitmem.errors.BrokenFile` for metadata file ``path``, which :func:`parse_meta`
+    refused with ``error``."""
+    if isinstance(error, json.JSONDecodeError):
+        return BrokenFile(path, error.lineno, f"{error.msg} (column {error.colno})")
+    if isinstance(error, UnicodeDecodeError):
+        return BrokenFile(path, error.object.count(b"\n", 0, error.start) + 1, "not UTF-8")
+    return BrokenFile(path, None, str(error))
 
 
 def record_trailers(op: str, record: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from gitmem.records import layout
-from gitmem.records.ids import UndecodableId, decode
 
 BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")  # between two blocks of a memory
 
@@ -44,8 +43,8 @@ def unit_kind(path: str) -> tuple[str, str] | None:
     record = layout.record_path(path)
     if record is None:
         return None
-    if record == path:
-        return (record, "block") if path.endswith(".md") else None
+    if record == path:  # a memory: user, an agent's, or a note, whatever its name
+        return record, "block"
     rest = path[len(record) + 1:].split("/")
     if len(rest) != 2 or not rest[1].endswith(layout.JSONL_SUFFIX):
         return None
@@ -59,25 +58,6 @@ def unit_kind(path: str) -> tuple[str, str] | None:
 def record_kind(record: str) -> str:
     return "memory" if record.startswith(layout.MEMORY + "/") else \
         "session" if record.startswith(layout.SESSIONS + "/") else "thread"
-
-
-def record_name(record: str) -> str:
-    """The name ``gitmem log`` takes for the record at path ``record``."""
-    parts = record.split("/")
-    if record == layout.USER_MEMORY:
-        return "user"
-    if parts[0] == layout.MEMORY:
-        return f"agent:{_decoded(parts[2][:-len('.md')])}"
-    if parts[0] == layout.SESSIONS:
-        return f"session:{_decoded(parts[1])}/{_decoded(parts[2])}"
-    return f"thread:{_decoded(parts[1])}"
-
-
-def _decoded(segment: str) -> str:
-    try:
-        return decode(segment)
-    except UndecodableId:  # a shortened id: its full form is in the record's meta.json
-        return segment
 
 
 def scrub(text: str) -> str:

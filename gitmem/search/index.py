@@ -51,7 +51,7 @@ from gitmem.search.meaning import FILE as VECTORS
 from gitmem.search.meaning import VectorCache, by_meaning
 from gitmem.search.query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, Parsed, SearchHit, answer,
                                  check_options, hits_of, meta, parse, spaced, stamp_holds)
-from gitmem.records.units import record_kind, record_name, unit_changes, unit_key, unit_kind
+from gitmem.records.units import record_kind, unit_changes, unit_key, unit_kind
 
 LOCK_FILE = "search.lock"
 LOCK_WAIT = 120.0  # seconds another process may take to bring the index up to date
@@ -468,7 +468,7 @@ class _Writer:
         if record not in self._records:
             self._records[record] = self.db.execute(
                 "INSERT INTO records(path, name, kind) VALUES (?, ?, ?)",
-                (record, record_name(record), record_kind(record))).lastrowid
+                (record, layout.record_name(record), record_kind(record))).lastrowid
         return self._records[record]
 
     def _add(self, record: int, unit: str, path: str, blob: str, text: str, commit: int) -> None:

@@ -32,7 +32,7 @@ from gitmem.records import layout
 from gitmem.records.units import pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "3"  # of the tables and the tokenizer: another one is built anew
+FORMAT = "4"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them)
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16

@@ -62,6 +62,7 @@ _EXT = re.compile(r"\.[a-z0-9]{1,10}")
 _CACHE_BYTES = 64 << 20
 _JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')  # outside strings JSON has no quotes
 _QUOTED_REF = '"' + REF
+_REFERENCE = re.compile(re.escape(_QUOTED_REF) + f"({_NAME.pattern})\"")
 _QUOTED_TEXT = '"' + TEXT
 
 
@@ -120,6 +121,12 @@ def references(value: Any) -> set[str]:
     return found
 
 
+def named_in(text: str) -> set[str]:
+    """The blob file names a line's text refers to, read from the text alone (a line that
+    does not parse has no values to walk)."""
+    return {match[1] for match in _REFERENCE.finditer(text)}
+
+
 def is_blob_name(name: str) -> bool:
     return _NAME.fullmatch(name) is not None
 
@@ -140,14 +147,14 @@ class Blobs:
 
     def prepare(self, snapshot: Snapshot, values: Sequence[Any],
                 stored: Sequence[tuple[Sequence[str], Sequence[Any]]] = (), *,
-                prune: bool = False) -> tuple[list[Any], dict[str, bytes | None]]:
+                prune: bool = False, keep: Set[str] = frozenset()) -> tuple[list[Any], dict[str, bytes | None]]:
         """``values`` as they are stored, and the blob file changes that go with them.
 
         ``stored`` holds the log's current chunks as ``(lines, values)``. Values equal to
         the stored ones at their position, whose lines hold no reference, are taken as
         they are without being walked; a whole such chunk is checked with one list
         comparison. With ``prune``, files no value refers to any more are removed (a
-        replace); without it (an append) files are only added.
+        replace), but those named in ``keep``; without it (an append) files are only added.
         """
         out: list[Any] = []
         files: dict[str, bytes] = {}
@@ -179,7 +186,7 @@ class Blobs:
         changes: dict[str, bytes | None] = {
             f"{self.folder}/{name}": data for name, data in files.items() if name not in present}
         if prune:
-            changes.update({f"{self.folder}/{name}": None for name in present - referenced})
+            changes.update({f"{self.folder}/{name}": None for name in present - referenced - keep})
         return out, changes
 
     def restore_json(self, snapshot: Snapshot, text: str, *, keep_references: bool = False) -> str:

@@ -14,25 +14,52 @@ and a replace rewrites only the chunks whose lines changed.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from gitmem.errors import InvalidInput
 from gitmem.git.snapshot import Snapshot
 from gitmem.records import strictjson
-from gitmem.records.jsontexts import JsonTexts, json_array, jsonl_run, jsonl_values
+from gitmem.records.jsontexts import (BrokenLine, JsonTexts, checked_run, checked_values, json_array,
+                                      sound_run)
 from gitmem.records.layout import JSONL_SUFFIX as SUFFIX, chunk_files
 from gitmem.records.strictjson import same_json
 from gitmem.stores import blobs as blob_refs
+
+log = logging.getLogger("gitmem.jsonl")
 
 MAX_LINES = 1000
 MAX_BYTES = 64 * 1024
 
 
 class Chunk(NamedTuple):
-    """One chunk file as stored: its lines (without newlines) and their parsed values."""
+    """One chunk file as stored: its readable lines (without newlines), their parsed values,
+    and the lines that are not one JSON value (plain git let them in), kept aside."""
 
     lines: tuple[str, ...]
     values: list[Any]  # internal: compared against, never handed out
+    broken: tuple[BrokenLine, ...] = ()
+
+    def written(self, lines: Sequence[str] | None = None) -> list[str]:
+        """``lines`` (by default the chunk's readable ones) with the broken lines put back
+        where they were: a log's writes never take a line out that a person must fix."""
+        found = list(self.lines if lines is None else lines)
+        for line in reversed(self.broken):  # the last first: the places before it stay put
+            found.insert(min(line.after, len(found)), line.text)
+        return found
+
+
+def objects(name: str, values: Sequence[Any] | None) -> list[Any]:
+    """``values`` as a list, each a JSON object (a dict); else :class:`~gitmem.errors.InvalidInput`
+    naming the caller's parameter ``name`` and the item, as the wire refuses it."""
+    if values is not None and (isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence)):
+        raise InvalidInput(f"{name} must be a list of JSON objects, not {type(values).__name__}")
+    found = list(values or [])
+    for i, value in enumerate(found):
+        if not isinstance(value, Mapping):
+            raise InvalidInput(f"{name}[{i}] must be a JSON object, not {type(value).__name__}")
+    return found
 
 
 def dumps(value: Any) -> str:
@@ -47,25 +74,33 @@ def dumps(value: Any) -> str:
 
 
 def chunk_lines(data: bytes) -> tuple[str, ...]:
-    """A chunk file's lines, not parsed (blank lines left out)."""
-    return tuple(line for line in data.decode("utf-8").split("\n") if line.strip())
+    """A chunk file's lines, not parsed (blank lines left out; bytes that are not UTF-8
+    kept as they are, to be written back as they were)."""
+    return tuple(line for line in data.decode("utf-8", "surrogateescape").split("\n") if line.strip())
+
+
+def read_chunk(data: bytes) -> Chunk:
+    """A chunk file, parsed; a line that is not one JSON value (NaN and Infinity are not)
+    goes to :attr:`Chunk.broken`, with its line number and why."""
+    try:
+        lines = tuple(line for line in data.decode("utf-8").split("\n") if line.strip())
+        values = strictjson.loads("[" + ",".join(lines) + "]")
+        if len(values) == len(lines):  # a line like `1,2` parses into two values when joined
+            return Chunk(lines, values)
+    except ValueError:  # UnicodeDecodeError too: a byte that is not UTF-8
+        pass
+    texts, broken = checked_values(data)  # line by line: which lines do not parse, and why
+    return Chunk(tuple(text.decode("utf-8") for text in texts), [strictjson.loads(text) for text in texts],
+                 broken)
 
 
 def parse_chunk(data: bytes) -> Chunk:
-    """Parse a chunk file; raises ``ValueError`` naming the line that does not parse."""
-    lines = chunk_lines(data)
-    try:
-        values = json.loads("[" + ",".join(lines) + "]")
-    except json.JSONDecodeError:
-        values = []
-        for number, line in enumerate(lines, 1):
-            try:
-                values.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"line {number}: {exc.msg} (column {exc.colno})") from None
-    if len(values) != len(lines):  # a line like `1,2` parses into two values when joined
-        raise ValueError("a line holds more than one JSON value")
-    return Chunk(lines, values)
+    """Parse a chunk file; raises ``ValueError`` naming the first line that does not parse."""
+    chunk = read_chunk(data)
+    if chunk.broken:
+        first = chunk.broken[0]
+        raise ValueError(f"line {first.number}: {first.reason}")
+    return chunk
 
 
 _GO_ESCAPES = tuple((char.encode(), f"\\u{ord(char):04x}".encode()) for char in "<>&\u2028\u2029")
@@ -74,7 +109,14 @@ _GO_ESCAPES = tuple((char.encode(), f"\\u{ord(char):04x}".encode()) for char in 
 def chunk_texts(data: bytes) -> tuple[bytes, bytes]:
     """A chunk file's lines as one text, as stored and as Go's encoder (nui's) writes them:
     with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped, which occur only inside strings."""
-    text = "\n".join(chunk_lines(data)).encode()
+    lines = chunk_lines(data)
+    try:
+        text = "\n".join(lines).encode()
+        sound = sound_run(text.replace(b"\n", b","), len(lines))
+    except UnicodeEncodeError:
+        sound = False
+    if not sound:  # the readable lines only, as the stores line values up with them
+        text = "\n".join(read_chunk(data).lines).encode()
     escaped = text
     for char, escape in _GO_ESCAPES:
         escaped = escaped.replace(char, escape)
@@ -120,7 +162,7 @@ class ChunkedJsonl:
         return [path for path in paths if snapshot.blob_id(path) is not None]
 
     def chunks(self, snapshot: Snapshot) -> list[tuple[str, Chunk]]:
-        return [(path, snapshot.read_parsed(path, parse_chunk)) for path in self.chunk_paths(snapshot)]
+        return [(path, snapshot.read_parsed(path, read_chunk)) for path in self.chunk_paths(snapshot)]
 
     def read(self, snapshot: Snapshot) -> list[Any]:
         """Every value in the log, in order (fresh objects the caller may change)."""
@@ -132,9 +174,11 @@ class ChunkedJsonl:
         megabyte costs a just-started process page faults."""
         runs = []
         for path in self.chunk_paths(snapshot):
-            run = snapshot.read_parsed(path, jsonl_run)
+            run, broken = snapshot.read_parsed(path, checked_run)
+            if broken:
+                _say_broken(snapshot, path, broken)
             if self.blobs is not None and blob_refs.MARK_BYTES in run:  # only its values with images
-                run = b",".join(self._restored(snapshot, snapshot.read_parsed(path, jsonl_values)))
+                run = b",".join(self._restored(snapshot, snapshot.read_parsed(path, checked_values).texts))
             runs.append(run)
         return json_array(runs)
 
@@ -188,9 +232,14 @@ class ChunkedJsonl:
         return self._restored(snapshot, texts[start:stop], keep_references=True), len(texts)
 
     def _value_texts(self, snapshot: Snapshot) -> list[bytes]:
-        """The texts of every value in the log, as stored (:func:`~gitmem.records.jsontexts.jsonl_values`)."""
-        return [text for path in self.chunk_paths(snapshot)
-                for text in snapshot.read_parsed(path, jsonl_values)]
+        """The texts of every value in the log, as stored (:func:`~gitmem.records.jsontexts.checked_values`)."""
+        texts = []
+        for path in self.chunk_paths(snapshot):
+            found = snapshot.read_parsed(path, checked_values)
+            if found.broken:
+                _say_broken(snapshot, path, found.broken)
+            texts += found.texts
+        return texts
 
     def _restored(self, snapshot: Snapshot, texts: list[bytes], *,
                   keep_references: bool = False) -> list[bytes]:
@@ -270,28 +319,34 @@ class ChunkedJsonl:
         values = list(values)
         changes: dict[str, bytes | None] = {}
         if self.blobs is not None:
-            values, changes = self.blobs.prepare(snapshot, values, [chunk for _, chunk in existing],
-                                                 prune=True)
+            values, changes = self.blobs.prepare(
+                snapshot, values, [(chunk.lines, chunk.values) for _, chunk in existing], prune=True,
+                keep={name for _, chunk in existing for line in chunk.broken
+                      for name in blob_refs.named_in(line.text)})
         out: list[list[str]] = []
         pos = 0
         for _, chunk in existing[:-1]:
             part = values[pos:pos + len(chunk.values)]
             pos += len(part)
-            out.append(list(chunk.lines) if same_json(part, chunk.values) else [dumps(v) for v in part])
+            out.append(chunk.written() if same_json(part, chunk.values)
+                       else chunk.written([dumps(v) for v in part]))
         rest = values[pos:]
         start: list[str] = []
         if existing:
             last = existing[-1][1]
             if same_json(rest[:len(last.values)], last.values):
                 start, rest = list(last.lines), rest[len(last.values):]
-        out.extend(self._pack(start, [dumps(v) for v in rest]))
+        packed = self._pack(start, [dumps(v) for v in rest])
+        if existing:
+            packed[0] = last.written(packed[0])
+        out.extend(packed)
         old = dict(existing)
         paths = self._paths(list(old), len(out), list(old))
         for path, lines in zip(paths, out):
             if not lines:
                 if path in old:
                     changes[path] = None
-            elif path not in old or old[path].lines != tuple(lines):
+            elif path not in old or old[path].written() != lines:
                 changes[path] = _chunk_bytes(lines)
         for path in list(old)[len(out):]:
             changes[path] = None
@@ -334,4 +389,18 @@ def _joined_array(texts: Sequence[bytes]) -> bytes:
 
 
 def _chunk_bytes(lines: list[str]) -> bytes:
-    return "".join(line + "\n" for line in lines).encode("utf-8")
+    return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+
+
+_said: set[tuple[str, str | None]] = set()  # (path, blob id) of the broken lines logged already
+
+
+def _say_broken(snapshot: Snapshot, path: str, broken: Sequence[BrokenLine]) -> None:
+    """Log each broken line of chunk ``path`` once per process: a read leaves it out."""
+    key = (path, snapshot.blob_id(path))
+    if key in _said:
+        return
+    _said.add(key)
+    for line in broken:
+        log.warning("%s line %d is not JSON (%s): left out of what gitmem reads, and kept in "
+                    "the file: fix it there (`gitmem status` lists it)", path, line.number, line.reason)

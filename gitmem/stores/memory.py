@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from gitmem.errors import InvalidInput
 from gitmem.git.base import Identity
 from gitmem.git.engine import GitEngine
 from gitmem.git.snapshot import Snapshot
@@ -81,7 +82,7 @@ class MemoryStore:
         """
         path = self.path(agent_id)
         if snapshot is not None:
-            return snapshot.read_parsed(path, _decode) or ""
+            return self.read_file(path, snapshot=snapshot)
         snapshot = self.engine.snapshot(scope=path)
         data = snapshot.read_parsed(path, _decode) or ""
         served = self._served.get(path)
@@ -89,6 +90,12 @@ class MemoryStore:
             served = self._served[path] = deque(maxlen=STALE_VERSIONS)
         served.append(Served(time.monotonic(), data, snapshot.commit_id))
         return data
+
+    def read_file(self, path: str, *, snapshot: Snapshot | None = None) -> str:
+        """The content of memory file ``path`` (``memory/user.md``, an agent's, a note's)
+        at HEAD or in ``snapshot``, "" when there is none."""
+        snapshot = snapshot or self.engine.snapshot(scope=path)
+        return snapshot.read_parsed(path, _decode) or ""
 
     def write(self, content: str, agent_id: str | None = None, mode: str = "replace",
               *, trailers: Mapping[str, str] | None = None,
@@ -117,8 +124,11 @@ class MemoryStore:
         the same way; if it *is* one that HEAD extends, it is a late duplicate. A merge's
         ``Gitmem-Merged-Base`` trailer names V's commit.
         """
+        if not isinstance(content, str):
+            raise InvalidInput(f"content must be a string, not {type(content).__name__}"
+                               + (" (decode the bytes first)" if isinstance(content, bytes) else ""))
         if mode not in MODES:
-            raise ValueError(f"writeMode must be 'replace' or 'append', not {mode!r}")
+            raise InvalidInput(f"mode must be 'replace' or 'append', not {mode!r}")
         path = self.path(agent_id)
         verb = "append to" if mode == "append" else "replace"
         arrived = time.monotonic() if arrived is None else arrived
@@ -323,8 +333,18 @@ class MemoryStore:
             f"memory: delete {_describe(agent_id)}",
             record_trailers("memory.delete", _record(agent_id), trailers), scope=path)
 
+    def paths(self, *, snapshot: Snapshot | None = None) -> list[str]:
+        """The memory files: ``memory/user.md`` (when there is one) first, then every
+        ``memory/agents/*.md``, whoever named it."""
+        snapshot = snapshot or self.engine.snapshot()
+        agents = [f"{layout.AGENT_MEMORY}/{name}" for name in snapshot.list(layout.AGENT_MEMORY)
+                  if name.endswith(".md")]
+        return [path for path in [layout.USER_MEMORY, *agents] if snapshot.blob_id(path) is not None]
+
     def agents(self, *, snapshot: Snapshot | None = None) -> list[str]:
-        """The ids of the agents that have memory."""
+        """The ids of the agents that have memory: each one :meth:`read` reads. A file whose
+        name is no id's encoding (saved by hand as ``Upper.md``; an id too long for a file
+        name, cut) is none: listings name it by its path (:func:`gitmem.records.layout.record_name`)."""
         snapshot = snapshot or self.engine.snapshot()
         found = []
         for name in snapshot.list(layout.AGENT_MEMORY):
@@ -332,7 +352,7 @@ class MemoryStore:
                 try:
                     found.append(decode(name[:-3]))
                 except UndecodableId:
-                    found.append(name[:-3])
+                    continue
         return found
 
 

@@ -35,17 +35,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gitmem.errors import BrokenFile, InvalidInput
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
 from gitmem.records import layout
+from gitmem.records.counts import counted
 from gitmem.records.ids import printable
 from gitmem.records.jsontexts import JsonTexts
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.records.strictjson import same_json
 from gitmem.stores.blobs import is_blob_name
-from gitmem.stores.jsonl import ChunkedJsonl, dumps
+from gitmem.stores.jsonl import ChunkedJsonl, dumps, objects
 
 log = logging.getLogger("gitmem.sessions")
 
@@ -70,7 +72,7 @@ class SessionStore:
              snapshot: Snapshot | None = None) -> tuple[list[Any], str]:
         """``(messages, agent_session_id)``; ``([], "")`` for a session never written."""
         snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
-        meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        meta = self._meta_to_read(agent_type, session_id, snapshot)
         return self._log(agent_type, session_id).read(snapshot), meta.get("agentSessionId", "")
 
     def read_json(self, agent_type: str, session_id: str, *,
@@ -84,7 +86,7 @@ class SessionStore:
         """Like :meth:`read_json`, the array's UTF-8 text left in pieces (``b"".join``
         them, or write them out one after the other: a big session is not copied again)."""
         snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
-        meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        meta = self._meta_to_read(agent_type, session_id, snapshot)
         return self._log(agent_type, session_id).read_json(snapshot), meta.get("agentSessionId", "")
 
     def read_json_within(self, agent_type: str, session_id: str, max_bytes: int, *,
@@ -96,7 +98,7 @@ class SessionStore:
         left out back in front of it (see :meth:`write`)."""
         folder = self.folder(agent_type, session_id)
         snapshot = snapshot or self.engine.snapshot(scope=folder)
-        meta = self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        meta = self._meta_to_read(agent_type, session_id, snapshot)
         messages = self._log(agent_type, session_id)
         fitted = messages.read_json_within(snapshot, max_bytes)
         if fitted.left_out:
@@ -133,8 +135,19 @@ class SessionStore:
 
     def meta(self, agent_type: str, session_id: str, *,
              snapshot: Snapshot | None = None) -> dict[str, Any] | None:
-        """The session's metadata (agentSessionId, workingDir, createdAt, updatedAt, ids)."""
+        """The session's metadata (agentSessionId, workingDir, createdAt, updatedAt, ids).
+        Raises :class:`~gitmem.errors.BrokenFile` when it does not parse: a write of the
+        session is refused, for it would write over the file a person has to fix."""
         return read_meta(snapshot or self.engine.snapshot(), self.folder(agent_type, session_id))
+
+    def _meta_to_read(self, agent_type: str, session_id: str, snapshot: Snapshot) -> dict[str, Any]:
+        """The metadata a read answers with: {} when there is none, or when it does not
+        parse (said in the log: the messages are answered all the same, agentSessionId "")."""
+        try:
+            return self.meta(agent_type, session_id, snapshot=snapshot) or {}
+        except BrokenFile as exc:
+            log.warning("%s: read without it (agentSessionId \"\")", exc)
+            return {}
 
     def write(self, agent_type: str, session_id: str, messages: Sequence[Any] | JsonTexts | None,
               agent_session_id: str = "", working_dir: str = "", *,
@@ -155,7 +168,8 @@ class SessionStore:
         gets the messages that read left out in front of it.
         """
         if not isinstance(messages, JsonTexts):
-            messages = list(messages or [])
+            messages = objects("messages", messages)
+        _check_texts(agent_session_id=agent_session_id, working_dir=working_dir)
         folder = self.folder(agent_type, session_id)
         chunks = self._log(agent_type, session_id)
         cut = self._cuts.get(folder)
@@ -175,7 +189,7 @@ class SessionStore:
 
         fields = {"agentSessionId": agent_session_id, "workingDir": working_dir, **(extra_meta or {})}
         commit = self._update(agent_type, session_id, "write",
-                              f"write {agent_type}/{session_id} ({len(messages)} messages)",
+                              f"write {agent_type}/{session_id} ({counted(len(messages), 'message')})",
                               changes, fields, trailers)
         if late:
             stored, age = late[-1]
@@ -233,17 +247,35 @@ class SessionStore:
         ``agent_session_id`` and ``working_dir`` replace the stored ones when given (None
         keeps them; a new session gets "").
         """
-        messages = list(messages or [])
+        messages = objects("messages", messages)
+        _check_texts(agent_session_id=agent_session_id, working_dir=working_dir)
+        self.folder(agent_type, session_id)  # the ids are checked before anything else
         if not messages:
             return None
         chunks = self._log(agent_type, session_id)
         fields = {key: value for key, value in (("agentSessionId", agent_session_id),
                                                 ("workingDir", working_dir)) if value is not None}
         fields.update(extra_meta or {})
-        count = f"{len(messages)} message{'s' if len(messages) != 1 else ''}"
         return self._update(agent_type, session_id, "append",
-                            f"append {count} to {agent_type}/{session_id}",
+                            f"append {counted(len(messages), 'message')} to {agent_type}/{session_id}",
                             lambda snapshot: chunks.append(snapshot, messages), fields, trailers)
+
+    def pop(self, agent_type: str, session_id: str, *,
+            trailers: Mapping[str, str] | None = None) -> tuple[Any, str | None]:
+        """Remove the last message, as one commit; ``(the message, the commit id)``, or
+        ``(None, None)`` when the session holds none. Taken from the tip under the writers'
+        lock: a message another writer adds meanwhile is never the one removed unseen."""
+        chunks = self._log(agent_type, session_id)
+        popped: list[Any] = []
+
+        def changes(snapshot: Snapshot) -> dict[str, bytes | None] | None:
+            messages = chunks.read(snapshot)
+            popped[:] = messages[-1:]
+            return chunks.replace(snapshot, messages[:-1]) if messages else None
+
+        commit = self._update(agent_type, session_id, "pop", f"pop the last message of "
+                              f"{agent_type}/{session_id}", changes, {}, trailers)
+        return (popped[0], commit) if popped else (None, None)
 
     def _update(self, agent_type: str, session_id: str, op: str, summary: str,
                 log_changes: Callable[[Snapshot], dict[str, bytes | None] | None],
@@ -348,6 +380,14 @@ class ReadCuts:
 
     def _save(self) -> None:
         write_private(self.path, json.dumps(self._cuts).encode("ascii"))
+
+
+def _check_texts(**given: str | None) -> None:
+    """Raise :class:`~gitmem.errors.InvalidInput` naming the parameter that is given (not
+    None) and not a string."""
+    for name, value in given.items():
+        if value is not None and not isinstance(value, str):
+            raise InvalidInput(f"{name} must be a string, not {type(value).__name__}")
 
 
 def _message_key(message: Any) -> dict[str, str]:

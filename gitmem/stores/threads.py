@@ -26,16 +26,19 @@ from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.snapshot import Snapshot
-from gitmem.records import layout
-from gitmem.records.ids import UndecodableId, decode
+from gitmem.errors import InvalidInput
+from gitmem.records import layout, strictjson
+from gitmem.records.counts import counted
+from gitmem.records.ids import UndecodableId, check, decode
 from gitmem.records.jsontexts import JsonTexts
 from gitmem.records.meta import meta_bytes, parse_meta, read_meta, record_trailers
-from gitmem.stores.jsonl import ChunkedJsonl, dumps
+from gitmem.stores.jsonl import ChunkedJsonl, dumps, objects
 from gitmem.stores.request_keys import TRAILER, RequestKeys, checked_key
 
 log = logging.getLogger("gitmem.threads")
 
 STATE_SNAPSHOT = "STATE_SNAPSHOT"
+_STATE_BYTES = STATE_SNAPSHOT.encode()
 LISTING_FILE = "thread-listing.json"  # in .git/gitmem/: the last listing of threads/ (a cache)
 
 
@@ -57,22 +60,17 @@ def last_state_json(data: bytes) -> str | None:
     object or array (JavaScript's ``snapshot && typeof snapshot === "object"``) is
     ``"null"``: a later such event hides an earlier good one, as in kaboo.
     """
-    for line in reversed(data.decode("utf-8").split("\n")):
-        if STATE_SNAPSHOT not in line and "\\u" not in line:
+    for line in reversed(data.split(b"\n")):
+        if _STATE_BYTES not in line and b"\\u" not in line:
             continue
-        event = json.loads(line)
+        try:
+            event = strictjson.loads(line)
+        except ValueError:  # not JSON, not UTF-8, NaN: plain git let it in, and reads leave it out
+            continue
         if isinstance(event, dict) and event.get("type") == STATE_SNAPSHOT:
             snapshot = event.get("snapshot")
             return dumps(snapshot) if isinstance(snapshot, (dict, list)) else "null"
     return None
-
-
-def _objects(name: str, values: Sequence[Any]) -> list[Any]:
-    values = list(values)
-    for i, value in enumerate(values):
-        if not isinstance(value, Mapping):
-            raise TypeError(f"{name}[{i}] must be a JSON object, not {type(value).__name__}")
-    return values
 
 
 class ThreadStore:
@@ -123,7 +121,10 @@ class ThreadStore:
         ``request_key`` that a recent commit holds already is not made again (None; see
         :mod:`gitmem.stores.request_keys`); so for every write here.
         """
-        events = _objects("events", events)
+        events = objects("events", events)
+        check(agent_id, "agent_id")
+        if owner_id is not None and not isinstance(owner_id, str):
+            raise InvalidInput(f"owner_id must be a string or None, not {type(owner_id).__name__}")
         if not events:
             return None
         folder = self.folder(thread_id)
@@ -139,8 +140,8 @@ class ThreadStore:
             changed[f"{folder}/{layout.META}"] = meta_bytes(meta)
             return changed
 
-        count = f"{len(events)} event{'s' if len(events) != 1 else ''}"
-        return self._update(changes, f"threads: append {count} to {_brief(thread_id)}",
+        return self._update(changes, f"threads: append {counted(len(events), 'event')} to "
+                            f"{_brief(thread_id)}",
                             record_trailers("threads.append", f"thread:{thread_id}", trailers),
                             folder, request_key)
 
@@ -155,7 +156,7 @@ class ThreadStore:
         :class:`~gitmem.records.jsontexts.JsonTexts` (of objects, which the caller checks).
         """
         if not isinstance(messages, JsonTexts):
-            messages = _objects("messages", messages)
+            messages = objects("messages", messages)
         folder = self.folder(thread_id)
         messages_log = self._messages(thread_id)
 
@@ -167,7 +168,7 @@ class ThreadStore:
             return changed
 
         return self._update(
-            changes, f"threads: save {len(messages)} messages of {_brief(thread_id)}",
+            changes, f"threads: save {counted(len(messages), 'message')} of {_brief(thread_id)}",
             record_trailers("threads.messages", f"thread:{thread_id}", trailers), folder, request_key)
 
     def clear(self, thread_id: str | None = None, *, trailers: Mapping[str, str] | None = None,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 from gitmem.edits.handedits import HandEdits
 from gitmem.git.base import EngineError, check_path
@@ -87,8 +88,7 @@ def forget_secret(mem: Gitmem, target: str, fingerprint: str) -> Forgotten:
                             f"{fingerprint} to {path} (`gitmem sync` lists the findings)")
 
     def without_the_line(file: str, data: bytes) -> bytes:
-        return b"".join(line for line in data.splitlines(keepends=True)
-                        if secrets.fingerprint(file, line) != fingerprint)
+        return _without_lines(data, lambda line: secrets.fingerprint(file, line) == fingerprint)
 
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     kept_ref = f"{FORGOTTEN_REFS}/{stamp}.{time.time_ns() % 1_000_000_000:09d}Z"
@@ -113,6 +113,24 @@ def _path_of(target: str) -> str:
         return layout.parse_record(target).path
     except layout.BadRecordName:
         return check_path(target.strip("/"))
+
+
+def _without_lines(data: bytes, doomed: Callable[[bytes], bool]) -> bytes:
+    """``data`` without its ``doomed`` lines, and without the blank line each leaves at the
+    start, at the end or doubled (a memory's block was the line and its blank line)."""
+    kept: list[bytes] = []
+    after_dropped = False
+    for line in data.splitlines(keepends=True):
+        if doomed(line):
+            after_dropped = True
+            continue
+        if after_dropped and not line.strip() and (not kept or not kept[-1].strip()):
+            continue  # the blank line the dropped one leaves first, or doubled
+        after_dropped = False
+        kept.append(line)
+    while after_dropped and kept and not kept[-1].strip():  # ... or last
+        kept.pop()
+    return b"".join(kept)
 
 
 def _under(file: str, path: str) -> bool:

@@ -44,7 +44,6 @@ from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
 from gitmem.records import layout
-from gitmem.records.ids import decode
 from gitmem.stores import blobs
 from gitmem.stores.jsonl import SUFFIX, parse_chunk
 
@@ -201,13 +200,17 @@ class Maintenance:
                 self._cond.wait(left if left is not None else 0.1)
         return True
 
-    def close(self, timeout: float | None = None) -> None:
-        """Stop the thread once a running pack has finished (or after ``timeout``
-        seconds). ``gitmem serve`` first ends a running git repack (gitproc.stop_all):
-        a killed repack leaves the repository as it was."""
+    def stop(self) -> None:
+        """Start no more packs; a pack that fails from now on was ended on purpose (``gitmem
+        serve`` calls this, then ends a running git repack: gitproc.stop_all)."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
+
+    def close(self, timeout: float | None = None) -> None:
+        """:meth:`stop`, then wait for the thread once a running pack has finished (or
+        ``timeout`` seconds): a killed repack leaves the repository as it was."""
+        self.stop()
         if self._thread is not None:
             self._thread.join(timeout)
 
@@ -235,8 +238,12 @@ class Maintenance:
                     report = pack(self.engine, use_git=self.use_git)
                     self.reports.append(report)
                     log.info("packed: %s", report)
-            except Exception:  # the next check tries again
-                log.exception("background packing failed")
+            except Exception as exc:  # the next check tries again
+                if self._stopping:  # its git was ended by the shutdown: nothing went wrong
+                    log.info("background packing ended by the shutdown (%s); the repository "
+                             "is as it was", exc)
+                else:
+                    log.exception("background packing failed")
             finally:
                 with self._cond:
                     self._busy = False
@@ -321,20 +328,8 @@ def fsck(mem: Gitmem, *, use_git: bool | None = None) -> FsckReport:
 
 def _record_of(where: str) -> str | None:
     """The name of the record a path (or "folder <path>") at HEAD belongs to, if any."""
-    path = where.removeprefix("folder ")
-    parts = path.split("/")
-    try:
-        if parts[0] == layout.SESSIONS and len(parts) > 2:
-            return f"session:{decode(parts[1])}/{decode(parts[2])}"
-        if parts[0] == layout.THREADS and len(parts) > 1:
-            return f"thread:{decode(parts[1])}"
-        if path == layout.USER_MEMORY:
-            return "user"
-        if "/".join(parts[:2]) == layout.AGENT_MEMORY and len(parts) == 3 and path.endswith(".md"):
-            return f"agent:{decode(parts[2][:-3])}"
-    except ValueError:  # not an encoded id: the path alone says it
-        pass
-    return None
+    record = layout.record_path(where.removeprefix("folder "))
+    return layout.record_name(record) if record is not None else None
 
 
 def _git_fsck(engine: GitEngine) -> list[tuple[str, str]]:

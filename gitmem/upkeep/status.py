@@ -5,8 +5,10 @@ It shows the hand edits not yet committed; the hand-edited files refused and why
 the last sync, its error and the places a merge asks a person to tidy (from
 ``.git/gitmem/sync-state.json``, written by :mod:`gitmem.sync.exchange`); the gitmem commits a
 history rewrite by hand took off main (:mod:`gitmem.sync.rescue`, which keeps them under a
-ref of its own); the session and thread ``meta.json`` files that do not parse (listings
-skip those records); and whether the index is in step with HEAD. It commits nothing.
+ref of its own); the lines of session and thread logs and the ``meta.json`` files at HEAD
+that do not parse (plain git let them in: reads leave a line out, listings skip a record
+whose metadata is broken, and gitmem never writes over either); and whether the index is
+in step with HEAD. It commits nothing.
 ``--json`` prints one object:
 
     {"repository": ..., "head": ..., "checked_out": "main" | "branch NAME" | "commit ID",
@@ -15,21 +17,27 @@ skip those records); and whether the index is in step with HEAD. It commits noth
      "unpushed": null | {"remote", "fetched", "ahead", "behind"},
      "sync": {"remote", "last_sync", "last_error", "merge_spots", ...},
      "dropped": [{"commit", "time", "summary", "ref"}],
-     "unreadable": [{"path", "reason"}],
+     "unreadable": [{"path", "line", "reason"}],
      "index_in_step": true (null: a read-only repository),
      "git_locks": [{"path", "age", "left_by_killed_writer", "removed"}]}
 """
 
 from __future__ import annotations
 
+import json
+import posixpath
 from typing import Any
 
 from gitmem.edits.handedits import HandEdits
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
+from gitmem.git.files import write_private
 from gitmem.records import layout
-from gitmem.records.meta import parse_meta
+from gitmem.records.meta import broken_meta, parse_meta
+from gitmem.stores.jsonl import read_chunk
 from gitmem.sync import exchange as sync, rescue
+
+UNREADABLE_FILE = "unreadable.json"  # in .git/gitmem/: what the last look found, and at which commit
 
 
 def status(target) -> dict[str, Any]:
@@ -50,7 +58,7 @@ def status(target) -> dict[str, Any]:
         "unpushed": unpushed(engine),
         "sync": sync.read_state(engine),
         "dropped": [dropped.to_json() for dropped in rescue.find_lost(engine)],
-        "unreadable": unreadable_metadata(engine),
+        "unreadable": unreadable(engine),
         "index_in_step": in_step,
         "git_locks": [{"path": lock.path, "age": round(lock.age, 1),
                        "left_by_killed_writer": lock.left_by_killed_writer, "removed": lock.removed}
@@ -58,22 +66,57 @@ def status(target) -> dict[str, Any]:
     }
 
 
-def unreadable_metadata(engine: GitEngine) -> list[dict[str, str]]:
-    """``[{path, reason}]`` for each session or thread ``meta.json`` at HEAD that does not
-    parse (listings skip those records)."""
+def unreadable(engine: GitEngine) -> list[dict[str, Any]]:
+    """``[{path, line, reason}]`` for each line of a session or thread log at HEAD that is
+    not one JSON value, and each such ``meta.json`` that is not a JSON object (``line``
+    None: the file as a whole). Only the files that changed since the commit of the last
+    look (kept in :data:`UNREADABLE_FILE`) are read."""
+    head = engine.head()
+    if head is None:
+        return []
+    kept_file = engine.private_dir / UNREADABLE_FILE
+    try:
+        kept = json.loads(kept_file.read_text("utf-8"))
+        since, found = kept["commit"], [dict(item) for item in kept["found"]]
+        if since == head:
+            return found
+        changed = engine.changed_files(since, head)
+    except (OSError, ValueError, KeyError, TypeError, EngineError):  # no look yet, or another history
+        changed, found = engine.changed_files(None, head), []
+    found = [item for item in found if item["path"] not in changed]
     snapshot = engine.snapshot()
-    paths = [f"{layout.SESSIONS}/{kind}/{name}/{layout.META}"
-             for kind in snapshot.list(layout.SESSIONS)
-             for name in snapshot.list(f"{layout.SESSIONS}/{kind}")]
-    paths += [f"{layout.THREADS}/{name}/{layout.META}" for name in snapshot.list(layout.THREADS)]
-    found = []
-    for path in paths:
-        try:
-            snapshot.read_parsed(path, parse_meta)
-        except (ValueError, EngineError) as exc:
-            found.append({"path": path, "reason": str(exc).splitlines()[0] if str(exc) else
-                          type(exc).__name__})
+    for path, (_old, new) in changed.items():
+        if new is not None and _checked(path):
+            found += _problems(snapshot, path)
+    found.sort(key=lambda item: (item["path"], item["line"] or 0))
+    try:
+        write_private(kept_file, json.dumps({"commit": head, "found": found}).encode("utf-8"))
+    except OSError:  # a read-only repository: the next look reads them again
+        pass
     return found
+
+
+def _checked(path: str) -> bool:
+    """True for a file whose content readers parse: a log's chunk or a record's metadata."""
+    if not path.startswith((layout.SESSIONS + "/", layout.THREADS + "/")):
+        return False
+    name = posixpath.basename(path)
+    return name == layout.META or (name.endswith(layout.JSONL_SUFFIX)
+                                   and posixpath.basename(posixpath.dirname(path)) in (layout.MESSAGES, layout.EVENTS))
+
+
+def _problems(snapshot, path: str) -> list[dict[str, Any]]:
+    try:
+        if path.endswith(layout.JSONL_SUFFIX):
+            return [{"path": path, "line": line.number, "reason": line.reason}
+                    for line in snapshot.read_parsed(path, read_chunk).broken]
+        snapshot.read_parsed(path, parse_meta)
+    except ValueError as exc:
+        broken = broken_meta(path, exc)
+        return [{"path": path, "line": broken.line, "reason": broken.reason}]
+    except EngineError as exc:  # a damaged object: fsck says more
+        return [{"path": path, "line": None, "reason": str(exc).splitlines()[0]}]
+    return []
 
 
 def unpushed(engine: GitEngine) -> dict[str, Any] | None:
@@ -114,7 +157,10 @@ def describe(report: dict[str, Any]) -> list[str]:
     if state.get("last_error"):
         lines.append(f"sync error  {state['last_error']} (at {state.get('last_attempt') or '?'})")
     for bad in report["unreadable"]:
-        lines.append(f"unreadable  {bad['path']}: {bad['reason']} (listings skip this record)")
+        where = f"{bad['path']} line {bad['line']}" if bad.get("line") else bad["path"]
+        left = "reads leave the line out" if bad["path"].endswith(layout.JSONL_SUFFIX) else \
+            "listings skip this record, writes to it are refused"
+        lines.append(f"unreadable  {where}: {bad['reason']} ({left}; fix it by hand)")
     for spot in state.get("merge_spots") or []:
         lines.append(f"to tidy     {spot.get('path')} line {spot.get('line')}: {spot.get('note')}")
     lines += _describe_dropped(report["dropped"])

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.errors import InvalidInput
 from gitmem.records.jsontexts import JsonTexts
-from gitmem.faces.rpc import (InvalidParams, RawJSON, json_texts, not_an_object, object_texts,
-                                 param, parse_json, uncapped)
+from gitmem.faces.rpc import (InvalidParams, RawJSON, id_param, json_texts, not_an_object,
+                              object_texts, param, parse_json, uncapped)
 from gitmem.stores.request_keys import checked_key
 
 if TYPE_CHECKING:  # the store is handed in by whoever builds the table
@@ -37,7 +37,7 @@ def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[d
         return {"name": "gitmem", "version": version}
 
     def append_events(params: dict) -> dict:
-        thread_id, agent_id = param(params, "threadId"), param(params, "agentId")
+        thread_id, agent_id = id_param(params, "threadId"), id_param(params, "agentId")
         events = _objects(params, "events")
         store.append_events(thread_id, agent_id, events, param(params, "ownerId", default=None),
                             request_key=_request_key(params))
@@ -45,22 +45,22 @@ def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[d
 
     @uncapped
     def read_events(params: dict) -> dict:
-        return {"events": RawJSON(store.read_events_json(param(params, "threadId")))}
+        return {"events": RawJSON(store.read_events_json(id_param(params, "threadId")))}
 
     @uncapped
     def read_state(params: dict) -> dict:
-        return {"state": RawJSON(store.read_state_json(param(params, "threadId")))}
+        return {"state": RawJSON(store.read_state_json(id_param(params, "threadId")))}
 
     @json_texts("messages")  # the runner saves the whole list after every run
     def save_messages(params: dict) -> dict:
-        thread_id = param(params, "threadId")
+        thread_id = id_param(params, "threadId")
         store.save_messages(thread_id, JsonTexts(object_texts(params, "messages"), parse_json),
                             request_key=_request_key(params))
         return OK
 
     @uncapped
     def read_messages(params: dict) -> dict:
-        return {"messages": RawJSON(store.read_messages_json(param(params, "threadId")))}
+        return {"messages": RawJSON(store.read_messages_json(id_param(params, "threadId")))}
 
     @uncapped
     def list_threads(params: dict) -> dict:
@@ -75,7 +75,7 @@ def thread_methods(store: ThreadStore, *, version: str) -> dict[str, Callable[[d
 
     def clear(params: dict) -> dict:
         # Only an absent threadId clears everything; a null one is refused, not taken for it.
-        store.clear(param(params, "threadId") if "threadId" in params else None,
+        store.clear(id_param(params, "threadId") if "threadId" in params else None,
                     request_key=_request_key(params))
         return OK
 

@@ -91,7 +91,8 @@ def services_of(mem: Gitmem) -> Services:
     return Services(memory=mem.memory, sessions=mem.sessions, threads=mem.threads,
                     memories=lambda: history.memories(mem), log=mem.changes, show=mem.show,
                     search=lambda query, **options: mem.search(query, **options),
-                    read_unit=mem.read_unit)
+                    read_unit=mem.read_unit, tree=mem.memory_tree, restore=mem.restore,
+                    recent=mem.recent)
 
 
 def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | None = None,

@@ -1,6 +1,14 @@
 """The MCP face: gitmem's memory as the tools and resources of a Model Context Protocol
 server, on the official MCP SDK (``mcp``, imported only here and by ``gitmem mcp``).
 
+The tools: reading and writing whole memories (``memory_read``, ``memory_write``,
+``memory_list``), the commands of Claude's memory tool on the ``/memories`` tree
+(``memory_view``, ``memory_create``, ``memory_str_replace``, ``memory_insert``,
+``memory_delete``, ``memory_rename``: the same answers as :mod:`gitmem.anthropic`), and
+history (``history``, ``memory_show``, ``restore``, ``recent``, ``search``). Each declares
+a title, annotations and an output schema, and answers ``structuredContent`` that
+matches it beside the text it always gave.
+
 Each tool is a thin call into the services the CLI uses, handed in as :class:`Services`
 by whoever starts the server (:mod:`gitmem.faces.mcp.server`). A tool's failure (a bad record
 name, an unknown mode or argument, a time before the record existed, a missing
@@ -37,6 +45,7 @@ from gitmem.records.layout import BadRecordName, parse_record
 
 if TYPE_CHECKING:  # handed in by whoever starts the server
     from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+    from gitmem.stores.memory_tree import Answer, MemoryTree
 
 log = logging.getLogger("gitmem.mcp")
 
@@ -45,13 +54,20 @@ MAX_LIMIT = 1000
 MAX_CONTEXT = 50
 RESOURCE_PREFIX = "gitmem://memory/"
 AGENT_RESOURCES = RESOURCE_PREFIX + "agent/"
-READABLE = "user, agent:<id>, session:<agentType>/<sessionId> or thread:<threadId>"
+READABLE = ("user, agent:<id>, note:<path>, /memories/<path>, session:<agentType>/<sessionId> "
+            "or thread:<threadId>")
 WRITABLE = "user or agent:<id>"
-INSTRUCTIONS = ("Memory kept in a git repository: `user` (about the person) and `agent:<id>` "
-                "(one agent's notes). Read them with memory_read before you start; save what is "
-                "worth keeping with memory_write (append, a short block). Every write is a git "
-                "commit: history and memory_show look back; search finds what was said (ask in "
-                "plain words) and read_unit reads a hit with the units around it.")
+INSTRUCTIONS = (
+    "Memory kept in a git repository, as files under /memories: /memories/user.md (about the "
+    "person, the record `user`), /memories/agents/<id>.md (one agent's, `agent:<id>`) and any "
+    "notes you keep beside them (`note:<path>`). Before you start, look with memory_view "
+    "(path /memories) and read what concerns the task. Save what is worth keeping: "
+    "memory_write appends a short block to user or agent:<id>; memory_create, "
+    "memory_str_replace and memory_insert make and edit files under /memories "
+    "(str_replace wants text that occurs once); memory_rename and memory_delete tidy. "
+    "Every change is a git commit, so nothing is lost: recent shows what changed lately "
+    "(by you, the person, other machines), history and memory_show look back, restore puts "
+    "an earlier version back, search finds words, in earlier versions too.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +77,10 @@ class Services:
     ``log(record, limit=)`` gives entries with ``to_json()`` (:func:`gitmem.history.versions.log`),
     ``show(record, at)`` one with ``.value``/``.exists``/``.commit``, ``memories()`` the
     memory records with ``to_json()``, ``search(query, history=, at=, context=, limit=)``
-    hits with ``as_json()``, ``read_unit(record, unit_id, context)`` units with ``as_json()``.
+    hits with ``as_json()``, ``read_unit(record, unit_id, context)`` units with ``as_json()``,
+    ``restore(record, at)`` and ``recent(since, limit=)`` what
+    :func:`gitmem.history.versions.restore` and ``recent`` give; ``tree`` is the
+    ``/memories`` tree (:class:`gitmem.stores.memory_tree.MemoryTree`).
     """
 
     memory: MemoryStore
@@ -72,6 +91,9 @@ class Services:
     show: Callable[[str, str], Any]
     search: Callable[..., list]
     read_unit: Callable[..., list]
+    tree: MemoryTree
+    restore: Callable[[str, str], Any]
+    recent: Callable[..., list]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,58 +106,147 @@ class Caller:
     may_write: bool = True
 
 
-WRITING_TOOLS = frozenset({"memory_write"})
-
-
 class ToolError(Exception):
     """A call the model can correct: its message is the one line the result holds."""
+
+
+class CommandRefused(ToolError):
+    """A memory-tool command refused: its text is the memory tool's, kept as it is (it may
+    quote text of several lines)."""
 
 
 def _record(name: str) -> dict:
     return {"type": "string", "description": f"the record: {name}"}
 
 
+def _object(properties: dict, required: list[str] | None = None) -> dict:
+    """The schema of an object with ``properties``, ``required`` of them (None: all)."""
+    return {"type": "object", "properties": properties,
+            "required": list(properties) if required is None else required}
+
+
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": 20}
+_STRING = {"type": "string"}
+_OR_NULL = {"type": ["string", "null"]}
+_PATH = {"type": "string", "description": "a path under /memories, like /memories/notes/plan.md"}
+_ANSWER = _object({
+    "path": _STRING, "answer": {"type": "string", "description": "what the memory tool answers"},
+    "commit": {**_OR_NULL, "description": "the commit made (null: nothing changed)"}})
+_ENTRY = _object({"id": _STRING, "author": _STRING, "email": _STRING, "time": {"type": "integer"},
+                  "date": _STRING, "message": _STRING, "trailers": {"type": "object"},
+                  "summary": _STRING, "changes": {"type": "object"}}, ["id", "date", "summary"])
+_FILE_CHANGE = _object({"record": _OR_NULL, "path": _STRING,
+                        "status": {"type": "string", "enum": ["added", "deleted", "modified"]},
+                        "added": {"type": "integer"}, "removed": {"type": "integer"},
+                        "binary": {"type": "boolean"}, "diff": _STRING},
+                       ["record", "path", "status", "diff"])
+_CHANGE = _object({**_ENTRY["properties"], "op": _OR_NULL,
+                   "changes": {"type": "array", "items": _FILE_CHANGE}}, ["id", "date", "changes"])
+_RECORD_VALUE = {"record": _STRING, "content": _STRING, "messages": {"type": "array"},
+                 "events": {"type": "array"}, "agentSessionId": _STRING,
+                 "meta": {"type": ["object", "null"]}}
 
 
-def _tool(name: str, description: str, properties: dict, *required: str,
-          output: dict | None = None) -> types.Tool:
+def _tool(name: str, title: str, description: str, properties: dict, *required: str,
+          output: dict, writes: bool = False, destructive: bool = False,
+          idempotent: bool = False) -> types.Tool:
     """A tool whose arguments are ``properties``, ``required`` among them, and no others;
-    with ``output``, the properties of the structured result it gives beside its text."""
+    its ``structuredContent`` matches the schema ``output``."""
     schema: dict[str, Any] = {"type": "object", "properties": properties}
     if required:
         schema["required"] = list(required)
     schema["additionalProperties"] = False
-    output_schema = None if output is None else {"type": "object", "properties": output,
-                                                 "required": list(output)}
-    return types.Tool(name=name, description=description, input_schema=schema,
-                      output_schema=output_schema)
+    return types.Tool(name=name, title=title, description=description, input_schema=schema,
+                      output_schema=output,
+                      annotations=types.ToolAnnotations(
+                          title=title, read_only_hint=not writes,
+                          destructive_hint=destructive if writes else None,
+                          idempotent_hint=idempotent if writes else None, open_world_hint=False))
 
 
 TOOLS = (
-    _tool("memory_read",
-          "Read a memory (user, agent:<id>) as markdown; sessions and threads come back as JSON.",
-          {"record": _record(READABLE)}, "record"),
-    _tool("memory_write",
+    _tool("memory_read", "Read a memory",
+          "Read a memory (user, agent:<id>, note:<path>) as markdown; sessions and threads come "
+          "back as JSON.",
+          {"record": _record(READABLE)}, "record",
+          output=_object(_RECORD_VALUE, ["record"])),
+    _tool("memory_write", "Save to a memory",
           "Save to a memory (user or agent:<id>): append adds a block after a blank line (the "
           "default), replace rewrites it. One git commit.",
           {"record": _record(WRITABLE),
            "content": {"type": "string", "description": "markdown to save"},
            "mode": {"type": "string", "enum": list(WRITE_MODES), "default": "append"}},
-          "record", "content"),
-    _tool("memory_list",
-          "List every memory record with its size in bytes and its last change.", {}),
-    _tool("history",
+          "record", "content",
+          output=_object({"record": _STRING, "mode": _STRING, "commit": _OR_NULL}),
+          writes=True, destructive=True),
+    _tool("memory_list", "List the memories",
+          "List every memory record with its size in bytes and its last change.", {},
+          output=_object({"memories": {"type": "array", "items": _object({
+              "record": _STRING, "size": {"type": "integer"}, "changed": _OR_NULL,
+              "commit": _OR_NULL})}})),
+    _tool("memory_view", "View /memories",
+          "The memory tool's view: a folder under /memories two levels deep with sizes, or a "
+          "file with numbered lines (view_range [first, last], -1 for the end).",
+          {"path": _PATH, "view_range": {"type": "array", "items": {"type": "integer"},
+                                         "minItems": 2, "maxItems": 2}}, "path",
+          output=_object({"path": _STRING, "answer": _STRING})),
+    _tool("memory_create", "Create a memory file",
+          "Create a file under /memories holding file_text (an existing file is refused). One "
+          "git commit.",
+          {"path": _PATH, "file_text": {"type": "string", "description": "the file's content"}},
+          "path", "file_text", output=_ANSWER, writes=True, idempotent=True),
+    _tool("memory_str_replace", "Replace text in a memory file",
+          "Replace old_str, which must occur exactly once in the file, by new_str; answers the "
+          "lines around the change. One git commit.",
+          {"path": _PATH, "old_str": {"type": "string", "description": "text that occurs once"},
+           "new_str": {"type": "string", "description": "what replaces it"}},
+          "path", "old_str", "new_str", output=_ANSWER, writes=True, idempotent=True),
+    _tool("memory_insert", "Insert lines into a memory file",
+          "Insert insert_text after line insert_line of a file under /memories (0: at the top). "
+          "One git commit.",
+          {"path": _PATH, "insert_line": {"type": "integer", "minimum": 0},
+           "insert_text": {"type": "string"}},
+          "path", "insert_line", "insert_text", output=_ANSWER, writes=True),
+    _tool("memory_delete", "Delete a memory file or folder",
+          "Delete a file or a folder under /memories. One git commit: restore brings it back.",
+          {"path": _PATH}, "path", output=_ANSWER, writes=True, destructive=True, idempotent=True),
+    _tool("memory_rename", "Rename a memory file or folder",
+          "Move a file or folder under /memories to new_path, which must not exist yet. One git "
+          "commit.",
+          {"old_path": _PATH, "new_path": _PATH}, "old_path", "new_path",
+          output=_object({"path": _STRING, "newPath": _STRING, "answer": _STRING,
+                          "commit": _OR_NULL}),
+          writes=True, idempotent=True),
+    _tool("history", "A record's history",
           "A record's commits, newest first: commit id, date, author and a summary of what "
           "each changed.",
-          {"record": _record(READABLE), "limit": _LIMIT}, "record"),
-    _tool("memory_show",
+          {"record": _record(READABLE), "limit": _LIMIT}, "record",
+          output=_object({"record": _STRING, "entries": {"type": "array", "items": _ENTRY}})),
+    _tool("memory_show", "A record as it was",
           "A record as it was at a time: @ (its newest version), @~2 (two changes back), a "
           "commit id, or a date such as 2026-11-01 or '3 days ago'.",
           {"record": _record(READABLE),
            "at": {"type": "string", "description": "@~N, a commit, or a date"}},
-          "record", "at"),
-    _tool("search",
+          "record", "at",
+          output=_object({**_RECORD_VALUE, "commit": _OR_NULL, "exists": {"type": "boolean"}},
+                         ["record", "commit", "exists"])),
+    _tool("restore", "Restore an earlier version",
+          "Put a record back as it was at a time (@~1: before its last change, a commit, a "
+          "date), as a new git commit; nothing is lost.",
+          {"record": _record(READABLE),
+           "at": {"type": "string", "description": "@~N, a commit, or a date"}},
+          "record", "at",
+          output=_object({"record": _STRING,
+                          "from": {**_OR_NULL, "description": "the commit restored from"},
+                          "commit": {**_OR_NULL, "description": "the commit made (null: it already was so)"}}),
+          writes=True, destructive=True, idempotent=True),
+    _tool("recent", "What changed lately",
+          "What changed across every record since a time ('2 hours ago', 2026-11-01, a commit), "
+          "newest first: API writes, hand edits, syncs; each change with its diff.",
+          {"since": {"type": "string", "description": "a date, '3 days ago', or a commit",
+                     "default": "1 day ago"}, "limit": _LIMIT},
+          output=_object({"since": _STRING, "changes": {"type": "array", "items": _CHANGE}})),
+    _tool("search", "Search the memories",
           "Find what was said or noted: ask in plain words, as you would ask a person (a "
           "question, or the words you remember; the best matches come first, any of the "
           "words may match). Each hit names its record and unit_id (read_unit reads it with "
@@ -148,21 +259,21 @@ TOOLS = (
            "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0,
                        "description": "also this many units before and after each hit"},
            "limit": _LIMIT},
-          "query", output={"hits": {"type": "array", "items": {
-              "type": "object", "properties": {
-                  "record": {"type": "string"}, "unit": {"type": "string"},
-                  "unit_id": {"type": ["string", "integer", "null"]}, "date": {"type": "string"},
-                  "snippet": {"type": "string"}, "score": {"type": "number"},
-                  "context": {"type": "array"}},
-              "required": ["record", "unit", "unit_id", "date", "snippet"]}}}),
-    _tool("read_unit",
+          "query",
+          output=_object({"hits": {"type": "array", "items": _object(
+              {"record": _STRING, "unit": _STRING, "unit_id": {"type": ["string", "integer", "null"]},
+               "date": _STRING, "snippet": _STRING, "score": {"type": "number"},
+               "context": {"type": "array"}},
+              ["record", "unit", "unit_id", "date", "snippet"])}})),
+    _tool("read_unit", "Read a hit in context",
           "Read one message, event or memory block by the record and unit_id a search hit "
           "gave, with the units around it.",
           {"record": _record(READABLE),
            "unit_id": {"type": ["string", "integer"], "description": "a search hit's unit_id"},
            "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 2,
                        "description": "units before and after it"}},
-          "record", "unit_id"),
+          "record", "unit_id",
+          output=_object({"record": _STRING, "units": {"type": "array", "items": {"type": "object"}}})),
 )
 
 
@@ -173,6 +284,10 @@ def client_info(ctx) -> str:
     if info is None:
         return "unknown"
     return " ".join(f"{info.name} {info.version}".split())[:120]  # one trailer line
+
+
+# what a read-only caller is neither shown nor let call: every tool that is not read-only
+WRITING_TOOLS = frozenset(tool.name for tool in TOOLS if not tool.annotations.read_only_hint)
 
 
 def build_server(open_services: Callable[[], Services], *, version: str,
@@ -216,10 +331,10 @@ def build_server(open_services: Callable[[], Services], *, version: str,
                 raise ToolError(f"{params.name} refused: this caller's token is read-only "
                                 "(a read-write one is made by `gitmem web token add NAME`)")
             _known_arguments(params.name, args)
-            text = await run_blocking(functools.partial(_run_tool, tool, open_services, args, caller),
-                                      cancel.is_set)
+            text, structured = await run_blocking(
+                functools.partial(_run_tool, tool, open_services, args, caller), cancel.is_set)
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
-            line = _unicode(_one_line(error))[0]
+            line = _unicode(str(error) if isinstance(error, CommandRefused) else _one_line(error))[0]
             if cancel.is_set():
                 log.info("%s: %s %s: %s", client, params.name, _ids_of(args), line)
             elif isinstance(error, (ToolError, ValueError)):
@@ -236,8 +351,7 @@ def build_server(open_services: Callable[[], Services], *, version: str,
         if note:
             log.warning("%s: %s %s: %s", client, params.name, _ids_of(args), note)
             content.append(types.TextContent(text=f"note: {note}"))
-        structured = _structured(params.name, text)
-        return types.CallToolResult(content=content, structured_content=structured)
+        return types.CallToolResult(content=content, structured_content=_unicode_values(structured))
 
     async def cancelled(ctx, params: types.CancelledNotificationParams) -> None:
         cancel = in_flight.get(str(params.request_id))
@@ -292,8 +406,8 @@ def build_server(open_services: Callable[[], Services], *, version: str,
     return server
 
 
-def _run_tool(tool: Callable[[Services, dict, Caller], str], open_services: Callable[[], Services],
-              args: dict, caller: Caller) -> str:
+def _run_tool(tool: Callable[[Services, dict, Caller], tuple[str, dict]],
+              open_services: Callable[[], Services], args: dict, caller: Caller) -> tuple[str, dict]:
     try:
         services = open_services()
     except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
@@ -305,22 +419,26 @@ def _never() -> bool:
     return False
 
 
-# -- the tools: (services, arguments, caller) -> the result's text ------------------
+# -- the tools: (services, arguments, caller) -> (the result's text, its structure) -----
 
 
-def memory_read(services: Services, args: dict, caller: Caller) -> str:
+def memory_read(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
-    if record.kind in ("user", "agent"):
-        return services.memory.read(_agent_id(record))
+    if record.is_memory:
+        content = services.memory.read(_agent_id(record)) if record.kind != "note" else \
+            services.memory.read_file(record.path)
+        return content, {"record": record.name, "content": content}
     if record.kind == "session":
         messages, agent_session_id = services.sessions.read(*record.ids)
-        return _json({"messages": messages, "agentSessionId": agent_session_id})
-    thread_id = record.ids[0]
-    return _json({"events": services.threads.read_events(thread_id),
-                  "messages": services.threads.read_messages(thread_id)})
+        value = {"messages": messages, "agentSessionId": agent_session_id}
+    else:
+        thread_id = record.ids[0]
+        value = {"events": services.threads.read_events(thread_id),
+                 "messages": services.threads.read_messages(thread_id)}
+    return _json(value), {"record": record.name, **value}
 
 
-def memory_write(services: Services, args: dict, caller: Caller) -> str:
+def memory_write(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), WRITABLE)
     if record.kind not in ("user", "agent"):
         raise ToolError(f"{record.name} cannot be written here: write {WRITABLE}")
@@ -330,60 +448,135 @@ def memory_write(services: Services, args: dict, caller: Caller) -> str:
         raise ToolError(f'mode must be "append" or "replace", not {mode!r}')
     commit = services.memory.write(content, _agent_id(record), mode,
                                    trailers=caller.trailers)
+    done = {"record": record.name, "mode": mode, "commit": commit}
     if commit is None:
-        return f"{record.name} already held that: nothing to commit"
-    return f"{'appended to' if mode == 'append' else 'replaced'} {record.name} in commit {commit[:10]}"
+        return f"{record.name} already held that: nothing to commit", done
+    return f"{'appended to' if mode == 'append' else 'replaced'} {record.name} in commit {commit[:10]}", done
 
 
-def memory_list(services: Services, args: dict, caller: Caller) -> str:
-    return _json([listed.to_json() for listed in services.memories()])
+def memory_list(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    listed = [memory.to_json() for memory in services.memories()]
+    return _json(listed), {"memories": listed}
 
 
-def history(services: Services, args: dict, caller: Caller) -> str:
+def memory_view(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    path = _path(args, "path")
+    view_range = args.get("view_range")
+    if view_range is not None and not (isinstance(view_range, list) and len(view_range) == 2 and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in view_range)):
+        raise ToolError(f'"view_range" must be two line numbers [first, last], not {view_range!r:.80}')
+    answer = _command(lambda: services.tree.view(path, view_range))
+    return answer.text, {"path": path, "answer": answer.text}
+
+
+def memory_create(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    path, text = _path(args, "path"), _text(args, "file_text")
+    return _answered_command(path, lambda: services.tree.create(path, text, trailers=caller.trailers))
+
+
+def memory_str_replace(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    path, old, new = _path(args, "path"), _text(args, "old_str"), _text(args, "new_str")
+    return _answered_command(path, lambda: services.tree.str_replace(path, old, new,
+                                                                     trailers=caller.trailers))
+
+
+def memory_insert(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    path, text = _path(args, "path"), _text(args, "insert_text")
+    line = args.get("insert_line")
+    if isinstance(line, bool) or not isinstance(line, int):
+        raise ToolError(f'"insert_line" is required, as a whole number (0: at the top), not {line!r:.80}')
+    return _answered_command(path, lambda: services.tree.insert(path, line, text,
+                                                                trailers=caller.trailers))
+
+
+def memory_delete(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    path = _path(args, "path")
+    return _answered_command(path, lambda: services.tree.delete(path, trailers=caller.trailers))
+
+
+def memory_rename(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    old, new = _path(args, "old_path"), _path(args, "new_path")
+    answer = _command(lambda: services.tree.rename(old, new, trailers=caller.trailers))
+    return answer.text, {"path": old, "newPath": new, "answer": answer.text, "commit": answer.commit}
+
+
+def history(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
-    return _json([entry.to_json() for entry in services.log(record.name, limit=_limit(args))])
+    entries = [entry.to_json() for entry in services.log(record.name, limit=_limit(args))]
+    return _json(entries), {"record": record.name, "entries": entries}
 
 
-def memory_show(services: Services, args: dict, caller: Caller) -> str:
+def memory_show(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
     shown = services.show(record.name, _string(args, "at"))
     if not shown.exists:
         at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
         raise ToolError(f"{record.name} did not exist at {at}")
     if "content" in shown.value:
-        return shown.value["content"]
-    return _json(shown.value)
+        return shown.value["content"], shown.to_json()
+    return _json(shown.value), shown.to_json()
 
 
-def search(services: Services, args: dict, caller: Caller) -> str:
+def restore(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    record = _parse(_string(args, "record"), READABLE)
+    restored = services.restore(record.name, _string(args, "at"))
+    done = restored.to_json()
+    source = restored.source[:10] if restored.source else "before the first commit"
+    if restored.commit is None:
+        return f"{record.name} already was as at {source}: nothing to commit", done
+    return f"restored {record.name} as at {source} in commit {restored.commit[:10]}", done
+
+
+def recent(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
+    since = _string(args, "since") if "since" in args else "1 day ago"
+    changes = [change.to_json() for change in services.recent(since, limit=_limit(args))]
+    return _json(changes), {"since": since, "changes": changes}
+
+
+def search(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     query = _string(args, "query")
     with_history = args.get("history", False)
     if not isinstance(with_history, bool):
         raise ToolError('"history" must be true or false')
     at = _string(args, "at") if "at" in args else None
-    hits = services.search(query, history=with_history, at=at, context=_context(args, 0),
-                           limit=_limit(args))
-    return _json({"hits": [hit.as_json() for hit in hits]})
+    try:
+        hits = services.search(query, history=with_history, at=at, context=_context(args, 0),
+                               limit=_limit(args))
+    except ValueError as error:  # a time that cannot be read, or at with history: say why
+        raise ToolError(f"cannot search for {query!r}: {_one_line(error)}") from None
+    found = [hit.as_json() for hit in hits]
+    return _json({"hits": found}), {"hits": found}
 
 
-def read_unit(services: Services, args: dict, client: str) -> str:
+def read_unit(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(_string(args, "record"), READABLE)
     unit_id = args.get("unit_id")
     if isinstance(unit_id, bool) or not isinstance(unit_id, (str, int)):
         raise ToolError('"unit_id" is required: a search hit\'s unit_id, a string or a number')
-    units = services.read_unit(record.name, unit_id, _context(args, 2))
-    return _json([unit.as_json() for unit in units])
+    units = [unit.as_json() for unit in services.read_unit(record.name, unit_id, _context(args, 2))]
+    return _json(units), {"record": record.name, "units": units}
 
 
-_TOOL_CALLS: dict[str, Callable[[Services, dict, Caller], str]] = {
+_TOOL_CALLS: dict[str, Callable[[Services, dict, Caller], tuple[str, dict]]] = {
     "memory_read": memory_read, "memory_write": memory_write, "memory_list": memory_list,
-    "history": history, "memory_show": memory_show, "search": search, "read_unit": read_unit}
+    "memory_view": memory_view, "memory_create": memory_create,
+    "memory_str_replace": memory_str_replace, "memory_insert": memory_insert,
+    "memory_delete": memory_delete, "memory_rename": memory_rename,
+    "history": history, "memory_show": memory_show, "restore": restore, "recent": recent,
+    "search": search, "read_unit": read_unit}
 
 
-def _structured(tool: str, text: str) -> dict | None:
-    """The structured result of a tool whose schema says it gives one: its text's JSON."""
-    schema = next(t.output_schema for t in TOOLS if t.name == tool)
-    return None if schema is None else json.loads(text)
+def _command(call: Callable[[], Answer]) -> Answer:
+    """A memory-tool command's answer; its refusal is the tool's error, its text kept."""
+    try:
+        return call()
+    except ValueError as error:  # MemoryToolError: the memory tool's own words
+        raise CommandRefused(str(error)) from None
+
+
+def _answered_command(path: str, call: Callable[[], Answer]) -> tuple[str, dict]:
+    answer = _command(call)
+    return answer.text, {"path": path, "answer": answer.text, "commit": answer.commit}
 
 
 # -- arguments ---------------------------------------------------------------------------
@@ -399,6 +592,22 @@ def _string(args: dict, name: str) -> str:
         value.encode("utf-8")
     except UnicodeEncodeError as error:
         raise ToolError(f'"{name}" holds a lone surrogate at character {error.start}') from None
+    return value
+
+
+def _path(args: dict, name: str) -> str:
+    """A memory-tool path: any string (the tree says what is wrong with one)."""
+    value = args.get(name)
+    if not isinstance(value, str):
+        raise ToolError(f'"{name}" is required, as a path under /memories')
+    return value
+
+
+def _text(args: dict, name: str) -> str:
+    """Text a command writes: any string, empty ones too (an emptied file, a removal)."""
+    value = args.get(name)
+    if not isinstance(value, str):
+        raise ToolError(f'"{name}" is required, as a string')
     return value
 
 
@@ -467,6 +676,17 @@ def _unicode(text: str) -> tuple[str, str | None]:
         "them as they are")
 
 
+def _unicode_values(value: Any) -> Any:
+    """``value`` (structured content) with each string as :func:`_unicode` makes it."""
+    if isinstance(value, str):
+        return _unicode(value)[0]
+    if isinstance(value, dict):
+        return {_unicode_values(k): _unicode_values(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unicode_values(item) for item in value]
+    return value
+
+
 def _answered(handler):
     """``handler`` with any failure its JSON-RPC error, one line, logged (an exception
     the SDK met itself would be answered without a word in the log)."""
@@ -495,6 +715,7 @@ def _or_mcp_error(call: Callable[[], Any]) -> Any:
 
 def _ids_of(args: dict) -> str:
     """The arguments for the log, never content."""
-    return " ".join(f"{k}={args[k]!r:.80}" for k in ("record", "mode", "at", "limit", "history",
-                                                     "unit_id", "context")
+    return " ".join(f"{k}={args[k]!r:.80}" for k in ("record", "path", "old_path", "new_path",
+                                                      "insert_line", "mode", "at", "since",
+                                                      "limit", "history", "unit_id", "context")
                     if k in args)

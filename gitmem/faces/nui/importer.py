@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.git.files import write_private
 from gitmem.records import strictjson
+from gitmem.records.counts import counted
 from gitmem.stores.memory import normalise
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class ImportPlan:
         counts: dict[str, int] = {}
         for action in self.changes:
             counts[action.kind] = counts.get(action.kind, 0) + 1
-        parts = [f"{n} {kind if n == 1 else _PLURALS[kind]}" for kind, n in counts.items()]
+        parts = [counted(n, kind, _PLURALS[kind]) for kind, n in counts.items()]
         unchanged = len(self.actions) - len(self.changes)
         return f"{', '.join(parts) or 'nothing'} ({unchanged} unchanged)"
 
@@ -124,9 +125,7 @@ def import_nui(mem: Gitmem, data_dir: str | os.PathLike | None = None, *, dry_ru
 def plan_import(mem: Gitmem | None, data_dir: str | os.PathLike | None = None) -> ImportPlan:
     """What :func:`import_nui` would do, without writing anything (``mem`` None: into a
     repository that does not exist yet)."""
-    folder = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
-    if not folder.is_dir():
-        raise NuiDataError(f"no nui data folder at {folder}")
+    folder = data_folder(data_dir)
     data = _load_data(folder / DATA_FILE)
     plan = ImportPlan()
     snapshot = mem.engine.snapshot() if mem is not None else None
@@ -134,6 +133,19 @@ def plan_import(mem: Gitmem | None, data_dir: str | os.PathLike | None = None) -
     agent_types = _plan_sessions(mem, snapshot, data, plan, trailers)
     _plan_memory(mem, snapshot, folder, agent_types, plan, trailers)
     return plan
+
+
+def data_folder(data_dir: str | os.PathLike | None = None) -> Path:
+    """nui's data folder ``data_dir`` (default :func:`default_data_dir`); raises
+    :class:`NuiDataError` when it is missing or holds none of nui's files (a mistyped path
+    imports nothing, and says so)."""
+    folder = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    if not folder.is_dir():
+        raise NuiDataError(f"no nui data folder at {folder}")
+    if not any((folder / name).exists() for name in (DATA_FILE, USER_MEMORY, AGENT_MEMORY)):
+        raise NuiDataError(f"{folder} holds no nui data (no {DATA_FILE}, {USER_MEMORY} or "
+                           f"{AGENT_MEMORY}/): give nui's data folder (${ENV_DATA_DIR}, else ~/.nui)")
+    return folder
 
 
 def _load_data(path: Path) -> dict[str, Any]:
@@ -197,7 +209,7 @@ def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
                     source: dict[str, Any], trailers: dict[str, str]) -> Action:
     name = f"{agent_type}/{session_id}"
     meta = mem.sessions.meta(agent_type, session_id, snapshot=snapshot) if mem else None
-    count = f"{len(source['messages'])} message{'s' if len(source['messages']) != 1 else ''}"
+    count = counted(len(source["messages"]), "message")
     if meta is None:
         change = "add"
     else:

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from gitmem.faces.nui.handlers import HandlerTable
 from gitmem.records.jsontexts import JsonTexts
-from gitmem.faces.rpc import (MAX_RESPONSE, InvalidParams, RawJSON, Shutdown, arrival, json_texts,
-                                 object_texts, param, parse_json)
+from gitmem.faces.rpc import (MAX_RESPONSE, InvalidParams, RawJSON, Shutdown, arrival, id_param,
+                              json_texts, object_texts, param, parse_json)
 
 if TYPE_CHECKING:  # the stores are handed in by whoever builds the table
     from gitmem.stores import MemoryStore, SessionStore
@@ -80,7 +80,7 @@ def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: Handl
         return {"id": name, "name": "gitmem", "version": version}
 
     def session_read(params: dict) -> dict:
-        agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
+        agent_type, session_id = id_param(params, "agentType"), id_param(params, "sessionId")
         param(params, "workingDir", default="")
         handler(params, "sessionHistory", agent_type)
         messages, agent_session_id = sessions.read_json_within(
@@ -89,7 +89,7 @@ def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: Handl
 
     @json_texts("messages")  # nui sends the whole session on every write
     def session_write(params: dict) -> dict:
-        agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
+        agent_type, session_id = id_param(params, "agentType"), id_param(params, "sessionId")
         messages = object_texts(params, "messages", default=[])  # a message is an object
         agent_session_id = param(params, "agentSessionId", default="")
         working_dir = param(params, "workingDir", default="")
@@ -99,25 +99,25 @@ def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: Handl
         return OK
 
     def session_delete(params: dict) -> dict:
-        agent_type, session_id = param(params, "agentType"), param(params, "sessionId")
+        agent_type, session_id = id_param(params, "agentType"), id_param(params, "sessionId")
         trailers = handler(params, "sessionHistory", agent_type)
         sessions.delete(agent_type, session_id, trailers=trailers)
         return OK
 
     def agent_memory_read(params: dict) -> dict:
-        agent_id = param(params, "agentId")
+        agent_id = id_param(params, "agentId")
         handler(params, "agentMemory", agent_id)
         return {"content": memory.read(agent_id)}
 
     def agent_memory_write(params: dict) -> dict:
-        agent_id, text = param(params, "agentId"), content(params)
+        agent_id, text = id_param(params, "agentId"), content(params)
         mode = write_mode(params)
         trailers = handler(params, "agentMemory", agent_id)
         memory.write(text, agent_id, mode, trailers=trailers, stale_window=late_window, arrived=arrival())
         return OK
 
     def agent_memory_delete(params: dict) -> dict:
-        agent_id = param(params, "agentId")
+        agent_id = id_param(params, "agentId")
         trailers = handler(params, "agentMemory", agent_id)
         memory.delete(agent_id, trailers=trailers, stale_window=late_window, arrived=arrival())
         return OK

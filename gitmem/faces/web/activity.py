@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from gitmem.git.base import CommitInfo
 from gitmem.history.versions import HistoryError, format_date, parse_time
-from gitmem.records.units import record_name
+from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 
 KINDS = ("user", "agent", "session", "thread")

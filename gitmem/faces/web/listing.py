@@ -11,7 +11,7 @@ import dataclasses
 
 from gitmem.history.versions import format_date
 from gitmem.records import layout
-from gitmem.records.units import record_name
+from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 
 KINDS = ("user", "agent", "session", "thread")
@@ -39,8 +39,7 @@ class Listing:
         """The records at HEAD, of ``kind`` only when given, by kind then name."""
         mem = self.mem
         snapshot = mem.engine.snapshot()
-        paths = ([layout.USER_MEMORY] if snapshot.exists(layout.USER_MEMORY) else []) \
-            + [mem.memory.path(agent) for agent in mem.memory.agents(snapshot=snapshot)] \
+        paths = mem.memory.paths(snapshot=snapshot) \
             + [mem.sessions.folder(t, s) for t, s in mem.sessions.list(snapshot=snapshot)] \
             + [mem.threads.folder(t["id"]) for t in mem.threads.list_threads(snapshot=snapshot)]
         found = []

@@ -138,7 +138,7 @@ test("errors surface as rejected promises and the store keeps working", async ()
   await assert.rejects(failing.listThreads(), /exited with code 2: .*no-such-option/);
 });
 
-test("a log committed with plain git that is not JSON fails only its own call", async () => {
+test("a log line committed with plain git that is not JSON is left out of reads and kept in its file", async () => {
   const repo = newRepo();
   const store = openStore(repo);
   await store.appendEvents("good", "agent", [{ type: "RUN_STARTED" }]);
@@ -147,8 +147,11 @@ test("a log committed with plain git that is not JSON fails only its own call", 
   const git = (...args) => spawnSync("git", ["-C", repo, "-c", "user.name=T", "-c", "user.email=t@example.org", ...args]);
   assert.equal(git("add", "threads/bad").status, 0);
   assert.equal(git("commit", "-q", "-m", "a bad hand commit").status, 0);
-  await assert.rejects(store.readEvents("bad"), (error) => error instanceof GitMemError
-    && error.method === "threads.readEvents" && /not JSON/.test(error.message));
+  assert.deepEqual(await store.readEvents("bad"), [{ type: "RUN_STARTED" }]);
+  await store.appendEvents("bad", "agent", [{ type: "RUN_FINISHED" }]);
+  assert.deepEqual(await store.readEvents("bad"), [{ type: "RUN_STARTED" }, { type: "RUN_FINISHED" }]);
+  assert.equal(git("show", "HEAD:threads/bad/events/000000.jsonl").stdout.toString(),
+    '{"type":"RUN_STARTED"}\nnot json\n{"type":"RUN_FINISHED"}\n');
   assert.deepEqual(await store.readEvents("good"), [{ type: "RUN_STARTED" }]);
   await store.close();
 });
