@@ -183,9 +183,10 @@ def test_bench_quick_prints_one_table_and_writes_json(tmp_path):
         for what in ("store: MemoryStore.write", "floor: pygit2 commit", "git CLI: commit -a"):
             assert ("memory write", repo, what) in measured
     targets = [(r["what"], r["target"]) for r in rows if r["ratio"] is not None]
+    # issue 39: at most 1.5x a raw pygit2 commit plus the index entry; git commit -a for reference
     assert targets.count(("store: MemoryStore.write / floor + index entry (keeping the index in step)",
-                          1.3)) == 2
-    assert targets.count(("store: MemoryStore.write / git CLI: commit -a", 0.4)) == 2
+                          1.5)) == 2
+    assert targets.count(("store: MemoryStore.write / git CLI: commit -a", None)) == 2
     assert ("store: append 1 message to 5,000 / store: append 1 message to 10", 1.5) in targets
     assert ("store: +1 message to 5,000 / store: +1 message to 10", None) in targets
     for scenario, store in (("serve memory", "MemoryStore.write"),
