@@ -58,10 +58,11 @@ def code_remote(tmp_path: Path, branch: str = "main") -> Path:
 def memory_repository(path: Path, text: str = "likes tea", *, host: str | None = None) -> Git:
     """``gitmem init`` and a write; ``host``: as on another machine (gitmem's identity names it)."""
     env = None
-    if host is not None:
-        config = path.parent / f"{host}.gitconfig"
+    if host is not None:  # libgit2 reads no GIT_CONFIG_GLOBAL: the identity goes in the XDG file
+        config = path.parent / f"{host}-config" / "git" / "config"
+        config.parent.mkdir(parents=True)
         config.write_text(f"[gitmem]\n\tname = gitmem ({host})\n\temail = gitmem@{host}\n")
-        env = {"GIT_CONFIG_GLOBAL": str(config)}
+        env = {"GIT_CONFIG_GLOBAL": str(config), "XDG_CONFIG_HOME": str(config.parent.parent)}
     run_gitmem("init", str(path), env=env)
     run_gitmem("memory", "write", "--user", input=text, repo=path, env=env)
     return Git(path)
