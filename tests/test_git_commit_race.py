@@ -25,6 +25,7 @@ from gitmem.repository import Gitmem
 
 USER_FILE = "memory/user.md"
 AGENT_FILE = "memory/agents/reviewer.md"
+PERSON_TRIES = 300  # git commits a person tries before giving up
 PERSON_COMMITS = 25  # of each kind, per round
 
 
@@ -92,8 +93,9 @@ def test_plain_git_commits_and_amends_racing_serve_lose_no_answered_write(tmp_pa
                         with open(repo_path / USER_FILE, "a") as file:  # an edit by hand
                             file.write(line + "\n")
                         # git refuses while gitmem moved main meanwhile: the person tries again
+                        # (for a few seconds: on a busy machine git's own commit takes longer)
                         assert any(person_commits(git, kind, line)
-                                   or stop.wait(0.005) for _ in range(100)), kind
+                                   or stop.wait(0.005) for _ in range(PERSON_TRIES)), kind
             finally:
                 stop.set()
                 writer.join(timeout=120)

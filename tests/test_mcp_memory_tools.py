@@ -165,7 +165,7 @@ def test_recent_shows_a_hand_edit_a_sync_and_a_nui_write_each_with_its_diff(sync
             return found["changes"], by_hour["changes"]
 
     changes, by_hour = anyio.run(test)
-    assert [c["id"] for c in changes] == git.log(fmt="%H")[:len(changes)]
+    assert [c["id"] for c in changes] == git("log", "--first-parent", "--format=%H").split()[:len(changes)]
     assert changes[-1]["id"] != start and len(by_hour) > len(changes)  # since: after that commit
 
     def change_of(record: str, line: str) -> dict:
