@@ -39,6 +39,7 @@ from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.remote import scrub_credentials
 from gitmem.records import strictjson
+from gitmem.records.counts import counted
 from gitmem.records.merge import Spot, merge_changes, spots_paragraph
 from gitmem.repository import Gitmem, refuse_a_foreign_remote
 from gitmem.sync import rescue, secrets
@@ -102,9 +103,9 @@ class SyncResult:
         """Lines for a person: what came in, what went out, what to tidy."""
         lines = []
         if self.incoming:
-            lines.append(f"in: {_commits(self.incoming)} from {self.remote} ({self.how})")
+            lines.append(f"in: {counted(self.incoming, 'commit')} from {self.remote} ({self.how})")
         if self.outgoing:
-            lines.append(f"out: {_commits(self.outgoing)} to {self.remote}")
+            lines.append(f"out: {counted(self.outgoing, 'commit')} to {self.remote}")
         if not lines:
             lines.append(f"up to date with {self.remote}")
         lines += [f"to tidy: {spot}" for spot in self.spots]
@@ -304,7 +305,7 @@ def _merge_into(engine: GitEngine, remote: str, local: str | None, remote_tip: s
 
 
 def _merge_message(remote: str, incoming: int, spots: list[Spot]) -> str:
-    return f"sync: merge {remote}/main ({_commits(incoming)} in)\n" + spots_paragraph(spots)
+    return f"sync: merge {remote}/main ({counted(incoming, 'commit')} in)\n" + spots_paragraph(spots)
 
 
 # -- state for `gitmem status` --------------------------------------------------------
@@ -384,10 +385,6 @@ def _url(engine: GitEngine, remote: str) -> str | None:
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _commits(count: int) -> str:
-    return f"{count} commit{'s' if count != 1 else ''}"
 
 
 # -- in the background (`gitmem serve --sync-interval SECONDS`) ------------------------
