@@ -388,16 +388,18 @@ class Gitmem:
     def search(self, query: str, history: bool = False, kind: str | None = None,
                record: str | None = None, since: str | None = None, until: str | None = None,
                limit: int = 20, at: str | None = None, context: int = 0, meaning: bool = False,
-               progress=None) -> list[SearchHit]:
+               progress=None, embed_at_most: int | None = None) -> list[SearchHit]:
         """The memory blocks, session messages and thread events matching ``query`` (any
         text: plain words, or operators, :mod:`gitmem.search.query`), best first; with
         ``history`` also text main no longer holds, with ``at`` (a WHEN) what main held
         then; ``context`` adds that many units on each side of a hit. ``meaning`` ranks by
         meaning too (:mod:`gitmem.search.meaning`; ``progress(done, total)`` hears of the
-        units it embeds first)."""
+        units it embeds first, at most ``embed_at_most``, by default 2,000; the hits then
+        say how many are left, ``hits.unembedded``)."""
         return self.search_index.search(query, history=history, kind=kind, record=record,
                                         since=since, until=until, at=at, context=context,
-                                        limit=limit, meaning=meaning, progress=progress)
+                                        limit=limit, meaning=meaning, progress=progress,
+                                        embed_at_most=embed_at_most)
 
     def read_unit(self, record: str, unit_id: str | int, context: int = 0) -> list[UnitRead]:
         """The unit of ``record`` a search hit's ``unit_id`` names, at HEAD, with up to

@@ -35,6 +35,7 @@ from gitmem.history.record_index import RecordIndex
 from gitmem.repository import ForeignRepository, Gitmem, NotAFolderOfItsOwn, default_repo_path
 from gitmem.sync import rescue
 from gitmem.upkeep.maintenance import Maintenance
+from gitmem.upkeep.vectors import VectorBuild
 
 log = logging.getLogger("gitmem.faces.serve")
 
@@ -112,16 +113,16 @@ def run(repo: str | os.PathLike | None = None, *,
     except Exception:  # noqa: BLE001 - serving goes on; `gitmem status` tries again
         log.exception("looking for commits taken off main failed")
     maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
-    watcher = syncer = None
+    watcher = syncer = vectors = None
     indexer = threading.Thread(target=_catch_up_index, args=(mem,), name="record-index", daemon=True)
     started = finished = False
     starting = threading.Lock()
 
     def start_background() -> None:
-        """The hand-edit watcher and the periodic sync (see AFTER_FIRST_ANSWER). An edit
-        saved before is committed by the watcher's first look, or by the read or write of
-        its record, whichever comes first."""
-        nonlocal watcher, syncer, started
+        """The hand-edit watcher, the periodic sync and the vectors' build (see
+        AFTER_FIRST_ANSWER). An edit saved before is committed by the watcher's first look,
+        or by the read or write of its record, whichever comes first."""
+        nonlocal watcher, syncer, vectors, started
         with starting:
             if started or finished or not mem.engine.writable:
                 return  # a repository we cannot write is only read: nothing to commit or sync
@@ -131,6 +132,7 @@ def run(repo: str | os.PathLike | None = None, *,
             watcher = watch.start_watching(mem) if watch_edits else None
             syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
             indexer.start()
+            vectors = VectorBuild(mem.engine).start()
 
     def finish() -> None:
         """Commit pending hand edits, stop the background threads, bring the index in step.
@@ -144,6 +146,8 @@ def run(repo: str | os.PathLike | None = None, *,
                 return
             finished = True
         log.info("finishing: pending hand edits, background work")
+        if vectors is not None:
+            vectors.request_stop()  # before its git is ended below
         if syncer is not None:
             syncer.stop(timeout=SYNC_GRACE)
         if watcher is not None:
@@ -152,6 +156,8 @@ def run(repo: str | os.PathLike | None = None, *,
         gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
         if indexer.is_alive():  # its git just ended
             indexer.join(INDEX_GRACE)
+        if vectors is not None:  # between two batches
+            vectors.stop()
         maintenance.close(timeout=MAINTENANCE_GRACE)
         mem.close()
 

