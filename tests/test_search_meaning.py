@@ -50,11 +50,14 @@ def stand_in_vector(text: str) -> list[float]:
 
 
 class StandIn:
-    """An OpenAI-compatible embeddings endpoint on 127.0.0.1; ``texts`` lists what it embedded."""
+    """An OpenAI-compatible embeddings endpoint on 127.0.0.1; ``texts`` lists what it embedded.
+    While ``gate`` is clear, a request waits for it (``waiting`` is set meanwhile)."""
 
     def __init__(self) -> None:
         self.texts: list[str] = []
         self.models: set[str] = set()
+        self.gate, self.waiting = threading.Event(), threading.Event()
+        self.gate.set()
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -63,6 +66,9 @@ class StandIn:
                 if self.path != "/v1/embeddings":
                     self.send_error(404)
                     return
+                if not stand_in.gate.is_set():
+                    stand_in.waiting.set()
+                    stand_in.gate.wait(60)
                 stand_in.models.add(body["model"])
                 stand_in.texts.extend(body["input"])
                 data = [{"object": "embedding", "index": i, "embedding": stand_in_vector(text)}
