@@ -248,17 +248,17 @@ TOOLS = (
                      "default": "1 day ago"}, "limit": _LIMIT},
           output=_object({"since": _STRING, "changes": {"type": "array", "items": _CHANGE}})),
     _tool("search", "Search the memories",
-          "Find what was said or noted: ask in plain words, as you would ask a person (a "
-          "question, or the words you remember; the best matches come first, any of the "
-          "words may match). Each hit names its record and unit_id (read_unit reads it with "
-          "the units around it) and its date. at: search the memory as it was then; history "
-          "true: also what was written and removed since. meaning true: also find what says "
-          "the same in other words (a paraphrase, a synonym, another language), for when the "
-          "words you remember may not be the ones written; ask in plain words.",
+          "Find what was said or noted: ask in plain words, as you would ask a person (the "
+          "best matches first; any of the words may match). Each hit names its record and "
+          "unit_id (read_unit reads it with the units around it) and its date. at: the memory "
+          "as it was then; history true: also what was removed since. meaning true: also "
+          "what says the same in other words (a paraphrase, another language).",
           {"query": {"type": "string", "description": "plain words or a question"},
            "history": {"type": "boolean", "default": False},
            "meaning": {"type": "boolean", "default": False,
-                       "description": "also rank by meaning (not with history or at)"},
+                       "description": "true: also find what is said in other words than the "
+                                      "query's (by meaning: ask a plain question); not with "
+                                      "history or at"},
            "at": {"type": "string", "description": "a date such as 2026-11-01 or '3 days ago', "
                                                    "or a commit: the memory as it was then"},
            "context": {"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT, "default": 0,
