@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from array import array
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import pytest
 from conftest import SUBPROCESS_ENV, run_gitmem
 from gitmem.git.lock import FileLock
 from gitmem.repository import Gitmem
-from gitmem.search.meaning import FILE, closest_units, live_units
+from gitmem.search.meaning import FILE, closest_by_numpy, closest_in_python, closest_units, live_units
 from gitmem.upkeep.vectors import LOCK_FILE
 from nui_client import NuiHost, install_as_nui
 from test_search_meaning import FACTS, StandIn, block_texts
@@ -259,14 +260,16 @@ def test_an_mcp_search_by_meaning_when_it_is_off_is_a_tool_error(repo):
 # -- the cosines ----------------------------------------------------------------------
 
 
-def test_the_cosines_rank_alike_with_numpy_and_without(monkeypatch):
-    from array import array
+def test_the_cosines_rank_alike_with_numpy_and_without():
     pytest.importorskip("numpy")
     vectors = [(unit, array("f", [((unit * 7 + i) % 11 - 5) / 10 for i in range(8)]).tobytes())
                for unit in range(1, 40)]
-    vectors.append((40, vectors[2][1]))  # a tie: the lower unit first
+    vectors.append((40, vectors[2][1]))
     wanted = [0.3, -0.1, 0.5, 0.2, -0.4, 0.1, 0.0, 0.6]
-    with_numpy = closest_units(wanted, vectors, 10)
-    monkeypatch.setitem(sys.modules, "numpy", None)  # its import fails
-    assert closest_units(wanted, vectors, 10) == with_numpy
-    assert closest_units(wanted, vectors, 40)[:10] == with_numpy and len(set(with_numpy)) == 10
+    in_python = closest_in_python(wanted, vectors, 40)
+    tied = [unit for unit, blob in vectors if blob == vectors[2][1]]  # 3, 14, 25, 36 and 40
+    assert len(tied) == 5 and in_python[in_python.index(3):][:5] == tied  # the lower unit first
+    for count in (1, 10, 40, 50):
+        assert closest_by_numpy(wanted, vectors, count) == in_python[:count]
+    assert closest_units(wanted, vectors, 10) == in_python[:10]
+    assert closest_by_numpy(wanted, [], 10) == closest_in_python(wanted, [], 10) == []

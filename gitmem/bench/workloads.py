@@ -29,9 +29,11 @@ MEMORY_PATH = f"memory/agents/{AGENT}.md"
 FLOOR_PATH = "memory/agents/floor.md"  # the floor's own file beside the store's
 # The bench's git runs under its own identity and without the user's git configuration
 # (a global commit.gpgsign or hook path would time something else).
+# The servers measured without the background build of search by meaning's vectors
+# (gitmem.upkeep.vectors: a core of its own while it runs, and the search index it builds).
 GIT_ENV = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost",
-           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
+           "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GITMEM_EMBEDDINGS": "off"}
 GITMEM = [sys.executable, "-m", "gitmem"]  # this checkout's gitmem, whatever is on PATH
 
 
