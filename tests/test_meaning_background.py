@@ -291,3 +291,20 @@ def test_without_the_semantic_extra_and_nothing_set_nothing_starts_and_nothing_i
         build.stop()
         assert not build.is_alive()
     assert [record.message for record in caplog.records if record.levelname in ("WARNING", "ERROR")] == []
+
+
+def test_embed_missing_makes_a_damaged_cache_anew_and_stops_when_asked(made, repo, stand_in, monkeypatch):
+    from gitmem.search import meaning
+    _, texts = made
+    monkeypatch.setenv("GITMEM_EMBEDDINGS", stand_in.spec)
+    monkeypatch.setattr(meaning, "BATCH", 10)
+    cache = repo / ".git" / "gitmem" / FILE
+    cache.write_bytes(b"\xff" * 8192)
+    heard: list[tuple[int, int]] = []
+    with Gitmem.open(repo) as mem:
+        assert mem.search_index.embed_missing(stop=lambda: len(heard) > 1,
+                                              progress=lambda *done: heard.append(done)) == 10
+        assert heard == [(0, texts), (10, texts)]  # one batch, then asked to stop
+        assert mem.search_index.embed_missing() == texts - 10
+        assert mem.search_index.embed_missing() == 0
+    assert vectors_kept(repo) == texts

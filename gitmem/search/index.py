@@ -199,14 +199,21 @@ class SearchIndex:
         read_file = None if snapshot is None else lambda path: _read(snapshot, path)
         provider = self.provider()
         live = live_units(db)
-        vectors = self.vectors.vectors(provider.name, sorted({row[4] for row in live}))
-        missing = lacking(live, vectors)
 
         def stopped() -> bool:
             return (stop is not None and stop()) or _inode(self.path) != opened
 
-        return embed(self.vectors, provider, missing, self._read_blobs, read_file,
-                     progress=progress, stop=stopped)
+        def embedded() -> int:
+            vectors = self.vectors.vectors(provider.name, sorted({row[4] for row in live}))
+            return embed(self.vectors, provider, lacking(live, vectors), self._read_blobs, read_file,
+                         progress=progress, stop=stopped)
+        try:
+            return embedded()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
+                raise
+        self.vectors.drop()  # damaged (a disk error, a bad copy): embedded anew
+        return embedded()
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         found = {}

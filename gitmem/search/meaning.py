@@ -144,7 +144,8 @@ def by_meaning(db: sqlite3.Connection, cache: VectorCache, provider: Provider, q
                       limit=max(limit, DEPTH))
     live = live_units(db, kind=kind, path=path)
     vectors = cache.vectors(provider.name, sorted({row[4] for row in live}))
-    embed(cache, provider, lacking(live, vectors)[:BOUND if bound is None else bound], read_blobs, read_file, vectors, progress)
+    missing = lacking(live, vectors)[:BOUND if bound is None else bound]
+    embed(cache, provider, missing, read_blobs, read_file, vectors, progress)
     wanted = provider.embed([query], query=True)[0]
     closest = closest_units(wanted, [(row[0], vectors[row[4]]) for row in live if row[4] in vectors],
                             max(limit, DEPTH))
