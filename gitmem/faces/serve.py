@@ -35,7 +35,6 @@ from gitmem.history.record_index import RecordIndex
 from gitmem.repository import ForeignRepository, Gitmem, NotAFolderOfItsOwn, default_repo_path
 from gitmem.sync import rescue
 from gitmem.upkeep.maintenance import Maintenance
-from gitmem.upkeep.vectors import VectorBuild
 
 log = logging.getLogger("gitmem.faces.serve")
 
@@ -129,6 +128,7 @@ def run(repo: str | os.PathLike | None = None, *,
             started = True
             from gitmem.sync import exchange as sync
             from gitmem.edits import watch  # not before: a first answer waits for no watcher
+            from gitmem.upkeep.vectors import VectorBuild
             watcher = watch.start_watching(mem) if watch_edits else None
             syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
             indexer.start()

@@ -5,8 +5,9 @@ The SDK is imported by :mod:`gitmem.faces.mcp.tools` and :mod:`gitmem.faces.mcp.
 only. What a start costs is the interpreter and the SDK; the repository is opened at the
 first call that needs it (a missing one is that call's error, and the next call tries
 again), or :data:`OPEN_AFTER` seconds after the start, whichever comes first; the vectors
-of search by meaning are then built in the background (:mod:`gitmem.upkeep.vectors`). The calls run in a worker thread (:class:`Worker`), so the event loop answers a
-ping or takes a cancel meanwhile. Logs go to the file ``gitmem serve`` writes
+of search by meaning are then built in the background (:mod:`gitmem.upkeep.vectors`).
+The calls run in a worker thread (:class:`Worker`), so the event loop answers a ping or
+takes a cancel meanwhile. Logs go to the file ``gitmem serve`` writes
 (``.git/gitmem/serve.log``), each line naming the client.
 
     python3 -m gitmem mcp --repo ~/gitmem
