@@ -11,6 +11,7 @@ must see the build in the middle of a batch, or count what was embedded.
 from __future__ import annotations
 
 import shutil
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -170,6 +171,21 @@ def test_a_shutdown_in_the_middle_of_a_batch_stops_the_build_after_it(repo, tmp_
     assert "search by meaning: stopped after embedding 0 units of" in log
     assert "did not stop" not in log and " ERROR " not in log
     assert vectors_kept(repo) == 0  # the batch made after the stop was not kept
+
+
+def test_an_endpoint_that_fails_is_logged_once_and_the_server_goes_on(repo, tmp_path):
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    with spawn(tmp_path, repo, f"openai:http://127.0.0.1:{port}/v1#m") as host:
+        assert host.call("storage.info")["name"] == "gitmem"
+        until(lambda: "no vectors built" in serve_log(repo), "the failure logged")
+        assert host.call("storage.userMemory.write", {
+            "handlerId": "gitmem-user-memory", "content": LATER_FACT, "writeMode": "append"}) == {"ok": True}
+        stopped(host)
+    failures = [line for line in serve_log(repo).splitlines() if " WARNING " in line]
+    assert len(failures) == 1 and f"the embeddings endpoint http://127.0.0.1:{port}/v1/embeddings" in failures[0]
+    assert "Traceback" not in serve_log(repo)
 
 
 def test_off_builds_nothing_and_a_search_by_meaning_says_it_is_off(repo, tmp_path):
