@@ -32,14 +32,19 @@ from gitmem.records import layout
 from gitmem.records.units import pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "4"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them)
+FORMAT = "6"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask)
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents ignored
 NEAR = 6  # words at most this far apart are near each other
 NEAR_BOOST = 1.3  # a hit holding two of the query's words near each other: its score times this
-POOL = 50  # hits beyond the limit ranked again for nearness
+# Asked a question, a message or event also scores a share of the score of the one before
+# it, a larger one when that one asks something: a reply holds the answer to the words of
+# the question just asked (measured on the retrieval set: docs/search.md).
+SHARE_OF_BEFORE = 0.2
+SHARE_OF_QUESTION = 0.4  # the one before holds a "?"
+POOL = 50  # hits beyond the limit ranked again for nearness and neighbours
 BLOB_TIMEOUT = 60.0  # seconds for git to read the hits' blobs
 STAMP_SCOPE = ""  # the stamp of a look at every record (gitmem.git.stamp)
 # Snippets are cut from the hits' own text, read back from git: the index keeps no copy.
@@ -57,7 +62,7 @@ class SearchHit(NamedTuple):
     unit_id: str | int | None  # a message's own id, else the unit's position in its record from 0
     date: str  # the unit's createdAt (or an event's timestamp), else its commit's date
     snippet: str  # the matched words between MARK
-    score: float  # higher is better (BM25, times NEAR_BOOST for words near each other)
+    score: float  # higher is better (BM25, times NEAR_BOOST for words near each other, plus a share of the unit before's)
     added: str  # the commit that brought this text into the record
     added_date: str
     removed: str | None  # the commit that took it out; None while it is still there
@@ -100,8 +105,9 @@ def spaced(text: str) -> str:
 
 def uses_operators(query: str) -> bool:
     """True when ``query`` is read as operators: it holds a ``"phrase"`` (a pair of
-    quotes), ``OR`` in capitals between words, a ``-word`` or a ``prefix*``."""
-    return _OPERATORS.search(query) is not None
+    quotes), ``OR`` in capitals between words, a ``-word`` or a ``prefix*``, and it is not
+    a question (ending in ``?``: a title quoted in it is words to rank by, not a must)."""
+    return _OPERATORS.search(query) is not None and not query.rstrip().endswith("?")
 
 
 def _quoted(text: str) -> str:
@@ -231,65 +237,92 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
            path: str | None, window: tuple[int | None, int | None], limit: int,
            at: int | None = None) -> tuple[list[tuple], dict[int, float]]:
     """The index's rows of the units matching ``query``, best first, and {unit id: score}
-    (see :func:`answer` for the options)."""
+    (see :func:`answer` for the options). Asked a question (plain words, two or more), a
+    message or event also ranks by the words of the one before it (:data:`SHARE_OF_BEFORE`),
+    so a reply holding none of the question's words can be found."""
     if query.expression is None:
         return [], {}
-    where, params = filters(history=history, kind=kind, path=path, at=at)
-    where.insert(0, "unit_search MATCH ?")
-    params.insert(0, query.expression)
-    low, high = window
-    if low is not None or high is not None:
-        where.append("(ca.time BETWEEN ? AND ? OR cr.time BETWEEN ? AND ?)")
-        bounds = (low if low is not None else -2**62, high if high is not None else 2**62)
-        params.extend(bounds * 2)
+    where, params = filters(history=history, kind=kind, path=path, at=at, window=window)
     limit = min(limit, 2**61)  # SQLite's integers end at 2**63
     rows = db.execute(
-        "SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, -bm25(unit_search),"
-        " ca.sha, ca.date, cr.sha, cr.date, u.record, u.added, u.removed"
-        " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
-        " JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
-        " LEFT JOIN commits cr ON cr.id = u.removed"
-        f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
-        [*params, limit if query.near is None else limit + POOL]).fetchall()
+        _COLUMNS.format(score="-bm25(unit_search)") + " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
+        + _JOINS + f" WHERE {' AND '.join(['unit_search MATCH ?', *where])}"
+        " ORDER BY bm25(unit_search), u.id LIMIT ?", [query.expression, *params, limit + POOL]).fetchall()
     scores = {row[0]: row[6] for row in rows}
-    if query.near is not None and len(rows) > 1:
+    if query.near is not None:  # plain words, two or more: a question
         for (near,) in db.execute(
                 "SELECT rowid FROM unit_search WHERE unit_search MATCH ?"
                 " AND rowid IN (SELECT value FROM json_each(?))", (query.near, json.dumps(list(scores)))):
             scores[near] *= NEAR_BOOST
-        rows = sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit]
-    return rows, scores
+        rows += _share_with_neighbours(db, scores, history=history, at=at, where=where, params=params)
+    return sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit], scores
 
 
-def filters(*, history: bool, kind: str | None, path: str | None,
-            at: int | None = None) -> tuple[list[str], list]:
-    """The conditions (on ``units u`` and ``records r``) and their parameters of the units
-    a search looks at: those at HEAD, at ``at``, or (``history``) all; of ``kind``; of the
-    record at ``path``."""
-    where, params = [], []
-    if at is not None:
-        where.append("u.added <= ? AND (u.removed IS NULL OR u.removed > ?)")
-        params.extend((at, at))
-    elif not history:
-        where.append("u.removed IS NULL")
+def _share_with_neighbours(db: sqlite3.Connection, scores: dict[int, float], *, history: bool,
+                           at: int | None, where: list[str], params: list) -> list[tuple]:
+    """Give the message or event after each one in ``scores`` (the next one in its record
+    that the search sees) :data:`SHARE_OF_BEFORE` of its score (:data:`SHARE_OF_QUESTION`
+    when it asks); the rows of those it brings in."""
+    seen, seen_params = _visible(history, at, unit="n")
+    found = db.execute(
+        "SELECT u.id, u.asks, (SELECT min(n.id) FROM units n WHERE n.record = u.record AND n.id > u.id"
+        f" {''.join(' AND ' + condition for condition in seen)})"
+        " FROM units u WHERE u.id IN (SELECT value FROM json_each(?)) AND u.unit != 'block'",
+        [*seen_params, json.dumps(list(scores))]).fetchall()
+    own = dict(scores)
+    for unit, asks, after in found:
+        if after is not None:
+            share = SHARE_OF_QUESTION if asks else SHARE_OF_BEFORE
+            scores[after] = scores.get(after, 0.0) + share * own[unit]
+    new = [unit for unit in scores if unit not in own]
+    rows = rows_of(db, new, where, params)
+    for unit in set(new) - {row[0] for row in rows}:  # outside the search's kind, record or window
+        del scores[unit]
+    return rows
+
+
+def filters(*, history: bool, kind: str | None, path: str | None, at: int | None = None,
+            window: tuple[int | None, int | None] = (None, None)) -> tuple[list[str], list]:
+    """The conditions (on ``units u``, ``records r`` and the commits that added and
+    removed it, ``ca`` and ``cr``) and their parameters of the units a search looks at:
+    those at HEAD, at ``at``, or (``history``) all; of ``kind``; of the record at ``path``;
+    that came or went within ``window`` (times, either end open)."""
+    where, params = _visible(history, at)
     if kind is not None:
         where.append("r.kind = ?")
         params.append(kind)
     if path is not None:
         where.append("r.path = ?")
         params.append(path)
+    low, high = window
+    if low is not None or high is not None:
+        where.append("(ca.time BETWEEN ? AND ? OR cr.time BETWEEN ? AND ?)")
+        bounds = (low if low is not None else -2**62, high if high is not None else 2**62)
+        params.extend(bounds * 2)
     return where, params
 
 
-_ROW = ("SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, 0.0, ca.sha, ca.date, cr.sha, cr.date,"
-        " u.record, u.added, u.removed FROM units u JOIN records r ON r.id = u.record"
-        " JOIN commits ca ON ca.id = u.added LEFT JOIN commits cr ON cr.id = u.removed"
-        " WHERE u.id IN (SELECT value FROM json_each(?))")
+def _visible(history: bool, at: int | None, unit: str = "u") -> tuple[list[str], list]:
+    """The conditions on ``units`` (as ``unit``) of those main held at ``at``, at HEAD, or
+    ever (``history``), and their parameters."""
+    if at is not None:
+        return [f"{unit}.added <= ? AND ({unit}.removed IS NULL OR {unit}.removed > ?)"], [at, at]
+    return ([], []) if history else ([f"{unit}.removed IS NULL"], [])
 
 
-def rows_of(db: sqlite3.Connection, ids: list[int]) -> list[tuple]:
-    """The index's rows of units ``ids``, in that order, as :func:`ranked` gives them."""
-    found = {row[0]: row for row in db.execute(_ROW, (json.dumps(ids),))}
+_COLUMNS = ("SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, {score}, ca.sha, ca.date, cr.sha,"
+            " cr.date, u.record, u.added, u.removed")
+_JOINS = (" JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
+          " LEFT JOIN commits cr ON cr.id = u.removed")
+
+
+def rows_of(db: sqlite3.Connection, ids: list[int], where: list[str] = (), params: list = ()) -> list[tuple]:
+    """The index's rows of units ``ids``, in that order, as :func:`ranked` gives them (of
+    those meeting ``where``, :func:`filters`' conditions)."""
+    found = {row[0]: row for row in db.execute(
+        _COLUMNS.format(score="0.0") + " FROM units u" + _JOINS
+        + f" WHERE {' AND '.join(['u.id IN (SELECT value FROM json_each(?))', *where])}",
+        (json.dumps(ids), *params))}
     return [found[unit] for unit in ids if unit in found]
 
 
