@@ -18,12 +18,13 @@ Otherwise :func:`quick_search` says None, and the repository is opened.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
+from collections import namedtuple
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from gitmem.errors import InvalidInput
 from gitmem.git import stamp
@@ -54,23 +55,27 @@ ReadBlobs = Callable[[list[str]], dict[str, bytes]]  # blob ids -> {id: bytes} o
 ReadFile = Callable[[str], "bytes | None"]  # a record file's path -> its bytes (None: not there)
 
 
-class SearchHit(NamedTuple):
-    """One unit that matched: where, what, how well, and when it came and went."""
+# typing.NamedTuple would import typing: 4 ms of each warm ``gitmem search``
+class SearchHit(namedtuple("SearchHit", "record unit unit_id date snippet score added added_date "
+                                        "removed removed_date path context")):
+    """One unit that matched: where, what, how well, and when it came and went.
 
-    record: str  # as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>
-    unit: str  # "block" (of a memory), "message" (of a session or thread) or "event"
-    unit_id: str | int | None  # a message's own id, else the unit's position in its record from 0
-    date: str  # the unit's createdAt (or an event's timestamp), else its commit's date
-    snippet: str  # the matched words between MARK
-    score: float  # higher is better (BM25, times NEAR_BOOST for words near each other, plus a share of the unit before's)
-    added: str  # the commit that brought this text into the record
-    added_date: str
-    removed: str | None  # the commit that took it out; None while it is still there
-    removed_date: str | None
-    path: str  # the file that held it
-    context: list[dict[str, Any]]  # with ``context``: those around it {offset, unit_id, date, text}
+    - ``record``: as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>;
+    - ``unit``: "block" (of a memory), "message" (of a session or thread) or "event";
+    - ``unit_id``: a message's own id, else the unit's position in its record from 0;
+    - ``date``: the unit's createdAt (or an event's timestamp), else its commit's date;
+    - ``snippet``: the matched words between MARK;
+    - ``score``: higher is better (BM25, times NEAR_BOOST for words near each other, plus a
+      share of the unit before's);
+    - ``added``, ``added_date``: the commit that brought this text into the record;
+    - ``removed``, ``removed_date``: the commit that took it out; None while it is still there;
+    - ``path``: the file that held it;
+    - ``context``: with ``context``, those around it, each {offset, unit_id, date, text}.
+    """
 
-    def as_json(self) -> dict[str, Any]:
+    __slots__ = ()
+
+    def as_json(self) -> dict[str, object]:
         """The object ``gitmem search --json`` prints for this hit."""
         return self._asdict()
 
@@ -90,8 +95,8 @@ s t d ll m re ve don didn doesn isn wasn aren weren hasn haven hadn won wouldn s
 """.split())
 # Writing without spaces between words (Han, kana, Hangul): the index takes each character
 # as a word of its own, so that 日本 (two words next to each other) finds 日本語.
-_UNSPACED = re.compile("([\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-                       "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])")
+_UNSPACED = ("([\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+             "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])")
 _SEPARATOR = "\u200b"  # a zero-width space: not a word character for FTS5's unicode61
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, as unicode61 cuts words
 _OPERATORS = re.compile(r'"[^"]*"|(?:^|\s)OR(?=\s|$)|(?:^|\s)-[^\W_]|[^\W_]\*')
@@ -100,7 +105,14 @@ _TERM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
 
 def spaced(text: str) -> str:
     """``text`` as the index takes it: each character of unspaced writing a word of its own."""
-    return text if text.isascii() else _UNSPACED.sub("\\1" + _SEPARATOR, text)
+    return text if text.isascii() else _unspaced().sub("\\1" + _SEPARATOR, text)
+
+
+@functools.cache
+def _unspaced() -> re.Pattern:
+    """:data:`_UNSPACED` compiled when first needed: its ranges take 5 ms, a tenth of a
+    warm ``gitmem search``, which a query and hits in spaced writing never need."""
+    return re.compile(_UNSPACED)
 
 
 def uses_operators(query: str) -> bool:
@@ -118,24 +130,20 @@ class _NotOperators(Exception):
     """A query whose operators make no sense: it is read in plain words."""
 
 
-class _Term(NamedTuple):
-    text: str
-    prefix: bool
-    negated: bool
+class _Term(namedtuple("_Term", "text prefix negated")):
+    __slots__ = ()
 
     def fts(self) -> str:
         return _quoted(self.text) + (" *" if self.prefix else "")
 
 
-class Parsed(NamedTuple):
-    """A query read once: FTS5's expression of it (None: no word to look for), the words
-    it looks for in lower case (a hit's unit is looked for first among the pieces of its
-    file holding one), and the expression of its neighbouring words NEAR each other (None
-    for operators or a single word): hits it matches rank higher."""
+class Parsed(namedtuple("Parsed", "expression words near", defaults=(None,))):
+    """A query read once: FTS5's ``expression`` of it (None: no word to look for), the
+    ``words`` it looks for in lower case (a hit's unit is looked for first among the pieces
+    of its file holding one), and the expression of its neighbouring words NEAR each other
+    (``near``; None for operators or a single word): hits it matches rank higher."""
 
-    expression: str | None
-    words: list[str]
-    near: str | None = None
+    __slots__ = ()
 
 
 def parse(query: str) -> Parsed:
@@ -351,12 +359,10 @@ def hits_of(db: sqlite3.Connection, rows: list[tuple], scores: dict[int, float],
     return hits
 
 
-class _Found(NamedTuple):
-    """A hit's unit found again: its text, and where it is among its file's pieces."""
+class _Found(namedtuple("_Found", "text pieces index")):
+    """A hit's unit found again: its text, and where it is among its file's ``pieces``."""
 
-    text: str
-    pieces: list[str]
-    index: int
+    __slots__ = ()
 
 
 def units_found(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
@@ -427,7 +433,7 @@ class _Place:
             (self.record, unit_key(self.unit, unit_text(self.unit, piece)))).fetchone()
         return row[0] if row else self.added_date
 
-    def neighbours(self, found: _Found, context: int) -> list[dict[str, Any]]:
+    def neighbours(self, found: _Found, context: int) -> list[dict[str, object]]:
         """The ``context`` units on each side of ``found`` in its file, with their offset."""
         around = []
         for i in range(max(0, found.index - context), min(len(found.pieces), found.index + context + 1)):
@@ -455,7 +461,7 @@ def _opening(text: str) -> str:
     return " ".join(words[:SNIPPET_WORDS]) + ("…" if len(words) > SNIPPET_WORDS else "")
 
 
-def _value(unit: str, piece: str) -> Any:
+def _value(unit: str, piece: str) -> object:
     if unit == "block":
         return piece
     try:
