@@ -2,7 +2,9 @@
 
 A query is read in plain words unless it uses the operators (:func:`uses_operators`):
 the words less English stopwords, joined by OR, each stemmed by the index's tokenizer;
-hits that hold more of them, rarer ones, and two of them near each other rank higher.
+hits that hold more of them, rarer ones, and two of them near each other rank higher,
+and a message or event also ranks by a share of the one before it (a reply, by the
+words of the question it answers).
 
 :mod:`gitmem.search.index` keeps the index (``.git/gitmem/search.sqlite``) up to date with
 main and the work tree; this module reads it. A search that finds the index at main's
