@@ -38,6 +38,7 @@ QUESTIONS = [
     ("Which pet did they adopt first - Susie or Seraphim?", "m2"),
     ("what's the corgi's name?", "m2"),
     ('Which film is "The Godfather?', "m4"),  # one quote mark
+    ('Who will see "The Godfather" tonight?', "m4"),  # a question: its quotes are no operator
     ("adopting dogs from shelters", "m2"),  # stemmed
     ("日本", "m5"),  # unspaced writing
     ("creme", "m5"),  # accents ignored
@@ -142,6 +143,33 @@ def test_a_thread_events_unit_id_is_its_position_across_chunks(tmp_path):
     assert [n["unit_id"] for n in hit["context"]] in ([119, 121], [119], [121])  # within its chunk
     read = json.loads(run_gitmem("unit", "thread:t1", "120", "--json", repo=repo).stdout)
     assert read[0]["value"] == events[120]
+
+
+def test_a_reply_is_found_by_the_words_of_the_question_before_it(tmp_path):
+    """The asking turn names the topic; the reply holds the answer in words of its own. A
+    question ranks the reply by a share of the asking turn's score; a single word, the
+    operators, another session, and a memory's blocks get no share."""
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    talk = [{"id": "a1", "role": "user", "content": "Where are you spending the long weekend, Sam?"},
+            {"id": "a2", "role": "assistant", "content": "Heading to the lake house, just us two."},
+            {"id": "a3", "role": "user", "content": "Nice, the weather looks good."}]
+    run_gitmem("session", "write", "cc", "s1", repo=repo, input=json.dumps({"messages": talk}))
+    run_gitmem("session", "write", "cc", "s2", repo=repo, input=json.dumps(
+        {"messages": [{"id": "b1", "role": "user", "content": "Groceries are in the fridge."}]}))
+    run_gitmem("memory", "write", "--agent", "a", repo=repo,
+               input="The long weekend starts on Friday.\n\nBring the tent.")
+    question = "Where is Sam going for the long weekend?"
+    hits = search(repo, "--", question)
+    assert [(h["record"], h["unit_id"]) for h in hits] == [
+        ("session:cc/s1", "a1"), ("agent:a", 0), ("session:cc/s1", "a2")]
+    assert hits[2]["snippet"] == "Heading to the lake house, just us two."  # none of its words asked
+    with Gitmem.open(repo) as mem:
+        assert [h.as_json() for h in mem.search(question)] == hits
+        assert [h.unit_id for h in mem.search(question, kind="session")] == ["a1", "a2"]
+    assert {h["unit_id"] for h in search(repo, "weekend")} == {"a1", 0}  # one word: where it is
+    assert {h["unit_id"] for h in search(repo, '"long weekend"')} == {"a1", 0}  # operators: the same
+    assert {h["unit_id"] for h in search(repo, "weather fridge")} == {"a3", "b1"}  # nothing after either
 
 
 def commit_by_hand(repo: Path, text: str, date: str) -> str:

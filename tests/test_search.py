@@ -300,6 +300,8 @@ def test_the_query_language(tmp_path):
     assert records("cherries OR fox") == ["agent:b", "agent:c"]
     assert records('"quick brown"') == ["agent:c"] and records('"brown quick"') == []
     assert records('"red" pears') == ["agent:a"]
+    assert records('"red apples" cherries') == [] and records('"red apples" cherries?') == [
+        "agent:a", "agent:b"]  # a question: plain words
     assert records("deplo*") == ["agent:d"]
     assert records("notes: AND NOT -staging OR fox") == ["agent:c"]  # AND/NOT are words here
     for weird in ("a^b", "NEAR(red pears)", "col:red", "red)", "(red", "{red}", "red + pears",

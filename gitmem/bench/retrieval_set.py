@@ -8,7 +8,8 @@ a preference, an event on a date, a change of mind, a fact told over two turns. 
 fact gets questions of one or more types:
 
 - ``single``: one turn answers it, asked with some of its words;
-- ``two_turn``: the answer is told over two turns (a question, then the reply);
+- ``two_turn``: the fact is told over two turns: one asks, naming the topic, and the reply
+  holds the answer (the turn to find) in words of its own;
 - ``when``: when an event happened (the answer is the turn's date);
 - ``paraphrase``: asked in other words (few or none of the turn's own words);
 - ``changed``: what holds now, after a change of mind (the later turn answers).
@@ -163,6 +164,23 @@ _TWO_TURN = [
          ask_turn="What did you end up watching for {m}, {p}?",
          answer="We saw {v}, I cried at the end.",
          ask="What did {p} watch for {m}?"),
+    dict(values=["a cooking class", "a pottery workshop", "a salsa lesson", "a coding bootcamp",
+                 "a first-aid course", "a photography walk"],
+         where=["your birthday", "the anniversary", "Mother's Day", "the retirement party"],
+         ask_turn="So what gift did you get for {m}, {p}?",
+         answer="Tickets for {v}! Best present ever.",
+         ask="What gift did {p} get for {m}?"),
+    dict(values=["a broken wrist", "the flu", "a sprained ankle", "a migraine", "food poisoning",
+                 "a bad back"],
+         where=["the wedding", "the conference", "the concert", "the marathon"],
+         ask_turn="Why did you miss {m}, {p}? We were worried.",
+         answer="Ugh, {v}, I spent two days in bed.",
+         ask="Why did {p} miss {m}?"),
+    dict(values=["Chinese", "sign language", "Italian", "Arabic", "Portuguese", "Swahili"],
+         where=["the evening course", "the night school", "the online class", "the summer school"],
+         ask_turn="Which language are you learning at {m}, {p}?",
+         answer="{v}, and honestly it's harder than I expected.",
+         ask="What language is {p} learning at {m}?"),
 ]
 
 # Small talk: shares the facts' topics, so that they are not alone in using their words.
@@ -259,7 +277,7 @@ def conversations(seed: int = 36, count: int = 8, sessions: int = 12, turns: int
                         second = turn(p, fact["answer"].format(v=value), at)
                         session += [first, second]
                         questions.append(Question(fact["ask"].format(p=p, m=place), "two_turn",
-                                                  (first.id, second.id)))
+                                                  (second.id,)))
                     elif kind == "change":
                         old, new, first_id = rest
                         said = turn(p, fact["change"][0].format(v=old, w=new), at)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
+from _thread import get_ident  # threading.get_ident, without importing threading (1 ms a warm search)
 from pathlib import Path
 
 BRANCH = "main"
@@ -30,7 +30,7 @@ def write_private(target: Path, data: bytes) -> None:
     """Replace ``target`` with ``data`` atomically (a temporary file beside it, then a
     rename), as a 0600 file; raises OSError (a read-only repository, a full disk) with
     nothing left behind."""
-    tmp = target.with_name(f"{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp = target.with_name(f"{target.name}.{os.getpid()}.{get_ident()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
         try:

@@ -18,8 +18,8 @@ back to it (:func:`record_name`), else by its path.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Iterable
-from typing import NamedTuple
 
 from gitmem.records.ids import EmptyId, UndecodableId, check, decode, encode
 
@@ -65,12 +65,11 @@ class BadRecordName(ValueError):
     """A record name that is none of the four forms."""
 
 
-class Record(NamedTuple):
-    """A record as history commands name it, and the path (file or folder) that holds it."""
+class Record(namedtuple("Record", "kind ids path")):  # not typing's: 4 ms of a warm search
+    """A record as history commands name it (``kind``: "user", "agent", "note", "session"
+    or "thread"; ``ids``, a tuple of its ids), and the ``path`` (file or folder) that holds it."""
 
-    kind: str  # "user", "agent", "note", "session" or "thread"
-    ids: tuple[str, ...]
-    path: str
+    __slots__ = ()
 
     @property
     def name(self) -> str:

@@ -11,14 +11,17 @@ would search for (a JSON line's strings, less ids, types and image data).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter
 from collections.abc import Iterator
-from typing import Any
 
 from gitmem.records import layout
+
+try:  # hashlib's blake2b is _blake2's, and importing hashlib loads OpenSSL: 3 ms a warm search
+    from _blake2 import blake2b
+except ImportError:  # an interpreter without it
+    from hashlib import blake2b
 
 BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")  # between two blocks of a memory
 
@@ -79,12 +82,12 @@ def line_text(line: str) -> str:
     return value_text(value)
 
 
-def value_text(value: Any) -> str:
+def value_text(value: object) -> str:
     """The text of a message or event as JSON gives it (:func:`line_text`)."""
     return scrub("\n".join(_strings(value, None)))
 
 
-def unit_date(value: Any) -> str | None:
+def unit_date(value: object) -> str | None:
     """A message's or event's own date: its createdAt, else its timestamp (text as it
     is, RFC 3339 say; a number as milliseconds since the epoch, in UTC). None: none."""
     if not isinstance(value, dict):
@@ -102,7 +105,7 @@ def unit_date(value: Any) -> str | None:
     return None
 
 
-def _strings(value: Any, key: str | None) -> Iterator[str]:
+def _strings(value: object, key: str | None) -> Iterator[str]:
     if isinstance(value, str):
         if key in _STRUCTURE_KEYS or (key or "").endswith("Id") or value.startswith("gitmem:"):
             return
@@ -154,5 +157,5 @@ def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[
 
 def unit_key(unit: str, text: str) -> int:
     """A unit's text as a number, to find it again among a file's units."""
-    digest = hashlib.blake2b(f"{unit}\0{text}".encode(), digest_size=8).digest()
+    digest = blake2b(f"{unit}\0{text}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big", signed=True)

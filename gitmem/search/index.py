@@ -67,8 +67,9 @@ CREATE TABLE records(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEX
                      kind TEXT NOT NULL);
 CREATE TABLE units(id INTEGER PRIMARY KEY, record INTEGER NOT NULL, unit TEXT NOT NULL,
                    path TEXT NOT NULL, blob TEXT NOT NULL, key INTEGER NOT NULL,
-                   added INTEGER NOT NULL, removed INTEGER);
+                   added INTEGER NOT NULL, removed INTEGER, asks INTEGER NOT NULL);
 CREATE INDEX live_units ON units(record, key) WHERE removed IS NULL;
+CREATE INDEX unit_order ON units(record, id);
 CREATE VIRTUAL TABLE unit_search USING fts5(text, content='', tokenize='TOKENIZER');
 """.replace("TOKENIZER", TOKENIZER)
 
@@ -477,8 +478,8 @@ class _Writer:
     def flush(self) -> None:
         self.db.executemany("INSERT INTO commits(id, sha, time, date) VALUES (?, ?, ?, ?)",
                             self._commits)
-        self.db.executemany("INSERT INTO units(id, record, unit, path, blob, key, added, removed)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", self._units.values())
+        self.db.executemany("INSERT INTO units(id, record, unit, path, blob, key, added, removed, asks)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self._units.values())
         self.db.executemany("INSERT INTO unit_search(rowid, text) VALUES (?, ?)",
                             [(unit, spaced(text)) for unit, text in self._texts])
         self._commits, self._units, self._live, self._texts = [], {}, {}, []
@@ -511,7 +512,7 @@ class _Writer:
     def _add(self, record: int, unit: str, path: str, blob: str, text: str, commit: int) -> None:
         unit_id, key = self._next_unit, unit_key(unit, text)
         self._next_unit += 1
-        self._units[unit_id] = [unit_id, record, unit, path, blob, key, commit, None]
+        self._units[unit_id] = [unit_id, record, unit, path, blob, key, commit, None, "?" in text]
         self._live.setdefault((record, key), []).append(unit_id)
         self._texts.append((unit_id, text))
 

@@ -2,7 +2,9 @@
 
 A query is read in plain words unless it uses the operators (:func:`uses_operators`):
 the words less English stopwords, joined by OR, each stemmed by the index's tokenizer;
-hits that hold more of them, rarer ones, and two of them near each other rank higher.
+hits that hold more of them, rarer ones, and two of them near each other rank higher,
+and a message or event also ranks by a share of the one before it (a reply, by the
+words of the question it answers).
 
 :mod:`gitmem.search.index` keeps the index (``.git/gitmem/search.sqlite``) up to date with
 main and the work tree; this module reads it. A search that finds the index at main's
@@ -18,12 +20,13 @@ Otherwise :func:`quick_search` says None, and the repository is opened.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
+from collections import namedtuple
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from gitmem.errors import InvalidInput
 from gitmem.git import stamp
@@ -32,14 +35,19 @@ from gitmem.records import layout
 from gitmem.records.units import pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "4"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them)
+FORMAT = "6"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask)
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents ignored
 NEAR = 6  # words at most this far apart are near each other
 NEAR_BOOST = 1.3  # a hit holding two of the query's words near each other: its score times this
-POOL = 50  # hits beyond the limit ranked again for nearness
+# Asked a question, a message or event also scores a share of the score of the one before
+# it, a larger one when that one asks something: a reply holds the answer to the words of
+# the question just asked (measured on the retrieval set: docs/search.md).
+SHARE_OF_BEFORE = 0.2
+SHARE_OF_QUESTION = 0.4  # the one before holds a "?"
+POOL = 50  # hits beyond the limit ranked again for nearness and neighbours
 BLOB_TIMEOUT = 60.0  # seconds for git to read the hits' blobs
 STAMP_SCOPE = ""  # the stamp of a look at every record (gitmem.git.stamp)
 # Snippets are cut from the hits' own text, read back from git: the index keeps no copy.
@@ -49,23 +57,27 @@ ReadBlobs = Callable[[list[str]], dict[str, bytes]]  # blob ids -> {id: bytes} o
 ReadFile = Callable[[str], "bytes | None"]  # a record file's path -> its bytes (None: not there)
 
 
-class SearchHit(NamedTuple):
-    """One unit that matched: where, what, how well, and when it came and went."""
+# typing.NamedTuple would import typing: 4 ms of each warm ``gitmem search``
+class SearchHit(namedtuple("SearchHit", "record unit unit_id date snippet score added added_date "
+                                        "removed removed_date path context")):
+    """One unit that matched: where, what, how well, and when it came and went.
 
-    record: str  # as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>
-    unit: str  # "block" (of a memory), "message" (of a session or thread) or "event"
-    unit_id: str | int | None  # a message's own id, else the unit's position in its record from 0
-    date: str  # the unit's createdAt (or an event's timestamp), else its commit's date
-    snippet: str  # the matched words between MARK
-    score: float  # higher is better (BM25, times NEAR_BOOST for words near each other)
-    added: str  # the commit that brought this text into the record
-    added_date: str
-    removed: str | None  # the commit that took it out; None while it is still there
-    removed_date: str | None
-    path: str  # the file that held it
-    context: list[dict[str, Any]]  # with ``context``: those around it {offset, unit_id, date, text}
+    - ``record``: as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>;
+    - ``unit``: "block" (of a memory), "message" (of a session or thread) or "event";
+    - ``unit_id``: a message's own id, else the unit's position in its record from 0;
+    - ``date``: the unit's createdAt (or an event's timestamp), else its commit's date;
+    - ``snippet``: the matched words between MARK;
+    - ``score``: higher is better (BM25, times NEAR_BOOST for words near each other, plus a
+      share of the unit before's);
+    - ``added``, ``added_date``: the commit that brought this text into the record;
+    - ``removed``, ``removed_date``: the commit that took it out; None while it is still there;
+    - ``path``: the file that held it;
+    - ``context``: with ``context``, those around it, each {offset, unit_id, date, text}.
+    """
 
-    def as_json(self) -> dict[str, Any]:
+    __slots__ = ()
+
+    def as_json(self) -> dict[str, object]:
         """The object ``gitmem search --json`` prints for this hit."""
         return self._asdict()
 
@@ -85,8 +97,8 @@ s t d ll m re ve don didn doesn isn wasn aren weren hasn haven hadn won wouldn s
 """.split())
 # Writing without spaces between words (Han, kana, Hangul): the index takes each character
 # as a word of its own, so that 日本 (two words next to each other) finds 日本語.
-_UNSPACED = re.compile("([\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
-                       "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])")
+_UNSPACED = ("([\u2e80-\u2fff\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+             "\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f])")
 _SEPARATOR = "\u200b"  # a zero-width space: not a word character for FTS5's unicode61
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, as unicode61 cuts words
 _OPERATORS = re.compile(r'"[^"]*"|(?:^|\s)OR(?=\s|$)|(?:^|\s)-[^\W_]|[^\W_]\*')
@@ -95,13 +107,21 @@ _TERM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
 
 def spaced(text: str) -> str:
     """``text`` as the index takes it: each character of unspaced writing a word of its own."""
-    return text if text.isascii() else _UNSPACED.sub("\\1" + _SEPARATOR, text)
+    return text if text.isascii() else _unspaced().sub("\\1" + _SEPARATOR, text)
+
+
+@functools.cache
+def _unspaced() -> re.Pattern:
+    """:data:`_UNSPACED` compiled when first needed: its ranges take 5 ms, a tenth of a
+    warm ``gitmem search``, which a query and hits in spaced writing never need."""
+    return re.compile(_UNSPACED)
 
 
 def uses_operators(query: str) -> bool:
     """True when ``query`` is read as operators: it holds a ``"phrase"`` (a pair of
-    quotes), ``OR`` in capitals between words, a ``-word`` or a ``prefix*``."""
-    return _OPERATORS.search(query) is not None
+    quotes), ``OR`` in capitals between words, a ``-word`` or a ``prefix*``, and it is not
+    a question (ending in ``?``: a title quoted in it is words to rank by, not a must)."""
+    return _OPERATORS.search(query) is not None and not query.rstrip().endswith("?")
 
 
 def _quoted(text: str) -> str:
@@ -112,24 +132,20 @@ class _NotOperators(Exception):
     """A query whose operators make no sense: it is read in plain words."""
 
 
-class _Term(NamedTuple):
-    text: str
-    prefix: bool
-    negated: bool
+class _Term(namedtuple("_Term", "text prefix negated")):
+    __slots__ = ()
 
     def fts(self) -> str:
         return _quoted(self.text) + (" *" if self.prefix else "")
 
 
-class Parsed(NamedTuple):
-    """A query read once: FTS5's expression of it (None: no word to look for), the words
-    it looks for in lower case (a hit's unit is looked for first among the pieces of its
-    file holding one), and the expression of its neighbouring words NEAR each other (None
-    for operators or a single word): hits it matches rank higher."""
+class Parsed(namedtuple("Parsed", "expression words near", defaults=(None,))):
+    """A query read once: FTS5's ``expression`` of it (None: no word to look for), the
+    ``words`` it looks for in lower case (a hit's unit is looked for first among the pieces
+    of its file holding one), and the expression of its neighbouring words NEAR each other
+    (``near``; None for operators or a single word): hits it matches rank higher."""
 
-    expression: str | None
-    words: list[str]
-    near: str | None = None
+    __slots__ = ()
 
 
 def parse(query: str) -> Parsed:
@@ -231,65 +247,92 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
            path: str | None, window: tuple[int | None, int | None], limit: int,
            at: int | None = None) -> tuple[list[tuple], dict[int, float]]:
     """The index's rows of the units matching ``query``, best first, and {unit id: score}
-    (see :func:`answer` for the options)."""
+    (see :func:`answer` for the options). Asked a question (plain words, two or more), a
+    message or event also ranks by the words of the one before it (:data:`SHARE_OF_BEFORE`),
+    so a reply holding none of the question's words can be found."""
     if query.expression is None:
         return [], {}
-    where, params = filters(history=history, kind=kind, path=path, at=at)
-    where.insert(0, "unit_search MATCH ?")
-    params.insert(0, query.expression)
-    low, high = window
-    if low is not None or high is not None:
-        where.append("(ca.time BETWEEN ? AND ? OR cr.time BETWEEN ? AND ?)")
-        bounds = (low if low is not None else -2**62, high if high is not None else 2**62)
-        params.extend(bounds * 2)
+    where, params = filters(history=history, kind=kind, path=path, at=at, window=window)
     limit = min(limit, 2**61)  # SQLite's integers end at 2**63
     rows = db.execute(
-        "SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, -bm25(unit_search),"
-        " ca.sha, ca.date, cr.sha, cr.date, u.record, u.added, u.removed"
-        " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
-        " JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
-        " LEFT JOIN commits cr ON cr.id = u.removed"
-        f" WHERE {' AND '.join(where)} ORDER BY bm25(unit_search), u.id LIMIT ?",
-        [*params, limit if query.near is None else limit + POOL]).fetchall()
+        _COLUMNS.format(score="-bm25(unit_search)") + " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
+        + _JOINS + f" WHERE {' AND '.join(['unit_search MATCH ?', *where])}"
+        " ORDER BY bm25(unit_search), u.id LIMIT ?", [query.expression, *params, limit + POOL]).fetchall()
     scores = {row[0]: row[6] for row in rows}
-    if query.near is not None and len(rows) > 1:
+    if query.near is not None:  # plain words, two or more: a question
         for (near,) in db.execute(
                 "SELECT rowid FROM unit_search WHERE unit_search MATCH ?"
                 " AND rowid IN (SELECT value FROM json_each(?))", (query.near, json.dumps(list(scores)))):
             scores[near] *= NEAR_BOOST
-        rows = sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit]
-    return rows, scores
+        rows += _share_with_neighbours(db, scores, history=history, at=at, where=where, params=params)
+    return sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit], scores
 
 
-def filters(*, history: bool, kind: str | None, path: str | None,
-            at: int | None = None) -> tuple[list[str], list]:
-    """The conditions (on ``units u`` and ``records r``) and their parameters of the units
-    a search looks at: those at HEAD, at ``at``, or (``history``) all; of ``kind``; of the
-    record at ``path``."""
-    where, params = [], []
-    if at is not None:
-        where.append("u.added <= ? AND (u.removed IS NULL OR u.removed > ?)")
-        params.extend((at, at))
-    elif not history:
-        where.append("u.removed IS NULL")
+def _share_with_neighbours(db: sqlite3.Connection, scores: dict[int, float], *, history: bool,
+                           at: int | None, where: list[str], params: list) -> list[tuple]:
+    """Give the message or event after each one in ``scores`` (the next one in its record
+    that the search sees) :data:`SHARE_OF_BEFORE` of its score (:data:`SHARE_OF_QUESTION`
+    when it asks); the rows of those it brings in."""
+    seen, seen_params = _visible(history, at, unit="n")
+    found = db.execute(
+        "SELECT u.id, u.asks, (SELECT min(n.id) FROM units n WHERE n.record = u.record AND n.id > u.id"
+        f" {''.join(' AND ' + condition for condition in seen)})"
+        " FROM units u WHERE u.id IN (SELECT value FROM json_each(?)) AND u.unit != 'block'",
+        [*seen_params, json.dumps(list(scores))]).fetchall()
+    own = dict(scores)
+    for unit, asks, after in found:
+        if after is not None:
+            share = SHARE_OF_QUESTION if asks else SHARE_OF_BEFORE
+            scores[after] = scores.get(after, 0.0) + share * own[unit]
+    new = [unit for unit in scores if unit not in own]
+    rows = rows_of(db, new, where, params)
+    for unit in set(new) - {row[0] for row in rows}:  # outside the search's kind, record or window
+        del scores[unit]
+    return rows
+
+
+def filters(*, history: bool, kind: str | None, path: str | None, at: int | None = None,
+            window: tuple[int | None, int | None] = (None, None)) -> tuple[list[str], list]:
+    """The conditions (on ``units u``, ``records r`` and the commits that added and
+    removed it, ``ca`` and ``cr``) and their parameters of the units a search looks at:
+    those at HEAD, at ``at``, or (``history``) all; of ``kind``; of the record at ``path``;
+    that came or went within ``window`` (times, either end open)."""
+    where, params = _visible(history, at)
     if kind is not None:
         where.append("r.kind = ?")
         params.append(kind)
     if path is not None:
         where.append("r.path = ?")
         params.append(path)
+    low, high = window
+    if low is not None or high is not None:
+        where.append("(ca.time BETWEEN ? AND ? OR cr.time BETWEEN ? AND ?)")
+        bounds = (low if low is not None else -2**62, high if high is not None else 2**62)
+        params.extend(bounds * 2)
     return where, params
 
 
-_ROW = ("SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, 0.0, ca.sha, ca.date, cr.sha, cr.date,"
-        " u.record, u.added, u.removed FROM units u JOIN records r ON r.id = u.record"
-        " JOIN commits ca ON ca.id = u.added LEFT JOIN commits cr ON cr.id = u.removed"
-        " WHERE u.id IN (SELECT value FROM json_each(?))")
+def _visible(history: bool, at: int | None, unit: str = "u") -> tuple[list[str], list]:
+    """The conditions on ``units`` (as ``unit``) of those main held at ``at``, at HEAD, or
+    ever (``history``), and their parameters."""
+    if at is not None:
+        return [f"{unit}.added <= ? AND ({unit}.removed IS NULL OR {unit}.removed > ?)"], [at, at]
+    return ([], []) if history else ([f"{unit}.removed IS NULL"], [])
 
 
-def rows_of(db: sqlite3.Connection, ids: list[int]) -> list[tuple]:
-    """The index's rows of units ``ids``, in that order, as :func:`ranked` gives them."""
-    found = {row[0]: row for row in db.execute(_ROW, (json.dumps(ids),))}
+_COLUMNS = ("SELECT u.id, r.name, u.unit, u.path, u.blob, u.key, {score}, ca.sha, ca.date, cr.sha,"
+            " cr.date, u.record, u.added, u.removed")
+_JOINS = (" JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added"
+          " LEFT JOIN commits cr ON cr.id = u.removed")
+
+
+def rows_of(db: sqlite3.Connection, ids: list[int], where: list[str] = (), params: list = ()) -> list[tuple]:
+    """The index's rows of units ``ids``, in that order, as :func:`ranked` gives them (of
+    those meeting ``where``, :func:`filters`' conditions)."""
+    found = {row[0]: row for row in db.execute(
+        _COLUMNS.format(score="0.0") + " FROM units u" + _JOINS
+        + f" WHERE {' AND '.join(['u.id IN (SELECT value FROM json_each(?))', *where])}",
+        (json.dumps(ids), *params))}
     return [found[unit] for unit in ids if unit in found]
 
 
@@ -318,12 +361,10 @@ def hits_of(db: sqlite3.Connection, rows: list[tuple], scores: dict[int, float],
     return hits
 
 
-class _Found(NamedTuple):
-    """A hit's unit found again: its text, and where it is among its file's pieces."""
+class _Found(namedtuple("_Found", "text pieces index")):
+    """A hit's unit found again: its text, and where it is among its file's ``pieces``."""
 
-    text: str
-    pieces: list[str]
-    index: int
+    __slots__ = ()
 
 
 def units_found(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
@@ -394,7 +435,7 @@ class _Place:
             (self.record, unit_key(self.unit, unit_text(self.unit, piece)))).fetchone()
         return row[0] if row else self.added_date
 
-    def neighbours(self, found: _Found, context: int) -> list[dict[str, Any]]:
+    def neighbours(self, found: _Found, context: int) -> list[dict[str, object]]:
         """The ``context`` units on each side of ``found`` in its file, with their offset."""
         around = []
         for i in range(max(0, found.index - context), min(len(found.pieces), found.index + context + 1)):
@@ -422,7 +463,7 @@ def _opening(text: str) -> str:
     return " ".join(words[:SNIPPET_WORDS]) + ("…" if len(words) > SNIPPET_WORDS else "")
 
 
-def _value(unit: str, piece: str) -> Any:
+def _value(unit: str, piece: str) -> object:
     if unit == "block":
         return piece
     try:
