@@ -38,6 +38,9 @@ SUBPROCESS_ENV = {
     "GIT_AUTHOR_EMAIL": "person@example.org",
     "GIT_COMMITTER_NAME": "Test Person",
     "GIT_COMMITTER_EMAIL": "person@example.org",
+    # no vectors built behind every serve and mcp of the suite: the tests of search by
+    # meaning name their provider (tests/test_meaning_background.py, test_search_meaning.py)
+    "GITMEM_EMBEDDINGS": "off",
 }
 
 

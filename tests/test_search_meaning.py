@@ -180,7 +180,8 @@ def test_the_command_reads_the_provider_from_git_config_and_draws_no_bar_on_a_pi
     written(repo, FACTS[0], FACTS[2])
     subprocess.run(["git", "-C", str(repo), "config", "gitmem.embeddings", stand_in.spec], check=True)
     assert run_gitmem("search", "--json", "which animal joined the family", repo=repo).stdout == "[]\n"
-    done = run_gitmem("search", "--meaning", "--json", "which animal joined the family", repo=repo)
+    done = run_gitmem("search", "--meaning", "--json", "which animal joined the family", repo=repo,
+                      env={"GITMEM_EMBEDDINGS": ""})  # none set: git config's
     assert done.stderr == ""
     assert json.loads(done.stdout)[0]["snippet"] == FACTS[0]
 
