@@ -477,14 +477,14 @@ def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, st
     db.execute(_HIT_TEXTS)
     db.execute("SAVEPOINT hit_texts")  # one transaction, not one a row: half the time
     try:
-        db.execute("DELETE FROM temp.hit_texts")
         db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)",
                        [(unit, spaced(text)) for unit, text in texts])
-    finally:
+        return {unit: snippet.replace(_SEPARATOR, "") for unit, snippet in db.execute(
+            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
+            " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression))}
+    finally:  # emptied by undoing the inserts: a DELETE tokenizes every text again
+        db.execute("ROLLBACK TO hit_texts")
         db.execute("RELEASE hit_texts")
-    return {unit: snippet.replace(_SEPARATOR, "") for unit, snippet in db.execute(
-        "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
-        " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression))}
 
 
 def meta(db: sqlite3.Connection, key: str) -> str | None:
