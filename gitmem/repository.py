@@ -27,6 +27,9 @@ from gitmem.stores import MemoryStore, SessionStore, ThreadStore
 from gitmem.stores.memory_tree import MemoryTree
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from gitmem.git.base import Identity
     from gitmem.history.blame import Blamed
     from gitmem.search.index import SearchHit
     from gitmem.search.neighbours import UnitRead
@@ -347,9 +350,11 @@ class Gitmem:
         """What changed in ``record`` between two WHENs (default: its beginning, now)."""
         return history.diff(self, record, since, until)
 
-    def restore(self, record: str, at: str) -> history.Restored:
-        """Write ``record`` back as it was at WHEN ``at``, as one new commit."""
-        return history.restore(self, record, at)
+    def restore(self, record: str, at: str, *, trailers: Mapping[str, str] | None = None,
+                author: Identity | None = None) -> history.Restored:
+        """Write ``record`` back as it was at WHEN ``at``, as one new commit (with the
+        caller's ``trailers`` and ``author``, when a face names itself and the person)."""
+        return history.restore(self, record, at, trailers=trailers, author=author)
 
     def recent(self, since: str, *, limit: int = 50) -> list[history.RecentChange]:
         """What changed across every record since WHEN ``since``, newest first, each change

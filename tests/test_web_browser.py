@@ -163,7 +163,10 @@ def test_restoring_a_version(page, web: WebServer, repo: Path):
     page.locator("tr.version").nth(1).locator("button.restore").click()
     assert "Restored as commit" in page.inner_text("#restored")
     assert "Prefers **short** answers." in run_gitmem("memory", "read", "--user", repo=repo).stdout
-    assert "Gitmem-Restored-From" in Git(repo)("log", "-1", "--format=%B", "main")
+    git = Git(repo)
+    message = git("log", "-1", "--format=%B", "main")
+    assert "Gitmem-Restored-From" in message and "Gitmem-Client: gitmem web" in message
+    assert git("log", "-1", "--format=%an <%ae>", "main").strip() == "Pat Person <pat@example.org>"
 
 
 def test_the_activity_page_charts_the_writes(page, web: WebServer):

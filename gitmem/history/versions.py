@@ -28,11 +28,11 @@ import logging
 import re
 import time
 from datetime import datetime, timedelta, timezone
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from gitmem.git import gitproc
-from gitmem.git.base import CommitInfo, DamagedObject, EngineError
+from gitmem.git.base import CommitInfo, DamagedObject, EngineError, Identity
 from gitmem.git.engine import GitEngine
 from gitmem.git.log import FileChange, FileDiff
 from gitmem.history.record_index import RecordIndex
@@ -350,9 +350,11 @@ def diff(mem: Records, record: str, since: str | None = None,
     return RecordDiff(parsed.name, old, new, mem.engine.diff_commits(parsed.path, old, new))
 
 
-def restore(mem: Records, record: str, at: str) -> Restored:
+def restore(mem: Records, record: str, at: str, *, trailers: Mapping[str, str] | None = None,
+            author: Identity | None = None) -> Restored:
     """Write ``record`` back as it was at WHEN ``at``, as one new commit (none when the
-    record already is that way). A time the record did not exist at is refused
+    record already is that way), with the caller's ``trailers`` and ``author`` (a face
+    naming itself and the person). A time the record did not exist at is refused
     (:class:`HistoryError` naming its first version): deleting is what the stores'
     ``delete`` is for."""
     parsed = layout.parse_record(record)
@@ -382,8 +384,8 @@ def restore(mem: Records, record: str, at: str) -> Restored:
     label = commit[:10] if commit else "before the first commit"
     new = mem.engine.update(changes, f"restore: {printable(parsed.name)} as of {label}",
                             record_trailers("restore", parsed.name,
-                                            {"Gitmem-Restored-From": commit or "none"}),
-                            scope=parsed.path)
+                                            {**(trailers or {}), "Gitmem-Restored-From": commit or "none"}),
+                            author=author, scope=parsed.path)
     return Restored(parsed.name, commit, new)
 
 

@@ -221,7 +221,8 @@ class Pages:
     async def restore(self, request: Request) -> Response:
         form = await check_form(request)
         record = layout.parse_record(form.get("name", ""))
-        done = self.mem.restore(record.name, form.get("at", ""))
+        done = self.mem.restore(record.name, form.get("at", ""), trailers={"Gitmem-Client": CLIENT},
+                                author=self.mem.engine.user_identity())
         log.info("restored %s from %s: commit %s", record.name, done.source, done.commit)
         return RedirectResponse("/timeline?" + urlencode({"name": record.name,
                                                           "restored": done.commit or ""}), 303)
