@@ -4,6 +4,8 @@ the bench. Checked on sys.modules at the exit of the real command."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +58,16 @@ def loaded(repo, tmp_path_factory) -> dict[str, set[str]]:
     folder = tmp_path_factory.mktemp("modules")
     return {"--version": imported(folder, "--version"),
             "memory read --user": imported(folder, "memory", "read", "--user", "--repo", str(repo))}
+
+
+@pytest.fixture(scope="module")
+def opened(repo, tmp_path_factory) -> dict[str, set[str]]:
+    """What each command that opens the repository imported, run once each."""
+    folder = tmp_path_factory.mktemp("opened")
+    return {"log": imported(folder, "log", "user", "--repo", str(repo)),
+            "show": imported(folder, "show", "user", "--at", "HEAD", "--repo", str(repo)),
+            "memory read --user": imported(folder, "memory", "read", "--user", "--repo", str(repo)),
+            "serve": served_first(folder, repo)}
 
 
 def test_the_import_list_is_read(loaded):
@@ -122,3 +134,15 @@ def test_serve_answers_kaboo_without_yaml_or_the_watcher(repo, tmp_path):
     extension.mkdir()
     (extension / "storage-handlers.yaml").write_text("storageHandlers:\n  - {id: me, kind: userMemory}\n")
     assert "ruamel.yaml" in served_first(tmp_path, repo, {"NUI_EXTENSION_DIR": str(extension)})
+
+
+# Issue 39: each class dataclasses makes costs ~0.7 ms (it compiles its methods with exec);
+# the records on the path of a command are namedtuples or slotted classes. (dataclasses
+# itself is loaded all the same: pygit2.index imports it.)
+@pytest.mark.parametrize("command", ["log", "show", "memory read --user", "serve"])
+def test_a_command_that_opens_the_repository_makes_no_dataclass(opened, command):
+    assert "gitmem.git.engine" in opened[command]  # the repository was opened
+    made = {f"{name}.{cls.__name__}" for name in opened[command] if name.startswith("gitmem")
+            for cls in vars(importlib.import_module(name)).values()
+            if isinstance(cls, type) and cls.__module__ == name and dataclasses.is_dataclass(cls)}
+    assert not made
