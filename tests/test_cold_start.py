@@ -64,6 +64,7 @@ def loaded(repo, tmp_path_factory) -> dict[str, set[str]]:
 def opened(repo, tmp_path_factory) -> dict[str, set[str]]:
     """What each command that opens the repository imported, run once each."""
     folder = tmp_path_factory.mktemp("opened")
+    imported(folder, "log", "user", "--repo", str(repo))  # the first builds the record index (runs git)
     return {"log": imported(folder, "log", "user", "--repo", str(repo)),
             "show": imported(folder, "show", "user", "--at", "HEAD", "--repo", str(repo)),
             "memory read --user": imported(folder, "memory", "read", "--user", "--repo", str(repo)),
@@ -146,3 +147,11 @@ def test_a_command_that_opens_the_repository_makes_no_dataclass(opened, command)
             for cls in vars(importlib.import_module(name)).values()
             if isinstance(cls, type) and cls.__module__ == name and dataclasses.is_dataclass(cls)}
     assert not made
+
+
+@pytest.mark.parametrize("command", ["log", "show", "memory read --user", "serve"])
+def test_a_command_that_opens_the_repository_leaves_what_only_some_need(opened, command):
+    # tempfile: a git run's stderr; difflib: a merge; ctypes: a work-tree write (serve's own
+    # start loads it, for its parent-death signal)
+    unused = {"tempfile", "difflib"} if command == "serve" else {"tempfile", "difflib", "ctypes"}
+    assert not unused & opened[command]

@@ -32,7 +32,6 @@ import json
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from difflib import SequenceMatcher
 
 from gitmem.records import layout
 from gitmem.records.meta import meta_bytes
@@ -295,6 +294,7 @@ def _matching_blocks(a: Sequence, b: Sequence) -> list[tuple[int, int, int]]:
         anchors = _unique_anchors(a, alo, ahi, b, blo, bhi)
         if not anchors:
             if (ahi - alo) * (bhi - blo) <= SMALL_STRETCH:
+                from difflib import SequenceMatcher  # here: only a merge of two edits loads it
                 matcher = SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
                 found.extend((alo + i, blo + j, n) for i, j, n in matcher.get_matching_blocks() if n)
             continue
