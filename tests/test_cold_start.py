@@ -68,6 +68,7 @@ def opened(repo, tmp_path_factory) -> dict[str, set[str]]:
     return {"log": imported(folder, "log", "user", "--repo", str(repo)),
             "show": imported(folder, "show", "user", "--at", "HEAD", "--repo", str(repo)),
             "memory read --user": imported(folder, "memory", "read", "--user", "--repo", str(repo)),
+            "blame": imported(folder, "blame", "user", "--repo", str(repo)),
             "serve": served_first(folder, repo)}
 
 
@@ -111,6 +112,7 @@ def test_gitmem_mcp_answers_initialize_before_loading_the_git_engine(repo, tmp_p
     loaded = set(out.read_text(encoding="utf-8").split("\n"))
     assert {"mcp", "gitmem.faces.mcp.tools"} <= loaded  # the SDK: the start's one big cost
     assert not {"pygit2", "gitmem.git.engine", "gitmem.repository"} & loaded  # opened at first use
+    assert not dataclasses_made(loaded)
 
 
 def served_first(tmp_path: Path, repo: Path, env: dict[str, str] | None = None) -> set[str]:
@@ -140,13 +142,17 @@ def test_serve_answers_kaboo_without_yaml_or_the_watcher(repo, tmp_path):
 # Issue 39: each class dataclasses makes costs ~0.7 ms (it compiles its methods with exec);
 # the records on the path of a command are namedtuples or slotted classes. (dataclasses
 # itself is loaded all the same: pygit2.index imports it.)
-@pytest.mark.parametrize("command", ["log", "show", "memory read --user", "serve"])
-def test_a_command_that_opens_the_repository_makes_no_dataclass(opened, command):
-    assert "gitmem.git.engine" in opened[command]  # the repository was opened
-    made = {f"{name}.{cls.__name__}" for name in opened[command] if name.startswith("gitmem")
+def dataclasses_made(modules: set[str]) -> set[str]:
+    """The dataclasses that gitmem's modules among ``modules`` make."""
+    return {f"{name}.{cls.__name__}" for name in modules if name.startswith("gitmem")
             for cls in vars(importlib.import_module(name)).values()
             if isinstance(cls, type) and cls.__module__ == name and dataclasses.is_dataclass(cls)}
-    assert not made
+
+
+@pytest.mark.parametrize("command", ["log", "show", "memory read --user", "blame", "serve"])
+def test_a_command_that_opens_the_repository_makes_no_dataclass(opened, command):
+    assert "gitmem.git.engine" in opened[command]  # the repository was opened
+    assert not dataclasses_made(opened[command])
 
 
 @pytest.mark.parametrize("command", ["log", "show", "memory read --user", "serve"])
