@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 from pathlib import Path
@@ -193,6 +192,7 @@ def _named_like(path: Path) -> Path | None:
         names = [entry.name for entry in missing.parent.iterdir() if entry.name != missing.name]
     except OSError:  # not a folder, or not readable
         return None
+    import difflib  # here: only a missing repository's error loads it
     by_lower = {name.lower(): name for name in names}
     for close in difflib.get_close_matches(missing.name.lower(), list(by_lower), n=3, cutoff=0.75):
         candidate = missing.parent / by_lower[close]

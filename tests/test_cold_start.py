@@ -4,6 +4,8 @@ the bench. Checked on sys.modules at the exit of the real command."""
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +60,18 @@ def loaded(repo, tmp_path_factory) -> dict[str, set[str]]:
             "memory read --user": imported(folder, "memory", "read", "--user", "--repo", str(repo))}
 
 
+@pytest.fixture(scope="module")
+def opened(repo, tmp_path_factory) -> dict[str, set[str]]:
+    """What each command that opens the repository imported, run once each."""
+    folder = tmp_path_factory.mktemp("opened")
+    imported(folder, "log", "user", "--repo", str(repo))  # the first builds the record index (runs git)
+    return {"log": imported(folder, "log", "user", "--repo", str(repo)),
+            "show": imported(folder, "show", "user", "--at", "HEAD", "--repo", str(repo)),
+            "memory read --user": imported(folder, "memory", "read", "--user", "--repo", str(repo)),
+            "blame": imported(folder, "blame", "user", "--repo", str(repo)),
+            "serve": served_first(folder, repo)}
+
+
 def test_the_import_list_is_read(loaded):
     # what the checks below look for is reported at all: a memory read needs the engine
     assert {"pygit2", "gitmem.git.engine", "gitmem.cli.records"} <= loaded["memory read --user"]
@@ -98,6 +112,7 @@ def test_gitmem_mcp_answers_initialize_before_loading_the_git_engine(repo, tmp_p
     loaded = set(out.read_text(encoding="utf-8").split("\n"))
     assert {"mcp", "gitmem.faces.mcp.tools"} <= loaded  # the SDK: the start's one big cost
     assert not {"pygit2", "gitmem.git.engine", "gitmem.repository"} & loaded  # opened at first use
+    assert not dataclasses_made(loaded)
 
 
 def served_first(tmp_path: Path, repo: Path, env: dict[str, str] | None = None) -> set[str]:
@@ -122,3 +137,27 @@ def test_serve_answers_kaboo_without_yaml_or_the_watcher(repo, tmp_path):
     extension.mkdir()
     (extension / "storage-handlers.yaml").write_text("storageHandlers:\n  - {id: me, kind: userMemory}\n")
     assert "ruamel.yaml" in served_first(tmp_path, repo, {"NUI_EXTENSION_DIR": str(extension)})
+
+
+# Issue 39: each class dataclasses makes costs ~0.7 ms (it compiles its methods with exec);
+# the records on the path of a command are namedtuples or slotted classes. (dataclasses
+# itself is loaded all the same: pygit2.index imports it.)
+def dataclasses_made(modules: set[str]) -> set[str]:
+    """The dataclasses that gitmem's modules among ``modules`` make."""
+    return {f"{name}.{cls.__name__}" for name in modules if name.startswith("gitmem")
+            for cls in vars(importlib.import_module(name)).values()
+            if isinstance(cls, type) and cls.__module__ == name and dataclasses.is_dataclass(cls)}
+
+
+@pytest.mark.parametrize("command", ["log", "show", "memory read --user", "blame", "serve"])
+def test_a_command_that_opens_the_repository_makes_no_dataclass(opened, command):
+    assert "gitmem.git.engine" in opened[command]  # the repository was opened
+    assert not dataclasses_made(opened[command])
+
+
+@pytest.mark.parametrize("command", ["log", "show", "memory read --user", "serve"])
+def test_a_command_that_opens_the_repository_leaves_what_only_some_need(opened, command):
+    # tempfile: a git run's stderr; difflib: a merge; ctypes: a work-tree write (serve's own
+    # start loads it, for its parent-death signal)
+    unused = {"tempfile", "difflib"} if command == "serve" else {"tempfile", "difflib", "ctypes"}
+    assert not unused & opened[command]

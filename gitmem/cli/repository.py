@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 
 from gitmem.cli.base import open_repo, print_json
@@ -139,7 +138,7 @@ def cmd_gc(args) -> None:
                 print(f"dropped {name}", file=sys.stderr)
         report = pack(mem.engine, full=True, wait=600.0)
     if args.json:
-        print_json(dataclasses.asdict(report))
+        print_json(report._asdict())
     elif report.method == "skipped":
         raise EngineError("another gitmem process kept packing this repository for 10 minutes")
     else:

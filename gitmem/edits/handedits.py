@@ -47,14 +47,13 @@ branch), nothing in it is an edit.
 
 from __future__ import annotations
 
-import dataclasses
 import fnmatch
 import json
 import logging
 import os
 import re
 import time
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Iterable, Mapping
 
 from gitmem.edits import rewrites
@@ -131,76 +130,85 @@ def _line_at(data: bytes, offset: int) -> int:
     return data.count(b"\n", 0, offset) + 1
 
 
-@dataclasses.dataclass(frozen=True)
 class Refusal:
-    """A hand-edited file kept out of HEAD, and why."""
+    """A hand-edited file kept out of HEAD, and why: its ``path``, the ``line`` at fault
+    (None: the whole file), the ``reason``, and the ``blob_id`` of the refused content
+    (not compared, not shown)."""
 
-    path: str
-    line: int | None
-    reason: str
-    blob_id: str = dataclasses.field(default="", compare=False, repr=False)  # of the refused content
+    __slots__ = ("path", "line", "reason", "blob_id")
+
+    def __init__(self, path: str, line: int | None, reason: str, blob_id: str = ""):
+        self.path, self.line, self.reason, self.blob_id = path, line, reason, blob_id
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Refusal):
+            return NotImplemented
+        return (self.path, self.line, self.reason) == (other.path, other.line, other.reason)
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.line, self.reason))
+
+    def __repr__(self) -> str:
+        return f"Refusal(path={self.path!r}, line={self.line!r}, reason={self.reason!r})"
 
     def __str__(self) -> str:
         where = f"{self.path} line {self.line}" if self.line else self.path
         return f"{where}: {self.reason}"
 
 
-@dataclasses.dataclass(frozen=True)
-class Edit:
+class Edit(namedtuple("Edit", "path change")):
     """A hand edit waiting to be committed: ``change`` is "new", "edited" or "deleted"."""
 
-    path: str
-    change: str
+    __slots__ = ()
 
 
-@dataclasses.dataclass(frozen=True)
-class OutOfStep:
-    """A work-tree file of gitmem's that does not hold HEAD's version yet, and why."""
+class OutOfStep(namedtuple("OutOfStep", "path reason")):
+    """A work-tree file of gitmem's (``path``) that does not hold HEAD's version yet, and why
+    (``reason``)."""
 
-    path: str
-    reason: str
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
 
 
-@dataclasses.dataclass(frozen=True)
-class Scan:
-    """What the work tree holds that HEAD does not: edits to commit, refused files, and
-    gitmem's own files not yet repaired; ``checked_out`` is what the work tree is of
-    (``main``, else a branch or commit a person checked out: then nothing is an edit)."""
+class Scan(namedtuple("Scan", "pending refused out_of_step checked_out")):
+    """What the work tree holds that HEAD does not: edits to commit (``pending``), refused
+    files (``refused``), and gitmem's own files not yet repaired (``out_of_step``, a new
+    empty list by default); ``checked_out`` is what the work tree is of (``main``, the
+    default, else a branch or commit a person checked out: then nothing is an edit)."""
 
-    pending: list[Edit]
-    refused: list[Refusal]
-    out_of_step: list[OutOfStep] = dataclasses.field(default_factory=list)
-    checked_out: str = "main"
+    __slots__ = ()
+
+    def __new__(cls, pending: list[Edit], refused: list[Refusal],
+                out_of_step: list[OutOfStep] | None = None, checked_out: str = "main") -> Scan:
+        return super().__new__(cls, pending, refused, [] if out_of_step is None else out_of_step,
+                               checked_out)
 
 
-@dataclasses.dataclass(frozen=True)
-class SettledLook:
+class SettledLook(namedtuple("SettledLook", "started_ns head")):
     """A look that found every file it compared holding HEAD's version: when it began
-    (``time.time_ns()``) and the HEAD it compared with, what a stamp of it is taken from
-    (:mod:`gitmem.git.stamp`)."""
+    (``started_ns``, ``time.time_ns()``) and the ``head`` it compared with, what a stamp of
+    it is taken from (:mod:`gitmem.git.stamp`)."""
 
-    started_ns: int
-    head: str | None
-
-
-@dataclasses.dataclass(frozen=True)
-class _Save:
-    """A person's save: its content (None: deleted), blob id, and the version it was made from."""
-
-    path: str
-    data: bytes | None
-    blob_id: str | None
-    base_id: str | None
+    __slots__ = ()
 
 
-@dataclasses.dataclass
+class _Save(namedtuple("_Save", "path data blob_id base_id")):
+    """A person's save: its ``path``, its content (``data``, None: deleted), ``blob_id``, and
+    the version it was made from (``base_id``)."""
+
+    __slots__ = ()
+
+
 class _Plan:
-    saves: list[_Save]
-    repairs: dict[str, str | None]  # path: what the work tree holds there now (blob id)
-    refused: list[Refusal]
+    """What a look does: the ``saves`` to commit, the ``repairs`` (``{path: what the work
+    tree holds there now}``, a blob id) and the files ``refused``."""
+
+    __slots__ = ("saves", "repairs", "refused")
+
+    def __init__(self, saves: list[_Save], repairs: dict[str, str | None], refused: list[Refusal]):
+        self.saves, self.repairs, self.refused = saves, repairs, refused
 
 
 class HandEdits:

@@ -29,8 +29,8 @@ lists them and :mod:`gitmem.sync.rescue` merges them back.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
+from collections import namedtuple
 from typing import Any
 
 from gitmem.git.base import CommitInfo, EngineError, Identity
@@ -51,15 +51,12 @@ PUT_BACK_DEPTH = 500  # gitmem commits looked at, at most, below a person's comm
 _PERSON_COMMITS = ("commit: ", "commit (amend): ")  # reflog messages of git's own `git commit`
 
 
-@dataclasses.dataclass(frozen=True)
-class Dropped:
-    """A gitmem commit that main's history no longer holds, kept under ``ref``."""
+class Dropped(namedtuple("Dropped", "commit time offset summary ref")):
+    """A gitmem commit that main's history no longer holds, kept under ``ref`` ("" while it
+    cannot be kept: a read-only repository): its ``commit`` id, commit ``time`` (seconds
+    since the epoch) and ``offset`` (minutes east of UTC), and ``summary``."""
 
-    commit: str
-    time: int  # commit time, seconds since the epoch
-    offset: int  # minutes east of UTC
-    summary: str
-    ref: str  # "" while it cannot be kept (a read-only repository)
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"commit": self.commit, "time": format_date(self.time, self.offset),

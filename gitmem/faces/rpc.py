@@ -37,7 +37,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Union
 
 import msgspec
@@ -242,15 +241,15 @@ def serve(
         _flush(loop.log)
 
 
-@dataclass
 class _Call:
-    """One request line as far as it was understood, and the reply to it."""
+    """One request line as far as it was understood, and the reply to it
+    (``{"result": ...}`` or ``{"error": ...}``)."""
 
-    id: Any = None
-    method: Any = None
-    params: Any = None
-    notification: bool = False
-    reply: dict[str, Any] = field(default_factory=dict)  # {"result": ...} or {"error": ...}
+    __slots__ = ("id", "method", "params", "notification", "reply")
+
+    def __init__(self, id: Any = None, reply: dict[str, Any] | None = None) -> None:
+        self.id, self.method, self.params, self.notification = id, None, None, False
+        self.reply = {} if reply is None else reply
 
 
 class _Loop:

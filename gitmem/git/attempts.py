@@ -3,22 +3,20 @@ is made again when plain git moved ``main`` first (see :meth:`GitEngine.update`)
 
 from __future__ import annotations
 
-import dataclasses
+from collections import namedtuple
 from collections.abc import Callable, Mapping
 
 from gitmem.git.base import Changes
 from gitmem.git.snapshot import Snapshot
 
 
-@dataclasses.dataclass(frozen=True)
-class Attempt:
+class Attempt(namedtuple("Attempt", "snapshot changes ids expected")):
     """A commit made for ``changes`` on ``snapshot`` whose files reached the work tree and
-    the index, but not main: another writer (plain git) moved main first."""
+    the index, but not main: another writer (plain git) moved main first. ``ids`` is
+    ``{path: its blob id in the commit}`` (None: deleted), ``expected`` ``{path: what the
+    work-tree file held for the write to replace it}``."""
 
-    snapshot: Snapshot
-    changes: Changes
-    ids: dict[str, str | None]  # path: its blob id in the commit (None: deleted)
-    expected: dict[str, str | None]  # path: what the work-tree file held for the write to replace it
+    __slots__ = ()
 
     def written(self) -> dict[str, str | None]:
         """``{path: blob id}`` of the work-tree files this attempt replaced (not those that

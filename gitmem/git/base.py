@@ -6,9 +6,9 @@ are the engine's own way of touching files.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
+from collections import namedtuple
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TypeVar
@@ -55,28 +55,21 @@ class DamagedObject(EngineError):
         super().__init__(f"{place} is damaged: {problem} (run `gitmem fsck`)")
 
 
-@dataclasses.dataclass(frozen=True)
-class Identity:
-    """Who a commit is by."""
+class Identity(namedtuple("Identity", "name email")):
+    """Who a commit is by: ``name`` and ``email``."""
 
-    name: str
-    email: str
+    __slots__ = ()
 
     def signature(self) -> pygit2.Signature:
         return pygit2.Signature(self.name, self.email)
 
 
-@dataclasses.dataclass(frozen=True)
-class CommitInfo:
-    """One commit, as history listings show it."""
+class CommitInfo(namedtuple("CommitInfo", "id parents author email time offset message")):
+    """One commit, as history listings show it: its ``id``, its ``parents``' ids (a tuple),
+    the ``author``'s name and ``email``, its ``time`` (seconds since the epoch) and
+    ``offset`` (minutes east of UTC), and its ``message``."""
 
-    id: str
-    parents: tuple[str, ...]
-    author: str
-    email: str
-    time: int  # seconds since the epoch
-    offset: int  # minutes east of UTC
-    message: str
+    __slots__ = ()
 
     @property
     def summary(self) -> str:

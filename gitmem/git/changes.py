@@ -19,9 +19,9 @@ git's output is read by :func:`gitmem.git.rawlog.raw_log`, the one reader of it.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
+from collections import namedtuple
 from collections.abc import Iterator
 
 from gitmem.git import gitproc
@@ -37,14 +37,13 @@ class StepsUnavailable(Exception):
     """git could not list the history (``since`` is not in it, or git failed)."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One commit of main's first-parent line and the files changed since the step before."""
+class Step(namedtuple("Step", "commit time date files")):
+    """One commit of main's first-parent line and the files changed since the step before:
+    the ``commit``, its committer ``time`` (seconds since the epoch) and ``date`` (ISO 8601
+    in the committer's zone), and ``files``, a tuple of ``(path, old blob, new blob)``
+    (None: none)."""
 
-    commit: str
-    time: int  # committer time, seconds since the epoch
-    date: str  # committer date, ISO 8601 in the committer's zone
-    files: tuple[tuple[str, str | None, str | None], ...]  # (path, old blob, new blob); None: none
+    __slots__ = ()
 
 
 def _span(since: str | None, tip: str) -> list[str]:

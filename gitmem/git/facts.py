@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
+from collections import namedtuple
 from pathlib import Path
 
 import pygit2
@@ -13,14 +13,13 @@ from gitmem.git.files import opened_by_gitmem
 from gitmem.git.objects import LooseObjectDamaged, read_loose_object
 
 
-@dataclasses.dataclass(frozen=True)
-class RepositoryFacts:
-    """What a git work tree holds, looked at before gitmem opens it (nothing is written)."""
+class RepositoryFacts(namedtuple("RepositoryFacts", "branch has_commits top_names opened_by_gitmem")):
+    """What a git work tree holds, looked at before gitmem opens it (nothing is written):
+    the ``branch`` HEAD names ("master"; None when HEAD is detached), whether that branch
+    ``has_commits``, the ``top_names`` at the top of HEAD's tree (a tuple), and whether it
+    was ``opened_by_gitmem`` before (:func:`gitmem.git.files.opened_by_gitmem`)."""
 
-    branch: str | None  # the branch HEAD names ("master"); None when HEAD is detached
-    has_commits: bool  # whether HEAD's branch has a commit
-    top_names: tuple[str, ...]  # the names at the top of HEAD's tree
-    opened_by_gitmem: bool  # gitmem has opened it before (gitmem.git.files.opened_by_gitmem)
+    __slots__ = ()
 
 
 def inspect_repository(path: str | os.PathLike) -> RepositoryFacts | None:

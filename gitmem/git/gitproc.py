@@ -22,7 +22,6 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -117,6 +116,7 @@ def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, input: by
     none). Raises GitTimeout when git is not done within ``timeout`` seconds,
     subprocess.CalledProcessError (its stderr in ``stderr``) when it fails. Leaving the
     loop early ends git."""
+    import tempfile  # here: a log or a read that runs no git does not load it (~1 ms)
     errors = tempfile.TemporaryFile()  # never a full pipe while stdout is read
     given = None
     if input is not None:  # a file, read at git's pace: no pipe to keep fed beside stdout

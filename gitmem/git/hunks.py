@@ -17,9 +17,9 @@ versions, a merge's included). A version without the file has it empty.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
+from collections import namedtuple
 from collections.abc import Iterator
 
 from gitmem.git import gitproc
@@ -34,13 +34,11 @@ _MODES = (b"100644", b"100755")
 _HEADERS = (b"index ", b"--- ", b"+++ ", b"old mode ", b"new mode ")
 
 
-@dataclasses.dataclass(frozen=True)
-class Hunk:
-    """Lines ``start`` (0-based) to ``start + removed`` of the old version, replaced by ``added``."""
+class Hunk(namedtuple("Hunk", "start removed added")):
+    """Lines ``start`` (0-based) to ``start + removed`` of the old version, replaced by
+    ``added`` (the new lines, without their newlines)."""
 
-    start: int
-    removed: int
-    added: list[bytes]  # the new lines, without their newlines
+    __slots__ = ()
 
 
 def version_hunks(gitdir: str | os.PathLike, path: str, trees: list[str], *,

@@ -8,9 +8,9 @@ not change by their ids and stops with an error at a damaged object.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import subprocess
+from collections import namedtuple
 from collections.abc import Callable, Iterator
 
 import pygit2
@@ -31,37 +31,29 @@ LOG_TIMEOUT = 900.0  # seconds for git to read a whole history (git reads some 1
 _NEWEST_FIRST = pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME
 
 
-@dataclasses.dataclass(frozen=True)
-class ChangedCommit:
-    """A commit with the files that differ from its first parent (every file of a root commit)."""
+class ChangedCommit(namedtuple("ChangedCommit", "id parents time paths")):
+    """A commit with the files that differ from its first parent (every file of a root commit):
+    its ``id``, its ``parents``' ids, its committer ``time`` (seconds since the epoch) and
+    the ``paths`` (a tuple)."""
 
-    id: str
-    parents: tuple[str, ...]
-    time: int  # committer time, seconds since the epoch
-    paths: tuple[str, ...]
+    __slots__ = ()
 
 
-@dataclasses.dataclass(frozen=True)
-class FileChange:
-    """How one file changed between two commits, without the patch (see :meth:`History.changes`)."""
+class FileChange(namedtuple("FileChange", "path status added removed binary")):
+    """How one file changed between two commits, without the patch (see :meth:`History.changes`):
+    its ``path``, ``status`` ("added", "deleted" or "modified"), lines ``added`` and
+    ``removed`` (0 for a binary file), and whether it is ``binary``."""
 
-    path: str
-    status: str  # "added", "deleted" or "modified"
-    added: int  # lines (0 for a binary file)
-    removed: int
-    binary: bool
+    __slots__ = ()
 
 
-@dataclasses.dataclass(frozen=True)
-class FileDiff:
-    """How one file changed between two revisions (see :meth:`History.diff`)."""
+class FileDiff(namedtuple("FileDiff", "path status added removed binary patch")):
+    """How one file changed between two revisions (see :meth:`History.diff`): its ``path``,
+    ``status`` ("added", "deleted" or "modified"), lines ``added`` and ``removed``, whether
+    it is ``binary``, and the ``patch`` (a unified diff, with the full repository path in
+    its headers)."""
 
-    path: str
-    status: str  # "added", "deleted" or "modified"
-    added: int  # lines
-    removed: int
-    binary: bool
-    patch: str  # unified diff, with the full repository path in its headers
+    __slots__ = ()
 
 
 class History:

@@ -11,9 +11,9 @@ the caller reads the blobs it wants while git goes on.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import subprocess
+from collections import namedtuple
 from collections.abc import Iterator
 
 from gitmem.git import gitproc
@@ -25,15 +25,13 @@ READ_SIZE = 1 << 20
 _NO_BLOB = b"0" * 40
 
 
-@dataclasses.dataclass(frozen=True)
-class ParentDiffs:
-    """One commit and what it changed from those of its parents it differs from."""
+class ParentDiffs(namedtuple("ParentDiffs", "id parents diffs")):
+    """One commit and what it changed from those of its parents it differs from: its ``id``,
+    its ``parents``' ids, and ``diffs``, a tuple of ``{path: (blob id in the parent, blob id
+    in the commit)}`` (None: no file) for each parent the commit differs from, in parent
+    order (the root commit: one, from nothing)."""
 
-    id: str
-    parents: tuple[str, ...]
-    # {path: (blob id in the parent, blob id in the commit)} for each parent the commit
-    # differs from, in parent order (the root commit: one, from nothing); None: no file
-    diffs: tuple[dict[str, tuple[str | None, str | None]], ...]
+    __slots__ = ()
 
     def changed_from_every_parent(self) -> bool:
         """True when the commit differs from each of its parents (a merge may not)."""

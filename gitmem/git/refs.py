@@ -9,10 +9,10 @@ reflog is never expired by gitmem and grows by one line a write.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import time
+from collections import namedtuple
 from pathlib import Path
 
 import pygit2
@@ -29,16 +29,12 @@ _REFLOG_LINE = re.compile(rb"([0-9a-f]{40,64}) ([0-9a-f]{40,64}) (.*?) <(.*?)> (
                           re.DOTALL)
 
 
-@dataclasses.dataclass(frozen=True)
-class ReflogEntry:
-    """One move of ``main``, as its reflog records it (ids None for "no commit")."""
+class ReflogEntry(namedtuple("ReflogEntry", "old new name email time message")):
+    """One move of ``main``, as its reflog records it: the ``old`` and ``new`` commit ids
+    (None for "no commit"), the ``name`` and ``email`` of who moved it, its ``time``
+    (seconds since the epoch) and ``message``."""
 
-    old: str | None
-    new: str | None
-    name: str  # who moved it
-    email: str
-    time: int  # seconds since the epoch
-    message: str
+    __slots__ = ()
 
 
 class Refs:

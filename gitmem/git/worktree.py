@@ -16,7 +16,6 @@ file's content once the file is older than the file system's timestamp granulari
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import logging
 import os
@@ -416,6 +415,7 @@ class WorkTree:
 
 
 def _load_renameat2():
+    import ctypes  # here: ~2 ms, and only a write to the work tree renames
     try:
         function = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):  # not Linux with glibc >= 2.28
@@ -425,15 +425,19 @@ def _load_renameat2():
     return function
 
 
-_libc_renameat2 = _load_renameat2()
+_libc_renameat2 = False  # not loaded yet; None: the system has none
 
 
 def _renameat2(source: Path, target: Path, flags: int) -> bool:
     """``renameat2(2)`` with ``flags``; False where the system or file system cannot do it."""
+    global _libc_renameat2
+    if _libc_renameat2 is False:
+        _libc_renameat2 = _load_renameat2()
     if _libc_renameat2 is None:
         return False
     if _libc_renameat2(_AT_FDCWD, os.fsencode(source), _AT_FDCWD, os.fsencode(target), flags) == 0:
         return True
+    import ctypes
     err = ctypes.get_errno()
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False

@@ -16,11 +16,11 @@ its blame costs what its changes cost; without git, its versions are read whole.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import difflib
 import json
 import logging
 import subprocess
+from collections import namedtuple
 from typing import Any
 
 from gitmem.git import gitproc
@@ -34,14 +34,13 @@ READ_AHEAD_FROM = 16  # versions of a memory: more are diffed (or read) by one g
 log = logging.getLogger(__name__)
 
 
-@dataclasses.dataclass(frozen=True)
-class Blamed:
-    """One block, message or event of a record, with the commit that introduced it."""
+class Blamed(namedtuple("Blamed", "kind index value commit")):
+    """One block, message or event of a record (``kind``: "block", "message" or "event"),
+    with the commit that introduced it: its ``index`` among the record's blocks, messages
+    or events, its ``value`` (the block's text, or the message / event as stored), and
+    the ``commit`` (a :class:`CommitInfo`)."""
 
-    kind: str  # "block", "message" or "event"
-    index: int  # its position among the record's blocks, messages or events
-    value: Any  # the block's text, or the message / event as stored
-    commit: CommitInfo
+    __slots__ = ()
 
     @property
     def op(self) -> str | None:

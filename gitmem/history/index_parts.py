@@ -29,12 +29,12 @@ is as if the parts were empty: the whole log is the tail.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import struct
 import zlib
 from bisect import bisect_left, bisect_right
+from collections import namedtuple
 from pathlib import Path
 
 MAGIC = b"gitmem record index parts 1\n"
@@ -52,11 +52,13 @@ def key(path: str) -> int:
     return zlib.crc32(path.encode())
 
 
-@dataclasses.dataclass
 class Reads:
     """Bytes read from the index's files, for tests and the bench: what a look costs."""
 
-    bytes: int = 0
+    __slots__ = ("bytes",)
+
+    def __init__(self, bytes: int = 0):
+        self.bytes = bytes
 
     def read(self, fd: int, size: int, offset: int) -> bytes:
         data = os.pread(fd, size, offset)
@@ -64,17 +66,14 @@ class Reads:
         return data
 
 
-@dataclasses.dataclass(frozen=True)
-class View:
+class View(namedtuple("View", "head covered entries moments tail tip")):
     """The index as read without most of it: the parts file's head (None: no parts) and
-    the checked lines of the log past them."""
+    the checked lines of the log past them. ``head`` is the parts file's first two lines,
+    as read; ``covered`` the bytes of the log the parts hold; ``entries`` and ``moments``
+    the counts of the parts' directory; ``tail`` the log's checked lines past ``covered``;
+    ``tip`` the last commit the index holds."""
 
-    head: bytes | None  # the parts file's first two lines, as read
-    covered: int  # bytes of the log the parts hold
-    entries: int
-    moments: int
-    tail: bytes  # the log's checked lines past ``covered``
-    tip: str | None  # the last commit the index holds
+    __slots__ = ()
 
     def part(self, path: Path, record: str, reads: Reads) -> list[bytes] | None:
         """The lines ``<id> <time> <generation>`` of ``record`` in the parts file; None

@@ -32,10 +32,10 @@ its parents), then commit time, then commit id.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import zlib
+from collections import namedtuple
 from collections.abc import Callable
 
 from gitmem.git.engine import GitEngine
@@ -54,14 +54,11 @@ _LINE_HEAD = re.compile(rb"^([0-9a-f]{40}) (-?\d+) (\d+)", re.M)
 _LINE_ID = re.compile(rb"^[0-9a-f]{40}", re.M)
 _CHECK = re.compile(rb"#([0-9a-f]{8})\n")
 
-@dataclasses.dataclass(frozen=True)
-class IndexedCommit:
-    """One commit as the index holds it."""
+class IndexedCommit(namedtuple("IndexedCommit", "id time generation records", defaults=((),))):
+    """One commit as the index holds it: its ``id``, ``time``, ``generation`` and the
+    ``records`` it touched (a tuple, empty by default)."""
 
-    id: str
-    time: int
-    generation: int
-    records: tuple[str, ...] = ()
+    __slots__ = ()
 
     def line(self) -> bytes:
         return "\t".join((f"{self.id} {self.time} {self.generation}", *self.records)).encode() + b"\n"

@@ -23,10 +23,10 @@ What changed lately across every record, each change with its diff, is :func:`re
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 import time
+from collections import namedtuple
 from datetime import datetime, timedelta, timezone
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
@@ -73,13 +73,13 @@ class NoRecord(HistoryError):
     """A record no commit ever held: it has no version to show (``@``, ``@~N``) or restore."""
 
 
-@dataclasses.dataclass(frozen=True)
-class LogEntry:
-    """One commit that touched a record, with what it changed there."""
+class LogEntry(namedtuple("LogEntry", "commit summary changes")):
+    """One commit that touched a record, with what it changed there: the ``commit``
+    (a :class:`CommitInfo`), a ``summary`` ("+2 messages, 1 changed", "+3 -1 lines",
+    "created: 4 messages" ...) and the ``changes`` counted (``{"messages": {"added": 2,
+    "removed": 0}, ...}``)."""
 
-    commit: CommitInfo
-    summary: str  # "+2 messages, 1 changed", "+3 -1 lines", "created: 4 messages" ...
-    changes: dict[str, dict[str, int]]  # {"messages": {"added": 2, "removed": 0}, ...}
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         c = self.commit
@@ -88,28 +88,22 @@ class LogEntry:
                 "trailers": c.trailers, "summary": self.summary, "changes": self.changes}
 
 
-@dataclasses.dataclass(frozen=True)
-class Shown:
-    """A record as it was at one commit (``commit`` None: before the first one)."""
+class Shown(namedtuple("Shown", "record commit exists value")):
+    """A record as it was at one commit (``commit`` None: before the first one): whether it
+    ``exists``, and its ``value``: ``{"content"}`` for memory; ``{"messages",
+    "agentSessionId", "meta"}`` for a session; ``{"events", "messages", "meta"}`` for a thread."""
 
-    record: str
-    commit: str | None
-    exists: bool
-    value: dict[str, Any]  # {"content"} for memory; {"messages", "agentSessionId", "meta"}
-    # for a session; {"events", "messages", "meta"} for a thread
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"record": self.record, "commit": self.commit, "exists": self.exists, **self.value}
 
 
-@dataclasses.dataclass(frozen=True)
-class RecordDiff:
-    """What changed in a record between two commits (None: before the first commit)."""
+class RecordDiff(namedtuple("RecordDiff", "record since until files")):
+    """What changed in a ``record`` between two commits, ``since`` and ``until`` (None:
+    before the first commit), as a list of :class:`FileDiff` ``files``."""
 
-    record: str
-    since: str | None
-    until: str | None
-    files: list[FileDiff]
+    __slots__ = ()
 
     @property
     def patch(self) -> str:
@@ -122,25 +116,22 @@ class RecordDiff:
                 "patch": self.patch}
 
 
-@dataclasses.dataclass(frozen=True)
-class Restored:
-    """What a restore did: the commit it took the record from, and the one it made."""
+class Restored(namedtuple("Restored", "record source commit")):
+    """What a restore did: the ``record``, the commit it took it from (``source``; None:
+    before the first commit, the record was deleted), and the ``commit`` it made (None: the
+    record already was that way)."""
 
-    record: str
-    source: str | None  # None: before the first commit (the record was deleted)
-    commit: str | None  # None: the record already was that way
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"record": self.record, "from": self.source, "commit": self.commit}
 
 
-@dataclasses.dataclass(frozen=True)
-class MemoryListed:
-    """A memory record, its size in bytes and its last commit (None: not committed yet)."""
+class MemoryListed(namedtuple("MemoryListed", "record size last")):
+    """A memory ``record``, its ``size`` in bytes (None: its file cannot be read) and its
+    ``last`` commit, a :class:`CommitInfo` (None: not committed yet)."""
 
-    record: str
-    size: int | None  # None: its file cannot be read
-    last: CommitInfo | None
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         last = self.last
@@ -149,13 +140,12 @@ class MemoryListed:
                 "commit": last.id if last else None}
 
 
-@dataclasses.dataclass(frozen=True)
-class RecentChange:
-    """One commit of :func:`recent`: who made it and when, and each file it changed, with
-    the record the file belongs to (None: no record's, like README.md) and its diff."""
+class RecentChange(namedtuple("RecentChange", "commit files")):
+    """One commit of :func:`recent`: who made it and when (``commit``, a :class:`CommitInfo`),
+    and each file it changed (``files``, :class:`FileDiff`), with the record the file belongs
+    to (None: no record's, like README.md) and its diff."""
 
-    commit: CommitInfo
-    files: list[FileDiff]
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         c = self.commit

@@ -28,11 +28,10 @@ top of our side and the spots a person may want to tidy.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import json
+from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from difflib import SequenceMatcher
 
 from gitmem.records import layout
 from gitmem.records.meta import meta_bytes
@@ -45,14 +44,13 @@ Changed = Mapping[str, "tuple[str | None, str | None]"]
 Lines = list[bytes]
 
 
-@dataclasses.dataclass(frozen=True)
-class Spot:
-    """A place where both sides changed the same lines and both versions were kept."""
+class Spot(namedtuple("Spot", "path line text note",
+                       defaults=("both versions kept (ours, a blank line, theirs)",))):
+    """A place where both sides changed the same lines and both versions were kept: the
+    ``path``, the 1-based ``line`` of the merged file where our version starts, the merged
+    block's ``text`` (ours, blank line, theirs), to find it again later, and a ``note``."""
 
-    path: str
-    line: int  # 1-based line of the merged file where our version starts
-    text: str  # the merged block (ours, blank line, theirs), to find it again later
-    note: str = "both versions kept (ours, a blank line, theirs)"
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.path} line {self.line}: {self.note}"
@@ -67,12 +65,14 @@ def spots_paragraph(spots: Sequence[Spot]) -> str:
             + "".join(f"- {spot}\n" for spot in spots))
 
 
-@dataclasses.dataclass
 class Merged:
-    """The result of a merge: changes on top of our side, and the spots to tidy."""
+    """The result of a merge: ``changes`` on top of our side (``{path: bytes}``, None:
+    deleted), and the ``spots`` to tidy."""
 
-    changes: dict[str, bytes | None]
-    spots: list[Spot]
+    __slots__ = ("changes", "spots")
+
+    def __init__(self, changes: dict[str, bytes | None], spots: list[Spot]):
+        self.changes, self.spots = changes, spots
 
 
 def merge_changes(ours_changed: Changed, theirs_changed: Changed,
@@ -294,6 +294,7 @@ def _matching_blocks(a: Sequence, b: Sequence) -> list[tuple[int, int, int]]:
         anchors = _unique_anchors(a, alo, ahi, b, blo, bhi)
         if not anchors:
             if (ahi - alo) * (bhi - blo) <= SMALL_STRETCH:
+                from difflib import SequenceMatcher  # here: only a merge of two edits loads it
                 matcher = SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
                 found.extend((alo + i, blo + j, n) for i, j, n in matcher.get_matching_blocks() if n)
             continue

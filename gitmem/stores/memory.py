@@ -20,7 +20,6 @@ handled: how long a write waited behind others decides nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections import deque
@@ -356,15 +355,15 @@ class MemoryStore:
         return found
 
 
-@dataclasses.dataclass(eq=False, slots=True)
 class Served:
-    """A read this store answered: when (monotonic), the text served, the commit read, and
-    whether a write was made from it already."""
+    """A read this store answered: when (monotonic), the text served, the commit read
+    (a pygit2.Oid, None: no commit yet, turned into text only when used), and whether a
+    write was made from it already."""
 
-    time: float
-    text: str
-    commit: object  # pygit2.Oid (None: no commit yet), turned into text only when used
-    taken: bool = False
+    __slots__ = ("time", "text", "commit", "taken")
+
+    def __init__(self, time: float, text: str, commit: object, taken: bool = False):
+        self.time, self.text, self.commit, self.taken = time, text, commit, taken
 
 
 class Stale(NamedTuple):

@@ -24,8 +24,8 @@ writes nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
+from collections import namedtuple
 from collections.abc import Callable, Mapping
 
 from gitmem.errors import InvalidInput
@@ -47,12 +47,11 @@ class MemoryToolError(InvalidInput):
     """A command refused: its message is the answer the model is given."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Answer:
-    """What a command answers, and the commit it made (None: none, for a read or no change)."""
+class Answer(namedtuple("Answer", "text commit", defaults=(None,))):
+    """What a command answers (``text``), and the ``commit`` it made (None: none, for a read
+    or no change)."""
 
-    text: str
-    commit: str | None = None
+    __slots__ = ()
 
 
 class MemoryTree:

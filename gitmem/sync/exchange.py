@@ -24,7 +24,6 @@ elsewhere since, and drops the spots a person has tidied since.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import random
@@ -81,18 +80,20 @@ class SecretsRefused(SyncError):
         return [str(finding) for finding in self.findings]
 
 
-@dataclasses.dataclass
 class SyncResult:
     """What one sync did."""
 
-    remote: str
-    incoming: int = 0  # commits that came in from the remote
-    outgoing: int = 0  # commits pushed to the remote
-    how: str = "up to date"  # or "fast-forward", "merge"
-    merges: list[tuple[str, list[Spot]]] = dataclasses.field(default_factory=list)  # (commit, spots)
-    kept: list[str] = dataclasses.field(default_factory=list)  # hand-edited files not updated
-    attempts: int = 1
-    scanned_bytes: list[int] = dataclasses.field(default_factory=list)  # by each attempt's scan
+    __slots__ = ("remote", "incoming", "outgoing", "how", "merges", "kept", "attempts", "scanned_bytes")
+
+    def __init__(self, remote: str) -> None:
+        self.remote = remote
+        self.incoming = 0  # commits that came in from the remote
+        self.outgoing = 0  # commits pushed to the remote
+        self.how = "up to date"  # or "fast-forward", "merge"
+        self.merges: list[tuple[str, list[Spot]]] = []  # (commit, spots)
+        self.kept: list[str] = []  # hand-edited files not updated
+        self.attempts = 1
+        self.scanned_bytes: list[int] = []  # by each attempt's scan
 
     @property
     def spots(self) -> list[Spot]:

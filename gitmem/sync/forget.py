@@ -18,8 +18,8 @@ after that git drops them once their reflog entries expire, as for any commit.
 
 from __future__ import annotations
 
-import dataclasses
 import time
+from collections import namedtuple
 from collections.abc import Callable
 
 from gitmem.edits.handedits import HandEdits
@@ -36,16 +36,13 @@ class ForgetRefused(EngineError):
     """Nothing to take back, or the line has been pushed already; nothing was changed."""
 
 
-@dataclasses.dataclass
-class Forgotten:
-    """What one forget did."""
+class Forgotten(namedtuple("Forgotten", "path fingerprint rewritten tip kept_ref hand_edited")):
+    """What one forget did: the line with ``fingerprint`` in ``path`` forgotten, the commits
+    made again (``rewritten``, a count), the new ``tip`` of main, where the old commits are
+    kept (``kept_ref``), and the work-tree files left alone (``hand_edited``: they hold an
+    uncommitted edit)."""
 
-    path: str
-    fingerprint: str
-    rewritten: int  # commits made again
-    tip: str  # the new tip of main
-    kept_ref: str  # where the old commits are kept
-    hand_edited: list[str]  # work-tree files left alone (they hold an uncommitted edit)
+    __slots__ = ()
 
     def describe(self) -> list[str]:
         lines = [f"forgot the line with fingerprint {self.fingerprint} in {self.path}: "

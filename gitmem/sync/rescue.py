@@ -22,9 +22,9 @@ commit the person dropped on purpose: its ref is released and it is listed no mo
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
+from collections import namedtuple
 from collections.abc import Iterable
 from typing import Any
 
@@ -45,15 +45,12 @@ class RescueError(Exception):
     """A commit named to rescue is not one that was dropped."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Rescued:
-    """A dropped commit merged back: the merge commit and the files it changed."""
+class Rescued(namedtuple("Rescued", "dropped merge files spots kept")):
+    """A :class:`Dropped` commit merged back: the ``merge`` commit, the ``files`` it changed,
+    the ``spots`` where both versions were kept, and the files ``kept`` as they were in the
+    work tree (they hold an uncommitted hand edit)."""
 
-    dropped: Dropped
-    merge: str
-    files: list[str]
-    spots: list[Spot]
-    kept: list[str]  # files left alone in the work tree: they hold an uncommitted hand edit
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         return {**self.dropped.to_json(), "merge": self.merge, "files": self.files,

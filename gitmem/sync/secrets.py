@@ -31,13 +31,12 @@ a comment:
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import json
 import logging
 import math
 import re
-from collections import Counter
+from collections import Counter, namedtuple
 from collections.abc import Callable, Iterable, Iterator
 from fnmatch import fnmatchcase
 
@@ -88,15 +87,11 @@ _SCANNER = hashlib.sha256(repr((
     _WORDS.pattern, [(kind, p.pattern, random) for kind, p, random in _KINDS])).encode()).hexdigest()[:16]
 
 
-@dataclasses.dataclass(frozen=True)
-class Finding:
-    """A likely secret: where it is and what kind, never the value."""
+class Finding(namedtuple("Finding", "path line kind fingerprint commit")):
+    """A likely secret: where it is (``path``, ``line``, ``commit``) and what ``kind``, never
+    the value; its ``fingerprint`` allows this line of this file in the allow-list file."""
 
-    path: str
-    line: int
-    kind: str
-    fingerprint: str  # allows this line of this file in the allow-list file
-    commit: str
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.kind} (commit {self.commit[:10]}, " \
@@ -115,14 +110,16 @@ def scan_line(line: bytes) -> list[str]:
     return kinds
 
 
-@dataclasses.dataclass
 class Scan:
     """What one scan found, and how much it read."""
 
-    findings: list[Finding]
-    scanned_bytes: int = 0  # of added lines looked at this time
-    scanned_files: int = 0  # file versions looked at this time
-    known_files: int = 0  # file versions whose findings were remembered from an earlier scan
+    __slots__ = ("findings", "scanned_bytes", "scanned_files", "known_files")
+
+    def __init__(self, findings: list[Finding]) -> None:
+        self.findings = findings
+        self.scanned_bytes = 0  # of added lines looked at this time
+        self.scanned_files = 0  # file versions looked at this time
+        self.known_files = 0  # file versions whose findings were remembered from an earlier scan
 
 
 class Scanner:

@@ -27,7 +27,6 @@ object creation; the engine writes the objects again when that happens.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
@@ -37,6 +36,7 @@ import re
 import shutil
 import threading
 import time
+from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
 from gitmem.git import gitproc
@@ -75,16 +75,13 @@ _OBJECT_ID = re.compile(r"\b[0-9a-f]{40}\b")
 _OBJECT_FILE = re.compile(r"objects/([0-9a-f]{2})/([0-9a-f]{38})\b")
 
 
-@dataclasses.dataclass(frozen=True)
-class PackReport:
-    """What one packing run did."""
+class PackReport(namedtuple("PackReport",
+                             "method loose_before loose_after packs_before packs_after seconds")):
+    """What one packing run did: the ``method`` ("git repack", "git gc-like (full)",
+    "libgit2", "libgit2 (all)" or "skipped"), the loose objects and packs before and
+    after, and the ``seconds`` it took."""
 
-    method: str  # "git repack", "git gc-like (full)", "libgit2", "libgit2 (all)" or "skipped"
-    loose_before: int
-    loose_after: int
-    packs_before: int
-    packs_after: int
-    seconds: float
+    __slots__ = ()
 
 
 @functools.lru_cache(maxsize=1)
@@ -253,27 +250,26 @@ class Maintenance:
 # -- fsck -------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True)
-class Problem:
-    """Something wrong, and where: a path (``HEAD`` or ``work tree``) or an object id."""
+class Problem(namedtuple("Problem", "where message")):
+    """Something wrong (``message``), and ``where``: a path (``HEAD`` or ``work tree``) or
+    an object id."""
 
-    where: str
-    message: str
+    __slots__ = ()
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"
 
 
-@dataclasses.dataclass
 class FsckReport:
-    """What ``fsck`` looked at and what it found."""
+    """What ``fsck`` looked at and what it found: who checked git's objects, the JSONL files,
+    their lines, the JSON files and blobs read, and the :class:`Problem` list."""
 
-    objects_checked_by: str = ""
-    jsonl_files: int = 0
-    lines: int = 0
-    json_files: int = 0
-    blobs: int = 0
-    problems: list[Problem] = dataclasses.field(default_factory=list)
+    __slots__ = ("objects_checked_by", "jsonl_files", "lines", "json_files", "blobs", "problems")
+
+    def __init__(self) -> None:
+        self.objects_checked_by = ""
+        self.jsonl_files = self.lines = self.json_files = self.blobs = 0
+        self.problems: list[Problem] = []
 
     @property
     def ok(self) -> bool:

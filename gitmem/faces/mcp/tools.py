@@ -27,12 +27,12 @@ server that knows more about who calls (``gitmem web``'s tokens) says so through
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
 import re
 import threading
+from collections import namedtuple
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -71,40 +71,29 @@ INSTRUCTIONS = (
     "an earlier version back, search finds words, in earlier versions too.")
 
 
-@dataclasses.dataclass(frozen=True)
-class Services:
+class Services(namedtuple("Services", "memory sessions threads memories log show search read_unit "
+                                       "tree restore recent")):
     """What the tools call: the stores and the history calls the CLI uses.
 
-    ``log(record, limit=)`` gives entries with ``to_json()`` (:func:`gitmem.history.versions.log`),
-    ``show(record, at)`` one with ``.value``/``.exists``/``.commit``, ``memories()`` the
-    memory records with ``to_json()``, ``search(query, history=, at=, context=, limit=)``
-    hits with ``as_json()`` (with ``meaning=True, embed_at_most=``: and ``unembedded``), ``read_unit(record, unit_id, context)`` units with ``as_json()``,
-    ``restore(record, at)`` and ``recent(since, limit=)`` what
-    :func:`gitmem.history.versions.restore` and ``recent`` give; ``tree`` is the
-    ``/memories`` tree (:class:`gitmem.stores.memory_tree.MemoryTree`).
+    ``memory``, ``sessions`` and ``threads`` are the stores; ``log(record, limit=)`` gives
+    entries with ``to_json()`` (:func:`gitmem.history.versions.log`), ``show(record, at)``
+    one with ``.value``/``.exists``/``.commit``, ``memories()`` the memory records with
+    ``to_json()``, ``search(query, history=, at=, context=, limit=)`` hits with
+    ``as_json()`` (with ``meaning=True, embed_at_most=``: and ``unembedded``),
+    ``read_unit(record, unit_id, context)`` units with ``as_json()``, ``restore(record, at)``
+    and ``recent(since, limit=)`` what :func:`gitmem.history.versions.restore` and
+    ``recent`` give; ``tree`` is the ``/memories`` tree
+    (:class:`gitmem.stores.memory_tree.MemoryTree`).
     """
 
-    memory: MemoryStore
-    sessions: SessionStore
-    threads: ThreadStore
-    memories: Callable[[], list]
-    log: Callable[..., list]
-    show: Callable[[str, str], Any]
-    search: Callable[..., list]
-    read_unit: Callable[..., list]
-    tree: MemoryTree
-    restore: Callable[[str, str], Any]
-    recent: Callable[..., list]
+    __slots__ = ()
 
 
-@dataclasses.dataclass(frozen=True)
-class Caller:
-    """Who makes a request: ``name`` for the log, the trailers its writes carry, and
-    whether it may write at all."""
+class Caller(namedtuple("Caller", "name trailers may_write", defaults=(True,))):
+    """Who makes a request: ``name`` for the log, the ``trailers`` its writes carry, and
+    whether it ``may_write`` at all (by default it may)."""
 
-    name: str
-    trailers: dict[str, str]
-    may_write: bool = True
+    __slots__ = ()
 
 
 class CommandRefused(ToolError):

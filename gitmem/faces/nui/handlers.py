@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import json
 import os
+from collections import namedtuple
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +38,10 @@ class HandlerConfigError(Exception):
     """A handler list that nui would refuse, or that cannot be read or edited."""
 
 
-@dataclass(frozen=True)
-class Handler:
-    """One entry of the list."""
+class Handler(namedtuple("Handler", "id kind agent_types", defaults=((),))):
+    """One entry of the list: its ``id``, ``kind`` and ``agent_types`` (a tuple)."""
 
-    id: str
-    kind: str
-    agent_types: tuple[str, ...] = ()
+    __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
         """The entry as nui writes it (`agentTypes` only when there are some)."""
