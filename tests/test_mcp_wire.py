@@ -132,9 +132,11 @@ def test_a_file_of_requests_is_answered_line_by_line(repo, tmp_path):
         done = subprocess.run([sys.executable, "-m", "gitmem", "mcp", "--repo", str(repo)], stdin=stdin,
                               capture_output=True, env=SUBPROCESS_ENV, timeout=60)
     assert done.returncode == 0, done.stderr
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [answer["id"] for answer in answers] == [1, None]
-    assert answers[1]["error"]["code"] == -32700
+    # each line is answered; the answers carry their ids, and JSON-RPC does not order them
+    answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
+    assert len(done.stdout.splitlines()) == 2 and set(answers) == {1, None}
+    assert answers[1]["result"]["serverInfo"]["name"] == "gitmem"
+    assert answers[None]["error"]["code"] == -32700
 
 
 def test_a_ping_is_answered_while_a_big_write_runs(client):

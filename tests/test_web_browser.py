@@ -1,8 +1,9 @@
 """``gitmem web`` in a real browser: Debian's Chromium driven by Playwright (the system
 browser: Playwright's own download is not needed), against the real server on a real
 repository. Clicks go from the records to a timeline, a diff and back; a search opens
-its hit; an edit is saved while an agent writes; a version is restored. The run saves
-screenshots of the timeline and activity pages into docs/images/.
+its hit; an edit is saved while an agent writes; a version is restored. With
+GITMEM_SCREENSHOTS=docs/images the run also saves the timeline and activity pages there
+(the docs' pictures); otherwise they go to the test's own directory, and the tree stays clean.
 """
 
 from __future__ import annotations
@@ -28,7 +29,12 @@ if CHROMIUM is None:
 
 from web_server import WebServer  # noqa: E402
 
-IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
+
+def screenshot(page, tmp_path: Path, name: str) -> None:
+    """The page, whole, as ``name`` in $GITMEM_SCREENSHOTS (else in ``tmp_path``)."""
+    folder = Path(os.environ.get("GITMEM_SCREENSHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(folder / name), full_page=True)
 
 
 def png(width: int, height: int) -> bytes:
@@ -91,15 +97,14 @@ def page(browser, web: WebServer):
     context.close()
 
 
-def test_each_page_opens_and_a_record_leads_to_its_timeline_a_diff_and_back(page, web: WebServer):
+def test_each_page_opens_and_a_record_leads_to_its_timeline_a_diff_and_back(page, web: WebServer, tmp_path):
     assert page.url == f"{web.url}/"  # the token left the address bar
     page.get_by_role("link", name="agent:reviewer", exact=True).click()
     assert page.locator("section.block").count() == 3
     assert page.locator("section.block").first.inner_text().strip().endswith(REVIEWER[0])
     page.click("#tab-timeline")
     assert page.locator("tr.version").count() == 3
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / "web-timeline.png"), full_page=True)
+    screenshot(page, tmp_path, "web-timeline.png")
     page.click("#compare-button")  # the two newest versions, side by side
     assert page.locator("#diff tr.added td.new").all_inner_texts() == ["", REVIEWER[2]]
     page.click("#back-to-timeline")
@@ -169,10 +174,9 @@ def test_restoring_a_version(page, web: WebServer, repo: Path):
     assert git("log", "-1", "--format=%an <%ae>", "main").strip() == "Pat Person <pat@example.org>"
 
 
-def test_the_activity_page_charts_the_writes(page, web: WebServer):
+def test_the_activity_page_charts_the_writes(page, web: WebServer, tmp_path):
     page.goto(f"{web.url}/activity?range=week")
     assert page.locator("svg.chart").count() == 2
     assert page.locator("svg.chart rect title").count() > 0
     assert page.locator("#changes tbody tr").count() >= 5
-    IMAGES.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMAGES / "web-activity.png"), full_page=True)
+    screenshot(page, tmp_path, "web-activity.png")
