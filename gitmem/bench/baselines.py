@@ -1,7 +1,7 @@
 """What gitmem is measured against in ``gitmem bench``: every baseline, in this one module.
 
 - :class:`FloorWrite` and its variants: the raw floor, a pygit2 commit with nothing
-  around it (plus the work-tree file, plus the index entry);
+  around it (plus the work-tree file, plus the index entry, plus both);
 - :class:`GitCliWrite`, :class:`GitCliAppend`: the file written, then ``git commit -a``
   in a subprocess (what most git-memory tools do); :func:`plain_git_sync`: two
   machines synced with ``git push`` and ``git pull``;
@@ -110,6 +110,11 @@ class FloorAndIndexWrite(FloorWrite):
         entry = self.repo.head.peel(pygit2.Commit).tree[self.record]
         index.add(pygit2.IndexEntry(self.record, entry.id, entry.filemode))
         index.write()
+
+
+class FloorFileAndIndexWrite(FloorAndIndexWrite, FloorAndFileWrite):
+    """The raw floor plus the work-tree file and its index entry: everything a store write
+    must do (the file a person edits, the commit, the index kept in step), nothing else."""
 
 
 # -- the git CLI ------------------------------------------------------------------------

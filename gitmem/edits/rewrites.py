@@ -66,8 +66,9 @@ class Dropped(namedtuple("Dropped", "commit time offset summary ref")):
 def find_lost(engine: GitEngine) -> list[Dropped]:
     """The dropped commits, newest first, each kept under ``refs/gitmem/rescue/``.
 
-    Searches the newest entries of main's reflog (engine.REFLOG_SCAN) and the refs kept
-    before; a kept ref whose commit main holds again (merged back, or restored by hand)
+    Searches the newest entries of main's reflog (engine.REFLOG_SCAN; the first LOOK_FIRST
+    when they hold every move not looked at and none of them dropped anything) and the refs
+    kept before; a kept ref whose commit main holds again (merged back, or restored by hand)
     is released. Only a move of main that gitmem did not make can drop a commit (each of
     gitmem's is a commit on top, a merge or a fast-forward): without one, and with no
     ref kept, nothing is walked. Moves an earlier call looked at are not looked at again
@@ -75,8 +76,11 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
     """
     with engine.lock if engine.writable else contextlib.nullcontext():
         kept = engine.refs.rescue_refs()
-        entries = engine.refs.reflog()
+        entries = engine.refs.reflog(limit=LOOK_FIRST)
         unseen = _not_looked_at(engine, entries)
+        if len(unseen) == len(entries):  # the last move looked at is further back (or none is noted)
+            entries = engine.refs.reflog()
+            unseen = _not_looked_at(engine, entries)
         if engine.writable:
             for entry in reversed(unseen):  # oldest first
                 put_back(engine, entry)
@@ -86,6 +90,8 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
         if not kept and not rewrites:
             _looked_at(engine, unseen)
             return []
+        if len(entries) == LOOK_FIRST:  # the tips gitmem made before these moves are candidates too
+            entries = engine.refs.reflog()
         # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made, newest
         # first, then those kept (their refs list by id): commits of one second list in
         # the order main was at them.
