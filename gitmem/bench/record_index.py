@@ -6,10 +6,11 @@ Repositories of 1,000 and 20,000 commits are built once per run with ``git fast-
 another memory). Rows, each against ``git log --numstat -- PATH`` run beside it:
 
 - ``gitmem log RECORD`` and ``gitmem show RECORD --at DATE`` as commands (a process each,
-  the index already built), <= 2x git at each size and within 1.5x of themselves from
-  the small repository to the large one (the log within 1.2x, and within 1.5x of the
-  floor: the interpreter importing pygit2, then ``git log -- PATH``, which must read the
-  history itself); the same calls inside one process, for the index's own share, and
+  the index already built), <= 2x git at 20,000 commits (with fewer, git answers
+  faster than Python starts: shown, no target) and within 1.5x of themselves from the small
+  repository to the large one (the log within 1.2x, and within 1.5x of the floor at
+  each size: the interpreter importing pygit2, then ``git log -- PATH``, which must read
+  the history itself); the same calls inside one process, for the index's own share, and
   the bytes of the index a log of the record reads (its part, not the whole);
 - building the index the first time (every commit diffed once, for reference);
 - what the index costs a write: it is not written by writes, so the cost is catching up
@@ -121,11 +122,14 @@ def record_index_history(bench: Bench) -> None:
     finally:
         for fresh in opened:
             fresh.close()
-    for setting in settings:
+    for setting, commits in zip(settings, sizes):
         git = rows[setting, "git log --numstat -- PATH"]
-        bench.compare(rows[setting, "gitmem log RECORD"], git, 2.0)
+        # Below 20,000 commits git answers faster than the interpreter starts (at 1,000:
+        # 12-18 ms against the floor row's 120-170 ms): there the floor is the target.
+        against_git = 2.0 if commits >= 20_000 else None
+        bench.compare(rows[setting, "gitmem log RECORD"], git, against_git)
         bench.compare(rows[setting, "gitmem log RECORD"], rows[setting, LOG_FLOOR], 1.5)
-        bench.compare(rows[setting, "gitmem show RECORD --at DATE"], git, 2.0)
+        bench.compare(rows[setting, "gitmem show RECORD --at DATE"], git, against_git)
     small, large = settings
     for what in ("gitmem log RECORD", "gitmem show RECORD --at DATE",
                  "in process: mem.changes(RECORD) after opening"):
