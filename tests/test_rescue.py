@@ -16,6 +16,7 @@ import threading
 import pytest
 
 from conftest import SUBPROCESS_ENV, Git
+from gitmem.edits.rewrites import LOOK_FIRST
 from nui_client import NuiHost
 
 AGENT_FILE = "memory/agents/reviewer.md"
@@ -202,6 +203,23 @@ def test_an_untouched_history_has_nothing_dropped(mem, repo_path, git):
     assert mem.engine.refs.dropped_tips(tips) == []
     assert len(mem.engine.refs.reflog(limit=5)) == 5
     assert rescue_refs(git) == []
+
+
+def test_a_reset_behind_more_of_the_persons_commits_than_a_look_reads_first_is_found(repo_path, cli, git):
+    """The reset lies further back in main's reflog than the first moves a look reads
+    (rewrites.LOOK_FIRST), behind the person's own commits: it is still found."""
+    cli("memory", "write", "--user", input="one")
+    cli("memory", "write", "--user", "--append", input="two")
+    newest = git("rev-parse", "main").strip()
+    assert dropped(cli) == []  # gitmem's moves looked at: the next look starts after them
+    git("reset", "-q", "--hard", "HEAD~1")
+    notes = repo_path / "notes.txt"
+    for i in range(LOOK_FIRST + 4):
+        notes.write_text(f"note {i}\n")
+        git("add", "notes.txt")
+        git("commit", "-q", "-m", f"my note {i}")
+    assert [d["commit"] for d in dropped(cli)] == [newest]
+    assert rescue_refs(git) == [f"refs/gitmem/rescue/{newest}"]
 
 
 def test_the_reflog_is_read_from_its_end(mem, repo_path):

@@ -75,42 +75,42 @@ def find_lost(engine: GitEngine) -> list[Dropped]:
     (telling whether one kept main's history can cost a walk of all of it).
     """
     with engine.lock if engine.writable else contextlib.nullcontext():
-        kept = engine.refs.rescue_refs()
-        entries = engine.refs.reflog(limit=LOOK_FIRST)
-        unseen = _not_looked_at(engine, entries)
-        if len(unseen) == len(entries):  # the last move looked at is further back (or none is noted)
-            entries = engine.refs.reflog()
-            unseen = _not_looked_at(engine, entries)
-        if engine.writable:
-            for entry in reversed(unseen):  # oldest first
-                put_back(engine, entry)
-        rewrites = [entry for entry in unseen
-                    if entry.old and not _made_by_gitmem(engine, entry)
-                    and not _descends(engine, entry.new, entry.old)]
-        if not kept and not rewrites:
-            _looked_at(engine, unseen)
-            return []
-        if len(entries) == LOOK_FIRST:  # the tips gitmem made before these moves are candidates too
-            entries = engine.refs.reflog()
-        # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made, newest
-        # first, then those kept (their refs list by id): commits of one second list in
-        # the order main was at them.
-        candidates = [*(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
-                      *(e.new for e in entries if e.new and _made_by_gitmem(engine, e)), *kept]
-        dropped = engine.refs.dropped_tips(candidates, _let_go(engine))
-        for commit in kept.keys() - set(dropped) if engine.writable else ():
-            engine.refs.release_rescued(commit)
-        found = []
-        for commit in dropped:
-            ref = kept.get(commit)
-            if ref is None:  # a read-only repository is only looked at
-                ref = engine.refs.keep_for_rescue(commit) if engine.writable else ""
-                log.warning("main no longer holds gitmem commit %s (a history rewrite by hand?): "
-                            "kept as %s; `gitmem rescue` merges it back", commit[:10], ref)
-            info = engine.commit_info(commit)
-            found.append(Dropped(commit, info.time, info.offset, info.summary, ref))
-        if all(d.ref for d in found):  # each kept: later calls find it from its ref
-            _looked_at(engine, unseen)
+        return _find_lost(engine, *_moves(engine))
+
+
+def _find_lost(engine: GitEngine, entries: list[ReflogEntry], unseen: list[ReflogEntry]) -> list[Dropped]:
+    """:func:`find_lost` of the moves :func:`_moves` read, under the writers' lock."""
+    kept = engine.refs.rescue_refs()
+    if engine.writable:
+        for entry in reversed(unseen):  # oldest first
+            put_back(engine, entry)
+    rewrites = [entry for entry in unseen
+                if entry.old and not _made_by_gitmem(engine, entry)
+                and not _descends(engine, entry.new, entry.old)]
+    if not kept and not rewrites:
+        _looked_at(engine, unseen)
+        return []
+    if len(entries) == LOOK_FIRST:  # the tips gitmem made before these moves are candidates too
+        entries = engine.refs.reflog()
+    # The tip each rewrite replaced, if gitmem made it, then every tip gitmem made, newest
+    # first, then those kept (their refs list by id): commits of one second list in
+    # the order main was at them.
+    candidates = [*(e.old for e in rewrites if _committed_by_gitmem(engine, e.old)),
+                  *(e.new for e in entries if e.new and _made_by_gitmem(engine, e)), *kept]
+    dropped = engine.refs.dropped_tips(candidates, _let_go(engine))
+    for commit in kept.keys() - set(dropped) if engine.writable else ():
+        engine.refs.release_rescued(commit)
+    found = []
+    for commit in dropped:
+        ref = kept.get(commit)
+        if ref is None:  # a read-only repository is only looked at
+            ref = engine.refs.keep_for_rescue(commit) if engine.writable else ""
+            log.warning("main no longer holds gitmem commit %s (a history rewrite by hand?): "
+                        "kept as %s; `gitmem rescue` merges it back", commit[:10], ref)
+        info = engine.commit_info(commit)
+        found.append(Dropped(commit, info.time, info.offset, info.summary, ref))
+    if all(d.ref for d in found):  # each kept: later calls find it from its ref
+        _looked_at(engine, unseen)
     return sorted(found, key=lambda d: d.time, reverse=True)
 
 
@@ -119,6 +119,18 @@ def _let_go(engine: GitEngine) -> list[str]:
         return (engine.private_dir / LET_GO_FILE).read_text(encoding="ascii").split()
     except FileNotFoundError:
         return []
+
+
+def _moves(engine: GitEngine) -> tuple[list[ReflogEntry], list[ReflogEntry]]:
+    """main's newest reflog entries, newest first, and those of them not looked at before:
+    the first LOOK_FIRST entries when the last move looked at is among them, else
+    REFLOG_SCAN of them."""
+    entries = engine.refs.reflog(limit=LOOK_FIRST)
+    unseen = _not_looked_at(engine, entries)
+    if len(unseen) == len(entries):  # the last move looked at is further back (or none is noted)
+        entries = engine.refs.reflog()
+        unseen = _not_looked_at(engine, entries)
+    return entries, unseen
 
 
 def _not_looked_at(engine: GitEngine, entries: list[ReflogEntry]) -> list[ReflogEntry]:
@@ -170,10 +182,10 @@ def look(engine: GitEngine) -> None:
     back what a person's commit dropped, keep what a reset dropped (see the module doc).
     Reads a few reflog entries when only gitmem moved main."""
     with engine.lock if engine.writable else contextlib.nullcontext():
-        entries = engine.refs.reflog(limit=LOOK_FIRST)
-        unseen = _not_looked_at(engine, entries)
-        if len(unseen) == len(entries) or not all(_made_by_gitmem(engine, e) for e in unseen):
-            find_lost(engine)
+        entries, unseen = _moves(engine)
+        # as many unseen as the first LOOK_FIRST entries: the last move looked at was not among them
+        if len(unseen) >= min(LOOK_FIRST, len(entries)) or not all(_made_by_gitmem(engine, e) for e in unseen):
+            _find_lost(engine, entries, unseen)
         else:
             _looked_at(engine, unseen)
         engine.saw_tip()
