@@ -133,8 +133,9 @@ def test_a_file_of_requests_is_answered_line_by_line(repo, tmp_path):
                               capture_output=True, env=SUBPROCESS_ENV, timeout=60)
     assert done.returncode == 0, done.stderr
     # each line is answered; the answers carry their ids, and JSON-RPC does not order them
-    answers = {answer["id"]: answer for answer in map(json.loads, done.stdout.splitlines())}
-    assert len(done.stdout.splitlines()) == 2 and set(answers) == {1, None}
+    lines = done.stdout.splitlines()
+    answers = {answer["id"]: answer for answer in map(json.loads, lines)}
+    assert len(lines) == 2 and set(answers) == {1, None}
     assert answers[1]["result"]["serverInfo"]["name"] == "gitmem"
     assert answers[None]["error"]["code"] == -32700
 
