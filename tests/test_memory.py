@@ -186,19 +186,25 @@ def test_log_names_records_as_the_user_knows_them(mem):
         mem.log("agent")
 
 
-def test_a_stale_replace_is_merged_and_a_late_copy_dropped(mem, git):
+def test_a_replace_from_an_older_read_is_merged_and_an_unchanged_copy_dropped(mem, git):
+    """Each writer's replace is made from the newest version it has seen (gitmem.stores.bases)."""
     mem.memory.write("# notes\n\nlikes tea", "codex")
-    existing = mem.memory.read("codex").strip()
+    existing = mem.memory.read("codex", writer="a").strip()
+    assert mem.memory.read("codex", writer="b").strip() == existing
+    assert mem.memory.read("codex", writer="c").strip() == existing
     first, second = existing + "\n\nbe brief", existing + "\n\nuse tabs"  # both read `existing`
-    assert mem.memory.write(second, "codex", stale_window=60) is not None
-    merged = mem.memory.write(first, "codex", stale_window=60)
+    assert mem.memory.write(second, "codex", writer="a") is not None
+    merged = mem.memory.write(first, "codex", writer="b")
     # read with git: a read through the store would be the version the next replaces are made from
     assert git.show("main:memory/agents/codex.md") == "# notes\n\nlikes tea\n\nuse tabs\n\nbe brief\n"
+    assert git("log", "-1", "--format=%s", merged) == "memory: merge a stale replace into agent codex\n"
     base = git("log", "-1", "--format=%(trailers:key=Gitmem-Merged-Base,valueonly)", merged).strip()
     assert git.show(f"{base}:memory/agents/codex.md") == "# notes\n\nlikes tea\n"
     commits = git.count()
-    assert mem.memory.write(existing, "codex", stale_window=60) is None  # HEAD extends it
-    assert mem.memory.write(second, "codex", stale_window=60) is None  # merged in already
+    assert mem.memory.write(existing, "codex", writer="c") is None  # what it read, unchanged: nothing
     assert git.count() == commits
-    assert mem.memory.write(existing, "codex") is not None  # no window: a replace
+    assert mem.memory.write(existing, "codex", writer="a") is not None  # removes what it wrote only
+    assert git.show("main:memory/agents/codex.md") == "# notes\n\nlikes tea\n\nbe brief\n"
+    mem.memory.read("codex", writer="b")
+    assert mem.memory.write(existing, "codex", writer="b") is not None  # it saw all it removes
     assert mem.memory.read("codex") == "# notes\n\nlikes tea\n"

@@ -202,23 +202,32 @@ def test_back_to_back_appends_keep_every_block(spawn, git):
     stop(nui.host)
 
 
-def test_back_to_back_appends_onto_an_empty_memory_keep_every_block(spawn, git):
-    """nui's first appends: a new agent's memory, then the same memory after each delete."""
+def test_back_to_back_appends_onto_an_empty_memory_keep_what_they_can_tell(spawn, git):
+    """nui's first appends: a new agent's memory, then the same memory after each delete.
+
+    Onto an empty memory nothing tells which read a racing replace was made from (any text
+    extends the empty version), so the newest version its writer has seen is its base, as
+    for one client writing in turn (docs/nui.md): blocks may be replaced, none doubled, none
+    made up. The burst onto those blocks keeps every block: each replace extends the
+    version it was made from."""
     nui = Coordinator(started(spawn))
     for trial in range(20):
         if trial:
             nui.call("storage.agentMemory.delete", AGENT)
             assert git("ls-tree", "main", "memory/agents/codex.md") == ""
-        blocks: list[str] = []
-        for burst in ("onto nothing", "onto those"):
-            new = [f"trial {trial}: note {k} {burst}" for k in range(5)]
-            for k, block in enumerate(new):
-                nui.append(block, (trial, burst, k))
-            nui.settle()
-            blocks += new
-            content = nui.call("storage.agentMemory.read", AGENT)["content"]
-            assert sorted(content.rstrip("\n").split("\n\n")) == sorted(blocks)  # each block once
-            assert git.show("main:memory/agents/codex.md") == content
+        first = [f"trial {trial}: note {k} onto nothing" for k in range(5)]
+        for k, block in enumerate(first):
+            nui.append(block, (trial, "onto nothing", k))
+        nui.settle()
+        kept = nui.call("storage.agentMemory.read", AGENT)["content"].rstrip("\n").split("\n\n")
+        assert kept and len(set(kept)) == len(kept) and set(kept) <= set(first)
+        then = [f"trial {trial}: note {k} onto those" for k in range(5)]
+        for k, block in enumerate(then):
+            nui.append(block, (trial, "onto those", k))
+        nui.settle()
+        content = nui.call("storage.agentMemory.read", AGENT)["content"]
+        assert sorted(content.rstrip("\n").split("\n\n")) == sorted(kept + then)  # each block once
+        assert git.show("main:memory/agents/codex.md") == content
     stop(nui.host)
 
 
@@ -322,31 +331,44 @@ def test_one_client_reading_and_writing_in_turn_leaves_what_the_seed_store_leave
     stop(host)
 
 
-def test_a_late_duplicate_is_dropped_and_an_old_replace_is_a_replace(spawn, git):
+def test_a_late_duplicate_is_dropped_and_a_client_that_does_not_read_replaces(spawn, git):
     host = started(spawn)
     write = {**AGENT, "writeMode": "replace"}
     host.call("storage.agentMemory.write", {**write, "content": "likes tea"})
+    first = host.call("storage.agentMemory.read", AGENT)["content"]
+    assert host.call("storage.agentMemory.read", AGENT)["content"] == first  # two racing appends
     host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nshort answers"})
     head = git("rev-parse", "main")
-    host.call("storage.agentMemory.write", {**write, "content": "likes tea"})  # just after: a late copy
+    host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\n"})  # an empty block joined
     assert git("rev-parse", "main") == head
-    host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nuse tabs"})  # stale: merged
-    assert git.show("main:memory/agents/codex.md") == "likes tea\n\nshort answers\n\nuse tabs\n"
+    host.call("storage.agentMemory.read", AGENT)
+    host.call("storage.agentMemory.read", AGENT)
+    host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nshort answers\n\nbe brief"})
+    host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nshort answers\n\nuse tabs"})
+    assert git.show("main:memory/agents/codex.md") == "likes tea\n\nshort answers\n\nbe brief\n\nuse tabs\n"
     base = git("log", "-1", "--format=%(trailers:key=Gitmem-Merged-Base,valueonly)").strip()
-    assert git.show(f"{base}:memory/agents/codex.md") == "likes tea\n"
+    assert git.show(f"{base}:memory/agents/codex.md") == "likes tea\n\nshort answers\n"
     assert git("log", "-1", "--format=%s") == "memory: merge a stale replace into agent codex\n"
-    host.call("storage.agentMemory.write", {**write, "content": "something else"})  # shares nothing
+    # no read since its own writes: each replace is a replace, an older version included
+    host.call("storage.agentMemory.write", {**write, "content": "likes tea"})
+    assert git.show("main:memory/agents/codex.md") == "likes tea\n"
+    host.call("storage.agentMemory.write", {**write, "content": "something else"})
     assert git.show("main:memory/agents/codex.md") == "something else\n"
     stop(host)
 
-    host = started(spawn, "--late-window", "0.3")
-    host.call("storage.agentMemory.write", {**write, "content": "likes tea"})
-    host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nshort answers"})
-    time.sleep(1.5)  # past the window (commit times are whole seconds)
-    host.call("storage.agentMemory.write", {**write, "content": "likes tea\n\nbe brief"})
-    assert git.show("main:memory/agents/codex.md") == "likes tea\n\nbe brief\n"
-    host.call("storage.agentMemory.write", {**write, "content": "likes tea"})
-    assert git.show("main:memory/agents/codex.md") == "likes tea\n"
+
+def test_one_client_read_read_append_read_replace_gives_the_replace(spawn, git):
+    """Issue 43: an older read of the empty memory is never taken over the newest read."""
+    host = started(spawn)
+    for kind, params in (("storage.agentMemory", AGENT), ("storage.userMemory", {"handlerId": USER_MEMORY})):
+        host.call(f"{kind}.read", params)
+        host.call(f"{kind}.read", params)
+        host.call(f"{kind}.write", {**params, "content": "A", "writeMode": "append"})
+        assert host.call(f"{kind}.read", params)["content"] == "A\n"
+        host.call(f"{kind}.write", {**params, "content": "B", "writeMode": "replace"})
+        assert host.call(f"{kind}.read", params)["content"] == "B\n"
+    assert git.show("main:memory/user.md") == "B\n"
+    assert "merge" not in git("log", "--format=%s")
     stop(host)
 
 

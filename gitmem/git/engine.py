@@ -337,8 +337,8 @@ class GitEngine:
         return self.update(lambda _snapshot: changes, message, trailers, author=author,
                            scope=scope, worktree_holds=worktree_holds)
 
-    def update(self, make_changes: Callable[[Snapshot], Changes | None], message: str,
-               trailers: Mapping[str, str] | None = None, *,
+    def update(self, make_changes: Callable[[Snapshot], Changes | None],
+               message: str | Callable[[], str], trailers: Mapping[str, str] | None = None, *,
                author: Identity | None = None, scope: str | None = None,
                worktree_holds: Mapping[str, str | None] | None = None) -> str | None:
         """Like :meth:`commit`, with changes computed from the tip under the writers' lock.
@@ -351,9 +351,10 @@ class GitEngine:
         from what the work tree holds (a hand edit); and the index with it, both before
         main moves, so that a plain ``git commit`` never undoes the write: one racing it
         fails on git's own HEAD check or carries it. Returns the commit's id (that of a
-        person's commit when it carries the whole write).
+        person's commit when it carries the whole write). ``message`` may be a callable,
+        and ``trailers`` a mapping that ``make_changes`` fills: both are read after each
+        ``make_changes``, so that a commit says what the changes it carries are.
         """
-        full_message = with_trailers(message, trailers)
         with self._lock:
             if scope is not None and self._hand_edits is not None:
                 self._hand_edits.before_access(scope)
@@ -374,6 +375,7 @@ class GitEngine:
                         return None
                     for path in changes:
                         check_path(path)
+                    full_message = with_trailers(message() if callable(message) else message, trailers)
                     base_tree = snapshot.tree
                     try:
                         tree_id = self._trees.build(base_tree, changes)

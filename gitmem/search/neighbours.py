@@ -92,7 +92,7 @@ def record_units(memory, sessions, threads) -> ReadUnits:
     """A :data:`ReadUnits` on the stores (:mod:`gitmem.stores`)."""
     def read(record: layout.Record, unit: str) -> list[Any]:
         if record.kind in ("user", "agent"):
-            return blocks(memory.read(record.ids[0] if record.kind == "agent" else None))
+            return blocks(memory.read_file(record.path))  # no writer's read: a search is not one
         if record.kind == "session":
             return sessions.read(*record.ids)[0]
         if unit == "event":

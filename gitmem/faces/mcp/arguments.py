@@ -60,6 +60,22 @@ def limit_of(args: dict) -> int:
     return limit
 
 
+PAGE = 1 << 20
+"""Characters of a record one answer carries at most (1 MiB of text; as JSON at most 6 bytes
+a character, so no answer line goes over 8 MiB): a longer record is read in pages."""
+
+
+def page_of(args: dict) -> tuple[int, int]:
+    """``(offset, limit)``: where a page of a record's text starts (0 when not given) and how
+    many characters it holds at most (1 to :data:`PAGE`, PAGE when not given)."""
+    offset, limit = args.get("offset", 0), args.get("limit", PAGE)
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise ToolError(f'"offset" must be a whole number from 0, not {offset!r:.40}')
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE:
+        raise ToolError(f'"limit" must be a whole number from 1 to {PAGE}, not {limit!r:.40}')
+    return offset, limit
+
+
 def flag(args: dict, name: str) -> bool:
     """A true-or-false argument, false when not given."""
     value = args.get(name, False)

@@ -41,7 +41,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
-from gitmem.faces.mcp.arguments import (MAX_CONTEXT, MAX_LIMIT, ToolError, context_of, flag,
+from gitmem.faces.mcp.arguments import (MAX_CONTEXT, MAX_LIMIT, PAGE, ToolError, context_of, flag, page_of,
                                         limit_of, path_of, string_of, text_of)
 from gitmem.records.layout import BadRecordName, parse_record
 
@@ -89,9 +89,10 @@ class Services(namedtuple("Services", "memory sessions threads memories log show
     __slots__ = ()
 
 
-class Caller(namedtuple("Caller", "name trailers may_write", defaults=(True,))):
-    """Who makes a request: ``name`` for the log, the ``trailers`` its writes carry, and
-    whether it ``may_write`` at all (by default it may)."""
+class Caller(namedtuple("Caller", "name trailers may_write writer", defaults=(True, None))):
+    """Who makes a request: ``name`` for the log, the ``trailers`` its writes carry,
+    whether it ``may_write`` at all (by default it may), and the ``writer`` its memory reads
+    and writes are made as (:mod:`gitmem.stores.bases`: one an MCP session; None: the process)."""
 
     __slots__ = ()
 
@@ -131,6 +132,16 @@ _CHANGE = _object({**_ENTRY["properties"], "op": _OR_NULL,
 _RECORD_VALUE = {"record": _STRING, "content": _STRING, "messages": {"type": "array"},
                  "events": {"type": "array"}, "agentSessionId": _STRING,
                  "meta": {"type": ["object", "null"]}}
+# A record's text is answered once, as the text content, in pages of at most PAGE characters
+_PAGE_ARGUMENTS = {
+    "offset": {"type": "integer", "minimum": 0, "default": 0,
+               "description": "the character the text starts at: give next_offset to read on"},
+    "limit": {"type": "integer", "minimum": 1, "maximum": PAGE, "default": PAGE,
+              "description": "characters at most"}}
+_PAGE = {"offset": {"type": "integer"}, "size": {"type": "integer"},
+         "next_offset": {"type": ["integer", "null"]}}
+_PAGED = (f" The text comes in pages of at most {PAGE:,} characters: when next_offset is not "
+          "null, call again with offset=next_offset for the rest (size is the whole length).")
 
 
 def _tool(name: str, title: str, description: str, properties: dict, *required: str,
@@ -153,9 +164,9 @@ def _tool(name: str, title: str, description: str, properties: dict, *required: 
 TOOLS = (
     _tool("memory_read", "Read a memory",
           "Read a memory (user, agent:<id>, note:<path>) as markdown; sessions and threads come "
-          "back as JSON.",
-          {"record": _record(READABLE)}, "record",
-          output=_object(_RECORD_VALUE, ["record"])),
+          "back as JSON." + _PAGED,
+          {"record": _record(READABLE), **_PAGE_ARGUMENTS}, "record",
+          output=_object({"record": _STRING, **_PAGE}, ["record", "offset", "size", "next_offset"])),
     _tool("memory_write", "Save to a memory",
           "Save to a memory (user or agent:<id>): append adds a block after a blank line (the "
           "default), replace rewrites it. One git commit.",
@@ -210,12 +221,12 @@ TOOLS = (
           output=_object({"record": _STRING, "entries": {"type": "array", "items": _ENTRY}})),
     _tool("memory_show", "A record as it was",
           "A record as it was at a time: @ (its newest version), @~2 (two changes back), a "
-          "commit id, or a date such as 2026-11-01 or '3 days ago'.",
+          "commit id, or a date such as 2026-11-01 or '3 days ago'." + _PAGED,
           {"record": _record(READABLE),
-           "at": {"type": "string", "description": "@~N, a commit, or a date"}},
+           "at": {"type": "string", "description": "@~N, a commit, or a date"}, **_PAGE_ARGUMENTS},
           "record", "at",
-          output=_object({**_RECORD_VALUE, "commit": _OR_NULL, "exists": {"type": "boolean"}},
-                         ["record", "commit", "exists"])),
+          output=_object({"record": _STRING, "commit": _OR_NULL, "exists": {"type": "boolean"}, **_PAGE},
+                         ["record", "commit", "exists", "offset", "size", "next_offset"])),
     _tool("restore", "Restore an earlier version",
           "Put a record back as it was at a time (@~1: before its last change, a commit, a "
           "date), as a new git commit; nothing is lost.",
@@ -304,7 +315,7 @@ def build_server(open_services: Callable[[], Services], *, version: str,
         if identify is not None:
             return identify(ctx)
         client = client_info(ctx)
-        return Caller(client, {"Gitmem-Client": client})
+        return Caller(client, {"Gitmem-Client": client}, writer=id(ctx.session))
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         may_write = caller_of(ctx).may_write
@@ -340,6 +351,10 @@ def build_server(open_services: Callable[[], Services], *, version: str,
         log.info("%s: %s %s%s", client, params.name, _ids_of(args),
                  ": cancelled when it was done already (a write stands whole)" if cancel.is_set() else "")
         text, note = _unicode(text)
+        if len(text) > PAGE:  # no answer line over 8 MiB, whatever a tool found
+            note = (f"{note}; " if note else "") + (f"cut at {PAGE:,} of {len(text):,} characters: "
+                                                   "ask for less (a smaller limit or context)")
+            text = text[:PAGE]
         content = [types.TextContent(text=text)]
         if note:
             log.warning("%s: %s %s: %s", client, params.name, _ids_of(args), note)
@@ -417,10 +432,11 @@ def _never() -> bool:
 
 def memory_read(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
     record = _parse(string_of(args, "record"), READABLE)
+    offset, limit = page_of(args)
     if record.is_memory:
-        content = services.memory.read(_agent_id(record)) if record.kind != "note" else \
-            services.memory.read_file(record.path)
-        return content, {"record": record.name, "content": content}
+        content = services.memory.read(_agent_id(record), writer=caller.writer) if record.kind != "note" \
+            else services.memory.read_file(record.path)
+        return _page(content, offset, limit, {"record": record.name})
     if record.kind == "session":
         messages, agent_session_id = services.sessions.read(*record.ids)
         value = {"messages": messages, "agentSessionId": agent_session_id}
@@ -428,7 +444,15 @@ def memory_read(services: Services, args: dict, caller: Caller) -> tuple[str, di
         thread_id = record.ids[0]
         value = {"events": services.threads.read_events(thread_id),
                  "messages": services.threads.read_messages(thread_id)}
-    return _json(value), {"record": record.name, **value}
+    return _page(_json(value), offset, limit, {"record": record.name})
+
+
+def _page(text: str, offset: int, limit: int, structured: dict) -> tuple[str, dict]:
+    """The page of ``text`` from ``offset``, at most ``limit`` characters, and ``structured``
+    with where it lies: the text is answered once, as the text content."""
+    end = min(len(text), offset + limit)
+    return text[offset:end], {**structured, "offset": offset, "size": len(text),
+                              "next_offset": end if end < len(text) else None}
 
 
 def memory_write(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
@@ -440,7 +464,7 @@ def memory_write(services: Services, args: dict, caller: Caller) -> tuple[str, d
     if mode not in WRITE_MODES:
         raise ToolError(f'mode must be "append" or "replace", not {mode!r}')
     commit = services.memory.write(content, _agent_id(record), mode,
-                                   trailers=caller.trailers)
+                                   trailers=caller.trailers, writer=caller.writer)
     done = {"record": record.name, "mode": mode, "commit": commit}
     if commit is None:
         return f"{record.name} already held that: nothing to commit", done
@@ -505,9 +529,9 @@ def memory_show(services: Services, args: dict, caller: Caller) -> tuple[str, di
     if not shown.exists:
         at = shown.commit[:10] if shown.commit else "that time (before the first commit)"
         raise ToolError(f"{record.name} did not exist at {at}")
-    if "content" in shown.value:
-        return shown.value["content"], shown.to_json()
-    return _json(shown.value), shown.to_json()
+    offset, limit = page_of(args)
+    text = shown.value["content"] if "content" in shown.value else _json(shown.value)
+    return _page(text, offset, limit, {"record": record.name, "commit": shown.commit, "exists": True})
 
 
 def restore(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:

@@ -8,8 +8,8 @@ commit exists. Every call is checked against the handler table first.
 nui sends every write from a goroutine of its own, so two writes made back to back
 arrive in either order (and an append is a read, a join and such a replace): within
 :data:`LATE_WINDOW` seconds of a write, a session snapshot older than the stored one is
-not applied and a memory replace made from an earlier version is merged onto HEAD (see
-the stores), each judged by when its request arrived (``rpc.arrival()``). A session read answers within ``max_response`` (nui's 4 MiB line limit):
+not applied, and a memory replace is made from the read it extends (see
+gitmem.stores.bases), each judged by when its request arrived (``rpc.arrival()``). A session read answers within ``max_response`` (nui's 4 MiB line limit):
 nui takes an error for an empty session, which its next write would store.
 
     methods = storage_methods(mem.sessions, mem.memory, HandlerTable(),  # no list: any handler id
@@ -38,6 +38,9 @@ nui's writes queue on one mutex, each in a goroutine, so the spread is the lengt
 that queue times a write's time: a burst of 50 snapshots is through in well under a
 second; 5 s leaves room for a loaded machine and long sessions, while a truncation or
 an undo made by hand comes later than that."""
+NUI = "nui"
+"""The writer of every memory read and write of this connection (see gitmem.stores.bases):
+nui has one connection to its extension's process."""
 ANSWER_ROOM = 64 * 1024
 """Bytes of an answer kept for all but a session's messages (envelope, id, agentSessionId)."""
 
@@ -107,34 +110,34 @@ def storage_methods(sessions: SessionStore, memory: MemoryStore, handlers: Handl
     def agent_memory_read(params: dict) -> dict:
         agent_id = id_param(params, "agentId")
         handler(params, "agentMemory", agent_id)
-        return {"content": memory.read(agent_id)}
+        return {"content": memory.read(agent_id, writer=NUI)}
 
     def agent_memory_write(params: dict) -> dict:
         agent_id, text = id_param(params, "agentId"), content(params)
         mode = write_mode(params)
         trailers = handler(params, "agentMemory", agent_id)
-        memory.write(text, agent_id, mode, trailers=trailers, stale_window=late_window, arrived=arrival())
+        memory.write(text, agent_id, mode, trailers=trailers, writer=NUI, late_window=late_window, arrived=arrival())
         return OK
 
     def agent_memory_delete(params: dict) -> dict:
         agent_id = id_param(params, "agentId")
         trailers = handler(params, "agentMemory", agent_id)
-        memory.delete(agent_id, trailers=trailers, stale_window=late_window, arrived=arrival())
+        memory.delete(agent_id, trailers=trailers, writer=NUI, arrived=arrival())
         return OK
 
     def user_memory_read(params: dict) -> dict:
         handler(params, "userMemory")
-        return {"content": memory.read()}
+        return {"content": memory.read(writer=NUI)}
 
     def user_memory_write(params: dict) -> dict:
         text, mode = content(params), write_mode(params)
         trailers = handler(params, "userMemory")
-        memory.write(text, None, mode, trailers=trailers, stale_window=late_window, arrived=arrival())
+        memory.write(text, None, mode, trailers=trailers, writer=NUI, late_window=late_window, arrived=arrival())
         return OK
 
     def user_memory_delete(params: dict) -> dict:
         trailers = handler(params, "userMemory")
-        memory.delete(None, trailers=trailers, stale_window=late_window, arrived=arrival())
+        memory.delete(None, trailers=trailers, writer=NUI, arrived=arrival())
         return OK
 
     def shutdown(params: dict) -> dict:

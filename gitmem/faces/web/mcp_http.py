@@ -67,6 +67,6 @@ def identify(ctx) -> Caller:
     token: Token | None = request.scope.get(TOKEN_KEY) if request is not None else None
     client = client_info(ctx)
     if token is None:  # not an HTTP request: cannot happen behind McpEndpoint; reads only
-        return Caller(client, {"Gitmem-Client": client}, may_write=False)
+        return Caller(client, {"Gitmem-Client": client}, may_write=False, writer=id(ctx.session))
     return Caller(f"{client} (token {token.name})", {"Gitmem-Client": client, "Gitmem-Token": token.name},
-                  may_write=not token.read_only)
+                  may_write=not token.read_only, writer=id(ctx.session))
