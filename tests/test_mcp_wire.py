@@ -246,3 +246,55 @@ def test_the_typescript_sdk_gets_an_answer_for_a_broken_string_and_a_ping_during
     assert "params.arguments.content holds a lone surrogate (\\ud800)" in report["surrogate"]["message"]
     assert report["order"] == ["ping", "write"]
     assert not (repo / "memory/user.md").exists()
+
+
+TS_PAGES = """
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+const [python, repo] = process.argv.slice(1);
+const client = new Client({ name: "ts-sdk", version: "1.0" });
+await client.connect(new StdioClientTransport({ command: python, args: ["-m", "gitmem", "mcp", "--repo", repo],
+                                                 stderr: "inherit" }));
+const report = {};
+for (const agent of ["five", "eight"]) {
+  let text = "", offset = 0, pages = 0, size = null;
+  while (offset !== null) {
+    const answer = await client.callTool({ name: "memory_read", arguments: { record: `agent:${agent}`, offset } },
+                                         undefined, { timeout: 120000 });
+    text += answer.content.map((part) => part.text).join("");
+    size = answer.structuredContent.size;
+    offset = answer.structuredContent.next_offset;
+    pages += 1;
+  }
+  report[agent] = { length: text.length, size, pages, head: text.slice(0, 20), tail: text.slice(-20) };
+}
+await client.ping();
+report.connected = true;
+await client.close();
+console.log(JSON.stringify(report));
+"""
+
+
+def test_the_typescript_sdk_reads_a_5_and_an_8_mib_memory_in_pages_and_stays_connected(tmp_path):
+    """Issue 43: a 5 MiB memory answered as text and structure was a 10 MiB line, past the
+    TypeScript SDK's read buffer: the connection died. The text comes once, in pages."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed: the TypeScript MCP SDK runs on Node")
+    if not (INSPECTOR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        pytest.fail(f"the TypeScript MCP SDK is not installed: run `npm ci` in {INSPECTOR}")
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    texts = {}
+    for agent, mib in (("five", 5), ("eight", 8)):
+        line = "".join(f"{agent} line {n} of notes about the build é\n" for n in range(40))
+        texts[agent] = (line * (mib * 2**20 // len(line) + 1))[:mib * 2**20].rstrip("\n") + "\n"
+        run_gitmem("memory", "write", "--agent", agent, repo=repo, input=texts[agent])
+    done = subprocess.run([node, "--input-type=module", "-e", TS_PAGES, sys.executable, str(repo)],
+                          capture_output=True, text=True, timeout=600, cwd=INSPECTOR, env=SUBPROCESS_ENV)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report.pop("connected")
+    for agent, text in texts.items():
+        assert report[agent] == {"length": len(text), "size": len(text), "pages": -(-len(text) // 2**20),
+                                 "head": text[:20], "tail": text[-20:]}
