@@ -168,13 +168,16 @@ def test_an_api_append_goes_after_the_edited_text(mem, person, git):
     assert ops[:2] == ["memory.append", "hand-edit"]
 
 
-def test_an_api_replace_keeps_the_edit_in_history(mem, person):
+def test_an_api_replace_keeps_an_edit_it_never_saw_and_replaces_one_it_read(mem, person):
+    """The writer's base is what it has seen (issue 43): its own "one", not the person's edit."""
     mem.memory.write("one")
     truncate_then_write(mem.engine.worktree_path("memory/user.md"), "edited\n")
     mem.memory.write("replaced")
-    assert mem.memory.read() == "replaced\n"
+    assert mem.memory.read() == "edited\n\nreplaced\n"
     (edit,) = hand_commits(mem)
     assert content_at(mem, edit.id, "memory/user.md") == "edited\n"
+    mem.memory.write("replaced again")  # it read the edit: a replace
+    assert mem.memory.read() == "replaced again\n"
 
 
 def test_a_same_size_save_right_after_a_write_is_seen(mem, person):
