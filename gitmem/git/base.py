@@ -40,6 +40,10 @@ class BranchMoved(EngineError):
     """``main`` is no longer where a merge or fast-forward started from."""
 
 
+class Closed(EngineError, RuntimeError):
+    """A write was asked of a repository already closed; nothing was committed."""
+
+
 class DiskFull(EngineError):
     """A write failed because the disk is full; nothing was committed."""
 

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pygit2
 
-from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchMoved, Changes,
+from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchMoved, Changes, Closed,
                              CommitInfo, DamagedObject, EngineError, Identity, MissingRepository,
                              check_path, config_get, default_identity, user_identity, with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
@@ -179,6 +179,10 @@ class GitEngine:
                 self._stat_cache.save()
             self._recovery.close()
             self.journal.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Closed("the repository was closed: nothing was written")
 
     def _displaced_edit(self, path: str, base_id: str, data: bytes) -> None:
         if self._hand_edits is not None:
@@ -353,6 +357,7 @@ class GitEngine:
         fails on git's own HEAD check or carries it. Returns the commit's id (that of a
         person's commit when it carries the whole write).
         """
+        self._check_open()
         full_message = with_trailers(message, trailers)
         with self._lock:
             if scope is not None and self._hand_edits is not None:
@@ -455,6 +460,7 @@ class GitEngine:
         Returns the merge commit and the paths left alone in the work tree because they
         hold an uncommitted hand edit.
         """
+        self._check_open()
         full_message = with_trailers(message, trailers)
         for path in changes:
             check_path(path)
@@ -479,6 +485,7 @@ class GitEngine:
 
         Returns the paths left alone because they hold an uncommitted hand edit.
         """
+        self._check_open()
         if expected is not None and not self.is_ancestor(expected, target):
             raise EngineError(f"{target[:10]} does not descend from {expected[:10]}")
         with self._lock:
@@ -499,6 +506,7 @@ class GitEngine:
         Returns the new tip and the paths left alone because they hold a hand edit.
         EngineError when ``main`` is no longer at ``commits[-1]``.
         """
+        self._check_open()
         repo = self._repo
         with self._lock:
             tip = self._reader.tip()
