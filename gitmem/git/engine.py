@@ -35,9 +35,10 @@ from pathlib import Path
 
 import pygit2
 
-from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchMoved, Changes, Closed,
+from gitmem.git.base import (BRANCH, DURABILITIES, GITMEM_DIR, BranchMoved, Changes, Closed,
                              CommitInfo, DamagedObject, EngineError, Identity, MissingRepository,
-                             check_path, config_get, default_identity, user_identity, with_trailers)
+                             check_path, config_get, default_identity, make_folder, user_identity,
+                             with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
 from gitmem.git.branch import Branch, NotOnDisk
 from gitmem.git.cancel import stop_if_cancelled
@@ -88,8 +89,7 @@ class GitEngine:
         # still read: no lock, no recovery; a write fails at the lock with one line.
         self.writable = may_write(self.gitdir)
         if self.writable:
-            self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
-            tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+            make_folder(tmp_dir)
         self.identity = identity or default_identity(repo.config)
         if durability not in DURABILITIES:
             raise EngineError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
@@ -146,7 +146,7 @@ class GitEngine:
         path = Path(path)
         repo = open_work_tree(path, or_git_folder=True)
         if repo is None and create:
-            path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            make_folder(path)
             repo = pygit2.init_repository(str(path), initial_head=BRANCH)
         elif repo is None:
             raise MissingRepository(f"no gitmem repository at {path} (run `gitmem init {path}`)")
