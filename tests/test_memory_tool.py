@@ -201,28 +201,75 @@ def test_a_path_leaving_memories_is_refused_with_nothing_written(tmp_path, path)
     assert not [p for p in tmp_path.rglob("*escaped*")]
 
 
-def test_a_symlink_is_never_followed(tmp_path):
-    """A link committed with plain git (pointing out of the repository) is refused for
-    every command, as the SDK refuses a link that leaves its folder."""
-    repo, outside = tmp_path / "repo", tmp_path / "outside"
+LINK_COMMANDS = ({"command": "create", "path": "/memories/link/escaped.md", "file_text": "x"},
+                 {"command": "create", "path": "/memories/link/deeper/escaped.md", "file_text": "x"},
+                 {"command": "view", "path": "/memories/link/secret.txt"},
+                 {"command": "view", "path": "/memories/link"},
+                 {"command": "str_replace", "path": "/memories/link/secret.txt", "old_str": "s", "new_str": "t"},
+                 {"command": "delete", "path": "/memories/link"},
+                 {"command": "rename", "old_path": "/memories/link", "new_path": "/memories/x"})
+
+
+@pytest.mark.parametrize("committed", [False, True], ids=["placed in the work tree", "committed by hand"])
+def test_a_symlink_leading_out_is_refused_as_the_sdk_refuses_it(tmp_path, committed):
+    """A link under memory/ that points out of it, placed there by hand (and maybe committed
+    with plain git): every command through it is refused with the SDK's ToolError and text,
+    nothing is written or committed, and a listing leaves it out, as the SDK's does."""
+    repo, outside, sdk = tmp_path / "repo", tmp_path / "outside", tmp_path / "sdk"
     outside.mkdir()
+    (outside / "secret.txt").write_text("sensitive")
     run_gitmem("init", str(repo))
     git = Git(repo)
     (repo / "memory").mkdir(exist_ok=True)
-    os.symlink(outside, repo / "memory" / "link")
-    git("add", "memory/link")
-    git("commit", "-q", "-m", "a link, made by hand")
+    os.symlink(outside, repo / "memory" / "link", target_is_directory=True)
+    if committed:
+        git("add", "memory/link")
+        git("commit", "-q", "-m", "a link, made by hand")
+    before = git("rev-parse", "HEAD")
+    reference = BetaLocalFilesystemMemoryTool(base_path=str(sdk))
+    os.symlink(outside, sdk / "memories" / "link", target_is_directory=True)
+    with MemoryTool(repo=repo) as tool:
+        for command in LINK_COMMANDS:
+            answer, refused = sdk_answer(tool, command)
+            assert refused and "would escape /memories directory" in answer, (command, answer)
+            assert (answer, refused) == sdk_answer(reference, command), command
+        listing, _ = sdk_answer(tool, {"command": "view", "path": "/memories"})
+        assert "link" not in listing and "link" not in sdk_answer(reference, {"command": "view",
+                                                                                "path": "/memories"})[0]
+    assert git("rev-parse", "HEAD") == before
+    assert [p.name for p in outside.iterdir()] == ["secret.txt"]
+
+
+def test_a_symlink_staying_inside_is_not_followed_either(tmp_path):
+    """Where the SDK follows a link that stays in its folder, gitmem follows none (where it
+    points on another clone is anyone's guess): refused, nothing committed."""
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    git = Git(repo)
+    (repo / "memory" / "real").mkdir(parents=True)
+    os.symlink("real", repo / "memory" / "link", target_is_directory=True)
     before = git("rev-parse", "HEAD")
     with MemoryTool(repo=repo) as tool:
-        for command in ({"command": "create", "path": "/memories/link/escaped.md", "file_text": "x"},
-                        {"command": "view", "path": "/memories/link"},
-                        {"command": "delete", "path": "/memories/link"},
-                        {"command": "rename", "old_path": "/memories/link", "new_path": "/memories/x"}):
+        for command in LINK_COMMANDS:
             answer, refused = sdk_answer(tool, command)
             assert refused and answer == "Path would escape /memories directory via symlink", command
-        listing, _ = sdk_answer(tool, {"command": "view", "path": "/memories"})
-        assert "link" not in listing  # a link is not listed
-    assert git("rev-parse", "HEAD") == before and list(outside.iterdir()) == []
+    assert git("rev-parse", "HEAD") == before and list((repo / "memory" / "real").iterdir()) == []
+
+
+def test_folders_are_made_0700_whatever_the_umask(tmp_path):
+    """As the SDK's backend makes its folders: under umask 0 the repository's folder, the
+    folders above it that were missing and every folder a command makes are 0700 (a general
+    gitmem defect: mkdir(parents=True) left the parents to the umask, 0777)."""
+    base = tmp_path / "nested" / "deeper" / "repo"
+    old = os.umask(0)
+    try:
+        with MemoryTool(repo=base) as tool:
+            tool.call({"command": "create", "path": "/memories/a/b/c.md", "file_text": "x"})
+    finally:
+        os.umask(old)
+    for folder in (tmp_path / "nested", base.parent, base, base / "memory", base / "memory" / "a",
+                   base / "memory" / "a" / "b"):
+        assert oct(folder.stat().st_mode & 0o777) == oct(0o700), folder
 
 
 def test_notes_are_listed_searched_hand_edited_and_synced(synced, tmp_path):

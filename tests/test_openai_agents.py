@@ -104,3 +104,66 @@ def test_limit_pop_and_clear_match_the_sdk_session(tmp_path):
     assert [list(item) for item in ours[0]] == [list(item) for item in items]
     ops = [op.strip() for op in git.log(fmt="%(trailers:key=Gitmem-Op,valueonly)") if op.strip()]
     assert ops[:4] == ["session.delete", "session.pop", "session.append", "session.append"]
+
+
+def test_session_settings_as_the_sdk_sqlite_session_takes_them(tmp_path):
+    """The SDK's SessionSettings tests, for gitmem's Session beside its SQLiteSession: the
+    default settings, an object or a dict in the constructor, unknown fields refused, the
+    settings' limit the default of get_items and an explicit limit over it."""
+    from agents.memory import SessionSettings
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    items = [{"role": "user", "content": f"Message {i}"} for i in range(5)]
+
+    async def scenario(make):
+        plain = make("a", None)
+        assert isinstance(plain.session_settings, SessionSettings) and plain.session_settings.limit is None
+        with pytest.raises(TypeError):
+            make("b", {"limit": 2, "nonsense": 1})
+        found = []
+        for name, settings in (("c", SessionSettings(limit=3)), ("d", {"limit": 3})):
+            session = make(name, settings)
+            assert session.session_settings == SessionSettings(limit=3)
+            await session.add_items(items)
+            found += [await session.get_items(), await session.get_items(limit=2),
+                      await session.get_items(limit=0), await session.get_items(limit=-1)]
+        return found
+
+    ours = asyncio.run(scenario(lambda name, s: Session(name, repo=repo, session_settings=s)))
+    theirs = asyncio.run(scenario(lambda name, s: SQLiteSession(name, session_settings=s)))
+    assert ours == theirs and ours[0] == items[2:] and ours[1] == items[3:] and ours[3] == items
+
+
+@pytest.mark.parametrize("owned", [True, False])
+def test_a_closed_session_raises_runtime_error_and_writes_nothing(tmp_path, owned):
+    """As the SDK's SQLiteSession: every call on a closed session raises RuntimeError, an
+    empty add_items too; close again is harmless."""
+    import gitmem
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    mem = None if owned else gitmem.open(repo)
+    session = Session("s", repo=repo, mem=mem)
+    asyncio.run(session.add_items([{"role": "user", "content": "kept"}]))
+    session.close()
+    session.close()
+    calls = [lambda: session.add_items([{"role": "user", "content": "lost"}]),
+             lambda: session.add_items([]), session.get_items, session.pop_item, session.clear_session]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="closed"):
+            asyncio.run(call())
+    if mem is not None:
+        mem.close()
+    assert read_in_a_new_process(repo, "s") == [{"role": "user", "content": "kept"}]
+
+
+def test_a_closed_repository_refuses_a_write(tmp_path):
+    """A general defect the SDK's closed-session tests showed: a closed Gitmem still committed."""
+    import gitmem
+    from gitmem.git.base import Closed
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    mem = gitmem.open(repo)
+    mem.close()
+    with pytest.raises(Closed, match="closed"):
+        mem.sessions.append("a", "s", [{"x": 1}])
+    assert Git(repo).log(fmt="%s") == ["init: gitmem repository"]

@@ -1,7 +1,7 @@
 """What every part of the git engine shares: names, errors, identities, commit info, paths.
 
-Nothing here opens a repository; the small file helpers (``unlink``, ``fsync_path``)
-are the engine's own way of touching files.
+Nothing here opens a repository; the small file helpers (``make_folder``, ``unlink``,
+``fsync_path``) are the engine's own way of touching files.
 """
 
 from __future__ import annotations
@@ -38,6 +38,10 @@ class UnsafePath(EngineError):
 
 class BranchMoved(EngineError):
     """``main`` is no longer where a merge or fast-forward started from."""
+
+
+class Closed(EngineError, RuntimeError):
+    """A write was asked of a repository already closed; nothing was committed."""
 
 
 class DiskFull(EngineError):
@@ -168,6 +172,25 @@ def reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
+
+
+def make_folder(path: Path | str, mode: int = DIR_MODE) -> None:
+    """Make folder ``path`` and each missing folder above it with ``mode`` exactly, whatever
+    the umask (``mkdir(parents=True)`` gives the parents the umask's mode: 0777 under umask 0).
+    Folders already there are left as they are."""
+    missing = []
+    current = Path(path)
+    while not current.is_dir():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, mode)
+        except FileExistsError:  # made meanwhile by another process: its mode is its own
+            continue
+        os.chmod(folder, mode)  # mkdir is subject to the umask; chmod is not
 
 
 def unlink(path: Path) -> None:

@@ -35,9 +35,10 @@ from pathlib import Path
 
 import pygit2
 
-from gitmem.git.base import (BRANCH, DIR_MODE, DURABILITIES, GITMEM_DIR, BranchMoved, Changes,
+from gitmem.git.base import (BRANCH, DURABILITIES, GITMEM_DIR, BranchMoved, Changes, Closed,
                              CommitInfo, DamagedObject, EngineError, Identity, MissingRepository,
-                             check_path, config_get, default_identity, user_identity, with_trailers)
+                             check_path, config_get, default_identity, make_folder, user_identity,
+                             with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
 from gitmem.git.branch import Branch, NotOnDisk
 from gitmem.git.cancel import stop_if_cancelled
@@ -88,8 +89,7 @@ class GitEngine:
         # still read: no lock, no recovery; a write fails at the lock with one line.
         self.writable = may_write(self.gitdir)
         if self.writable:
-            self.private_dir.mkdir(mode=DIR_MODE, exist_ok=True)
-            tmp_dir.mkdir(mode=DIR_MODE, exist_ok=True)
+            make_folder(tmp_dir)
         self.identity = identity or default_identity(repo.config)
         if durability not in DURABILITIES:
             raise EngineError(f"durability must be one of {', '.join(DURABILITIES)}, not {durability!r}")
@@ -146,7 +146,7 @@ class GitEngine:
         path = Path(path)
         repo = open_work_tree(path, or_git_folder=True)
         if repo is None and create:
-            path.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            make_folder(path)
             repo = pygit2.init_repository(str(path), initial_head=BRANCH)
         elif repo is None:
             raise MissingRepository(f"no gitmem repository at {path} (run `gitmem init {path}`)")
@@ -179,6 +179,10 @@ class GitEngine:
                 self._stat_cache.save()
             self._recovery.close()
             self.journal.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise Closed("the repository was closed: nothing was written")
 
     def _displaced_edit(self, path: str, base_id: str, data: bytes) -> None:
         if self._hand_edits is not None:
@@ -355,6 +359,7 @@ class GitEngine:
         and ``trailers`` a mapping that ``make_changes`` fills: both are read after each
         ``make_changes``, so that a commit says what the changes it carries are.
         """
+        self._check_open()
         with self._lock:
             if scope is not None and self._hand_edits is not None:
                 self._hand_edits.before_access(scope)
@@ -457,6 +462,7 @@ class GitEngine:
         Returns the merge commit and the paths left alone in the work tree because they
         hold an uncommitted hand edit.
         """
+        self._check_open()
         full_message = with_trailers(message, trailers)
         for path in changes:
             check_path(path)
@@ -481,6 +487,7 @@ class GitEngine:
 
         Returns the paths left alone because they hold an uncommitted hand edit.
         """
+        self._check_open()
         if expected is not None and not self.is_ancestor(expected, target):
             raise EngineError(f"{target[:10]} does not descend from {expected[:10]}")
         with self._lock:
@@ -501,6 +508,7 @@ class GitEngine:
         Returns the new tip and the paths left alone because they hold a hand edit.
         EngineError when ``main`` is no longer at ``commits[-1]``.
         """
+        self._check_open()
         repo = self._repo
         with self._lock:
             tip = self._reader.tip()

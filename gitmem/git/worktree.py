@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 
-from gitmem.git.base import (BRANCH, DIR_MODE, FILE_MODE, REF, Changes, UnsafePath, check_path,
-                             fsync_path, process_alive, reason, unlink)
+from gitmem.git.base import (BRANCH, FILE_MODE, REF, Changes, UnsafePath, check_path,
+                             fsync_path, make_folder, process_alive, reason, unlink)
 from gitmem.git.displaced import DisplacedFiles
 from gitmem.git.files import read_regular
 from gitmem.git.journal import Journal
@@ -165,7 +165,7 @@ class WorkTree:
             except FileNotFoundError:
                 if not create_parents:
                     return None
-                os.mkdir(current, DIR_MODE)
+                make_folder(current)
                 continue
             except PermissionError:  # a folder on the way that may not be read
                 if create_parents:

@@ -24,6 +24,7 @@ writes nothing.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections import namedtuple
 from collections.abc import Callable, Mapping
@@ -229,7 +230,25 @@ class MemoryTree:
             where.encode("utf-8")
         except UnicodeEncodeError:
             raise MemoryToolError(f"path {path!r} is not valid utf-8") from None
+        self._refuse_worktree_links(where, path)
         return where
+
+    def _refuse_worktree_links(self, where: str, path: str) -> None:
+        """A symbolic link on the way to ``where`` in the work tree (placed there, not yet
+        committed) is refused as the SDK refuses one: with its text for a link that leads out
+        of ``memory/``, and gitmem's own for one that stays inside (never followed)."""
+        root = self.engine.worktree_path(layout.MEMORY)
+        parts = where.split("/")
+        for end in range(1, len(parts) + 1):
+            current = self.engine.worktree_path("/".join(parts[:end]))
+            if not os.path.islink(current):
+                if not os.path.isdir(current):
+                    return  # missing, or a file: the commands answer for it from HEAD
+                continue
+            inside, target = os.path.realpath(root), os.path.realpath(current)
+            if end == 1 or os.path.commonpath([inside, target]) != inside:
+                raise MemoryToolError(f"Path {path} would escape /memories directory")
+            raise MemoryToolError("Path would escape /memories directory via symlink")
 
     def _file_text(self, head: Snapshot, where: str, path: str) -> str:
         kind = _kind(head, where)

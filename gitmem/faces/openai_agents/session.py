@@ -32,25 +32,31 @@ HANDLER = "gitmem-openai-agents"  # the Gitmem-Handler trailer of their commits
 
 class Session:
     """The items of session ``session_id`` in the repository at ``repo`` (None: the default
-    one, created when missing), or in an open ``mem``. ``session_settings.limit`` is the
-    default ``limit`` of :meth:`get_items`."""
+    one, created when missing), or in an open ``mem``. ``session_settings`` (a
+    ``SessionSettings`` or a dict of its fields; unknown ones are a TypeError) gives the
+    default ``limit`` of :meth:`get_items`, as for the SDK's ``SQLiteSession``. After
+    :meth:`close` every call raises RuntimeError."""
 
     def __init__(self, session_id: str, repo: str | os.PathLike | None = None, *,
-                 mem: Gitmem | None = None, session_settings: SessionSettings | None = None,
+                 mem: Gitmem | None = None,
+                 session_settings: SessionSettings | dict[str, Any] | None = None,
                  agent_type: str = AGENT_TYPE):
+        from agents.memory.session_settings import SessionSettings, coerce_session_settings
         self.session_id = session_id
-        self.session_settings = session_settings
+        self.session_settings = (coerce_session_settings(session_settings)
+                                 if session_settings is not None else SessionSettings())
         self.agent_type = agent_type
         self.mem = mem if mem is not None else Gitmem.open(repo)
         self._owned = mem is None
+        self._closed = False
         self._lock = threading.Lock()  # one repository call at a time from this session
         self._trailers = {"Gitmem-Handler": HANDLER}
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The items in order; with ``limit`` (or the settings' limit) N > 0, the last N
         (0: none; a negative limit: all, as the SDK's SQLite session reads it)."""
-        if limit is None and self.session_settings is not None:
-            limit = self.session_settings.limit
+        from agents.memory.session_settings import resolve_session_limit
+        limit = resolve_session_limit(limit, self.session_settings)
         items = await self._run(lambda: self.mem.sessions.read(self.agent_type, self.session_id)[0])
         if limit is None or limit < 0:
             return items
@@ -58,6 +64,7 @@ class Session:
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Add ``items`` after the stored ones, as one commit (none for an empty list)."""
+        self._check_open()
         items = list(items)
         if items:
             await self._run(lambda: self.mem.sessions.append(self.agent_type, self.session_id,
@@ -75,12 +82,22 @@ class Session:
                                                          trailers=self._trailers))
 
     def close(self) -> None:
-        """Close the repository (when this session opened it)."""
-        if self._owned:
-            self.mem.close()
+        """Close the session, and the repository when this session opened it (again: no-op)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                if self._owned:
+                    self.mem.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("Session is closed")
 
     async def _run(self, call) -> Any:
+        self._check_open()
+
         def locked():
             with self._lock:
+                self._check_open()  # closed while the call waited for the lock
                 return call()
         return await asyncio.to_thread(locked)
