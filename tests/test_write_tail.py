@@ -32,3 +32,25 @@ def test_a_big_file_is_left_to_the_refresher(mem, git):
     mem.engine.flush_index()
     assert "0:0" not in stat_of(git, "memory/agents/big.md")
     assert git.status(optional_locks=False) == ""
+
+
+def test_a_flush_returns_after_a_refresh_the_thread_had_begun():
+    # seen in CI: the thread took the marked paths a moment before flush_index(), which
+    # then found nothing pending and returned while the thread's refresh was still running
+    import threading
+
+    from gitmem.git.index import INDEX_IDLE, IndexRefresher
+
+    begun, done = threading.Event(), []
+
+    def slow_refresh(paths):
+        begun.set()
+        threading.Event().wait(0.5)
+        done.extend(paths)
+
+    refresher = IndexRefresher(slow_refresh)
+    refresher.mark(["memory/agents/big.md"])
+    assert begun.wait(INDEX_IDLE + 5)
+    refresher.flush()
+    assert done == ["memory/agents/big.md"]
+    refresher.stop()

@@ -275,6 +275,7 @@ class IndexRefresher:
         self._first_mark = 0.0
         self._last_mark = 0.0
         self._cond = threading.Condition()
+        self._flushing = threading.Lock()  # held across a refresh: flush() returns after one in flight
         self._stopping = False
         self._thread: threading.Thread | None = None
 
@@ -318,6 +319,12 @@ class IndexRefresher:
             self.flush()
 
     def flush(self) -> None:
+        """Refresh the paths marked so far, now; returns once they are refreshed (also
+        when the thread had taken them just before)."""
+        with self._flushing:
+            self._flush()
+
+    def _flush(self) -> None:
         with self._cond:
             paths, self._pending = sorted(self._pending), set()
         if paths:
