@@ -197,7 +197,7 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
     digits): that is refused."""
     moment = parse_time(when)
     if moment is not None:
-        return engine.commit_at(moment)
+        return engine.log.commit_at(moment)
     try:
         return str(engine.resolve(when))
     except DamagedObject:  # a revision, and one that cannot be read: say which object
@@ -214,7 +214,7 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
     if moment is None:
         raise HistoryError(f"{when!r} is neither a revision nor a date (use e.g. HEAD~3, "
                            "2026-11-01, 2026-11-01T14:00 or '3 days ago')")
-    return engine.commit_at(moment)
+    return engine.log.commit_at(moment)
 
 
 def resolve_version(mem: Records, record: layout.Record, when: str) -> str | None:
@@ -254,12 +254,12 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None,
     ``skip`` commits are left out (a page of a long history)."""
     parsed = layout.parse_record(record) if record else None
     if parsed is None:
-        commits = mem.engine.history(None, limit=limit)
+        commits = mem.engine.log.history(None, limit=limit)
     else:
         commits = record_commits(mem, parsed, limit=limit, skip=skip)
     pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
     entries = []
-    for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs)):
+    for commit, files in zip(commits, mem.engine.log.changes(parsed.path if parsed else "", pairs)):
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries
@@ -301,10 +301,10 @@ def recent(mem: Records, since: str, *, limit: int = 50) -> list[RecentChange]:
     found: list[RecentChange] = []
     commit = mem.engine.head()
     while commit is not None and len(found) < limit and not (
-            stop is not None and mem.engine.descends_from(stop, commit)):
-        info = mem.engine.commit_info(commit)
+            stop is not None and mem.engine.log.descends_from(stop, commit)):
+        info = mem.engine.log.commit_info(commit)
         parent = info.parents[0] if info.parents else None
-        found.append(RecentChange(info, mem.engine.diff_commits("", parent, commit)))
+        found.append(RecentChange(info, mem.engine.log.diff_commits("", parent, commit)))
         commit = parent
     return found
 
@@ -314,7 +314,7 @@ def record_commits(mem: Records, record: layout.Record, *, limit: int | None = N
     """The commits that changed ``record``, newest first (at most ``limit``, after the
     newest ``skip``)."""
     versions = mem.record_index.versions(record.path)[skip:None if limit is None else skip + limit]
-    return mem.engine.commit_infos([v.id for v in versions])
+    return mem.engine.log.commit_infos([v.id for v in versions])
 
 
 def show(mem: Records, record: str, at: str) -> Shown:
@@ -333,11 +333,11 @@ def diff(mem: Records, record: str, since: str | None = None,
     new = resolve_version(mem, parsed, until) if until else mem.engine.head()
     times = [parse_time(when) for when in (since, until) if when]
     later = (len(times) == 2 and None not in times and times[0] > times[1]) or (
-        old and new and old != new and mem.engine.descends_from(old, new))
+        old and new and old != new and mem.engine.log.descends_from(old, new))
     if later:
         raise HistoryError(f"--since {since!r} is later than --until {until or 'now'!r}: "
                            "swap them")
-    return RecordDiff(parsed.name, old, new, mem.engine.diff_commits(parsed.path, old, new))
+    return RecordDiff(parsed.name, old, new, mem.engine.log.diff_commits(parsed.path, old, new))
 
 
 def restore(mem: Records, record: str, at: str, *, trailers: Mapping[str, str] | None = None,
@@ -354,7 +354,7 @@ def restore(mem: Records, record: str, at: str, *, trailers: Mapping[str, str] |
         versions = mem.record_index.versions(parsed.path)
         if not versions:
             raise NoRecord(f"no record {parsed.name}: nothing to restore")
-        first = mem.engine.commit_info(versions[-1].id)
+        first = mem.engine.log.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
                   "--agent`", "note": "the memory tool's delete",
                   "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")

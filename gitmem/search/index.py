@@ -241,7 +241,7 @@ class SearchIndex:
         commit = resolve_when(self.engine, when)
         if commit is None:
             raise HistoryError(f"{when!r} names no commit")
-        return self.engine.commit_info(commit).time, commit
+        return self.engine.log.commit_info(commit).time, commit
 
     def _take_in_hand_edits(self, path: str | None) -> SettledLook | None:
         """What a read does first: commit the hand edits waiting (of ``path``'s record, or
@@ -279,7 +279,7 @@ class SearchIndex:
             tip = self._tip(db)
             if tip == head:
                 return db
-            if tip and not self.engine.descends_from(head, tip):  # an amend, a reset, forget
+            if tip and not self.engine.log.descends_from(head, tip):  # an amend, a reset, forget
                 db, tip = self._start_over(), ""
             if head:
                 self._take_in(db, tip or None, head, progress)

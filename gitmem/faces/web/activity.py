@@ -70,7 +70,7 @@ def window(choice: str, since: str = "", until: str = "", *, now: float | None =
 def activity(mem: Gitmem, since: float, until: float) -> Activity:
     """The commits of main made from ``since`` to ``until`` (seconds since the epoch)."""
     indexed = mem.record_index.commits_between(since, until)
-    infos = {c.id: c for c in mem.engine.commit_infos([c.id for c in indexed])}
+    infos = {c.id: c for c in mem.engine.log.commit_infos([c.id for c in indexed])}
     changes = []
     for found in indexed:
         info = infos[found.id]

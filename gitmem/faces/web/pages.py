@@ -207,7 +207,7 @@ class Pages:
         until = request.query_params.get("to") or None
         if since and until:  # two versions picked in either order: the older one first
             old, new = (history.resolve_version(self.mem, record, w) for w in (since, until))
-            if old and new and old != new and self.mem.engine.descends_from(old, new):
+            if old and new and old != new and self.mem.engine.log.descends_from(old, new):
                 since, until = until, since
         found = self.mem.diff(record.name, since, until)
         return self.page(request, "diff.html", title=f"{record.name}: diff", record=record,
