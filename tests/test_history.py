@@ -10,7 +10,8 @@ from datetime import datetime
 import pytest
 
 from gitmem.history import versions as history
-from gitmem.history.versions import HistoryError, parse_time
+from gitmem.errors import HistoryError
+from gitmem.records.dates import parse_time
 
 AGENT = "claude-code"
 SESSION = "s1"

@@ -215,7 +215,7 @@ def cmd_forget(args) -> None:
 
 
 def cmd_rescue(args) -> None:
-    from gitmem.history.versions import format_date
+    from gitmem.records.dates import format_date
     from gitmem.sync.rescue import RescueError, chosen, find_lost, let_go, rescue
     if args.let_go and not args.commits:
         raise RescueError("--let-go needs the COMMITs to let go (see `gitmem rescue --list`)")

@@ -37,7 +37,7 @@ from gitmem.git.base import CommitInfo, EngineError, Identity
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.refs import ReflogEntry
-from gitmem.history.versions import format_date
+from gitmem.records.dates import format_date
 from gitmem.records.merge import merge_changes
 
 log = logging.getLogger("gitmem.edits.rewrites")

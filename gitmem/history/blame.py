@@ -26,8 +26,9 @@ from typing import Any
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo
 from gitmem.git.hunks import version_hunks
-from gitmem.history.versions import Records, format_date, read_record
+from gitmem.history.versions import Records, read_record
 from gitmem.records import layout
+from gitmem.records.dates import format_date
 from gitmem.records.units import BLANK_LINES
 
 READ_AHEAD_FROM = 16  # versions of a memory: more are diffed (or read) by one git process

@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections import namedtuple
-from datetime import datetime, timedelta, timezone
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from gitmem.errors import HistoryError
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError, Identity
 from gitmem.git.engine import GitEngine
@@ -38,6 +37,7 @@ from gitmem.git.log import FileChange, FileDiff
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.counts import counted
+from gitmem.records.dates import format_date, parse_time
 from gitmem.records.ids import printable
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.records.layout import record_name
@@ -53,20 +53,12 @@ class Records(Protocol):
     sessions: SessionStore
     threads: ThreadStore
 
-_AGO = re.compile(r"(\d+)\s*(second|minute|hour|day|week|month|year)s?\s+ago")
-_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
-                 "month": 30 * 86400, "year": 365 * 86400}
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ].+)?")
 _RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
 # what only a revision looks like: git's date reading takes these as now (HEAD~999, @~1x,
 # abc1234) or as a day of this month (12), so one that names no commit is refused
 _REVISION_LIKE = re.compile(r"[^~^]*[~^].*|@.*|[0-9a-fA-F]+")
 _NOUNS = {"messages": "message", "events": "event"}
 MAX_RECENT_DIFF = 20_000  # characters of one file's diff that recent() answers
-
-
-class HistoryError(ValueError):
-    """A time or record that history cannot work with; the message says why."""
 
 
 class NoRecord(HistoryError):
@@ -160,36 +152,6 @@ class RecentChange(namedtuple("RecentChange", "commit files")):
 # -- times ------------------------------------------------------------------------
 
 
-def parse_time(text: str, *, now: float | None = None) -> float | None:
-    """Seconds since the epoch for a date or relative time, None when ``text`` is neither.
-
-    A date without a zone is local time, and a date without a time of day its end (as
-    it was that day); ``N months ago`` counts 30 days a month.
-    """
-    text = text.strip()
-    now = time.time() if now is None else now
-    lowered = text.lower()
-    if lowered in ("now", "today"):
-        return now
-    if lowered == "yesterday":
-        return now - 86400
-    match = _AGO.fullmatch(lowered)
-    if match:
-        return now - int(match[1]) * _UNIT_SECONDS[match[2]]
-    if text.startswith("@") and text[1:].isdigit():
-        return float(text[1:])
-    match = _ISO_DATE.fullmatch(text)
-    if match:
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise HistoryError(f"not a valid date: {text!r} ({exc})") from None
-        if match[1] is None:  # a day: its last second (commit times are whole seconds)
-            moment += timedelta(days=1, seconds=-1)
-        return moment.timestamp()  # a naive datetime is taken as local time
-    return None
-
-
 def resolve_when(engine: GitEngine, when: str) -> str | None:
     """The commit that WHEN names: a revision, or the newest commit at or before a date
     (None when the date is before the first commit); what is neither is read as git
@@ -236,12 +198,6 @@ def resolve_version(mem: Records, record: layout.Record, when: str) -> str | Non
     if moment is not None:
         return mem.record_index.commit_at(moment)
     return resolve_when(mem.engine, when)
-
-
-def format_date(seconds: int, offset_minutes: int) -> str:
-    """A commit time as ISO 8601 in the committer's zone."""
-    zone = timezone(timedelta(minutes=offset_minutes))
-    return datetime.fromtimestamp(seconds, zone).isoformat(timespec="seconds")
 
 
 # -- the operations ---------------------------------------------------------------

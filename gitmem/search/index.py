@@ -39,14 +39,15 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from gitmem.edits.handedits import HandEdits, SettledLook
-from gitmem.errors import InvalidInput
+from gitmem.errors import HistoryError, InvalidInput
 from gitmem.git import gitproc, stamp
 from gitmem.git.base import EngineError
 from gitmem.git.changes import TIMEOUT, Step, StepsUnavailable, count_steps, first_parent_steps
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
-from gitmem.history.versions import HistoryError, parse_time, resolve_when
+from gitmem.history.versions import resolve_when
 from gitmem.records import layout
+from gitmem.records.dates import parse_time
 from gitmem.search.embeddings import Provider, configured_spec, provider_from
 from gitmem.search.meaning import (MeaningHits, VectorCache, by_meaning, embed, lacking,
                                    live_units)

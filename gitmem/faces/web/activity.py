@@ -16,8 +16,9 @@ import html
 from collections import Counter
 from datetime import datetime, timedelta
 
+from gitmem.errors import HistoryError
 from gitmem.git.base import CommitInfo
-from gitmem.history.versions import HistoryError, format_date, parse_time
+from gitmem.records.dates import format_date, parse_time
 from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 

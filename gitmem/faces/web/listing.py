@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from gitmem.history.versions import format_date
 from gitmem.records import layout
+from gitmem.records.dates import format_date
 from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 
