@@ -21,6 +21,20 @@ def mode(path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
+MAX_ENGINE_METHODS = 35  # issue 44: the engine shows its parts instead of forwarding to them
+
+
+def test_the_engine_shows_its_parts_instead_of_forwarding_to_them(tmp_path):
+    with GitEngine.open(tmp_path / "repo") as engine:
+        parts = {name: type(getattr(engine, name)).__name__
+                 for name in ("log", "worktree", "index", "remotes", "pack", "refs", "journal")}
+    assert parts == {"log": "History", "worktree": "WorkTree", "index": "Index", "remotes": "Remotes",
+                     "pack": "Packer", "refs": "Refs", "journal": "Journal"}
+    methods = [name for name, value in vars(GitEngine).items()
+               if callable(value) or isinstance(value, (property, classmethod, staticmethod))]
+    assert len(methods) <= MAX_ENGINE_METHODS, sorted(methods)
+
+
 # -- opening -------------------------------------------------------------------------
 
 
