@@ -26,3 +26,7 @@ class BrokenFile(ValueError):
         super().__init__(f"{where}: {reason}; gitmem does not write over it: fix it by hand "
                          "(`gitmem status` lists it)")
         self.path, self.line, self.reason = path, line, reason
+
+
+class HistoryError(ValueError):
+    """A time or record that history cannot work with; the message says why."""

@@ -88,7 +88,7 @@ def refuse_a_foreign_remote(engine: GitEngine, remote: str, tip: str | None, *, 
             raise NotAGitmemRepository(f"{named} is not a gitmem repository (its main holds "
                                        f"{_listed(foreign)}); {undone}")
         return
-    branches = engine.remote_branches(remote, interactive=interactive, timeout=timeout)
+    branches = engine.remotes.branches(remote, interactive=interactive, timeout=timeout)
     if branches:
         raise NotAGitmemRepository(f"{named} is not a gitmem repository (it holds branch "
                                    f"{_listed(branches)} and no main); {undone}")
@@ -211,8 +211,8 @@ def _take_a_fetched_main(engine: GitEngine) -> None:
     plain `git clone` of a remote whose HEAD names a branch it does not have (`git init
     --bare` names master) checks nothing out, and its memory would read as empty. Refused
     when that ``main`` holds more than gitmem's records."""
-    for remote in engine.remotes():
-        tip = engine.remote_tip(remote)
+    for remote in engine.remotes.names():
+        tip = engine.remotes.tip(remote)
         if tip is not None:
             refuse_a_foreign_remote(engine, remote, tip, named=remote, undone="nothing taken in")
             engine.fast_forward(None, tip)
@@ -309,7 +309,7 @@ class Gitmem:
             if mem.engine.writable:
                 # the chmods changed every file's ctime: with the index's stat data stale, each
                 # later look at the work tree (a search, gitmem status) would hash every file
-                mem.engine.refresh_index()
+                mem.engine.index.refresh()
         if create and mem.engine.head() is None:
             mem.init_files()
         return mem
@@ -333,7 +333,7 @@ class Gitmem:
     def log(self, record: str | None = None, *, limit: int | None = None) -> list[CommitInfo]:
         """Commits that touched ``record`` (``user``, ``agent:<id>``, ...; None for all), newest first."""
         if record is None:
-            return self.engine.history(None, limit=limit)
+            return self.engine.log.history(None, limit=limit)
         return history.record_commits(self, layout.parse_record(record), limit=limit)
 
     # -- history (gitmem.history.versions; WHEN is a revision or a date such as "3 days ago") --

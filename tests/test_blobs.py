@@ -56,7 +56,7 @@ def test_a_session_with_images_reads_back_exactly_and_stays_small(mem, git):
     chunk = git.show(f"HEAD:sessions/{AGENT}/{SESSION}/messages/000000.jsonl")
     assert len(chunk) < 1200 and b64(one)[:100] not in chunk
     assert f'"data":"gitmem:blob:{name_of(one)}"' in chunk
-    mem.engine.refresh_index()  # as the background refresher does once writes settle
+    mem.engine.index.refresh()  # as the background refresher does once writes settle
     assert git.status() == ""
     git.fsck()
 
@@ -112,7 +112,7 @@ def test_the_thread_store_opt_in(engine):
 
 def test_a_missing_blob_fails_the_read_rather_than_returning_something_else(mem, git):
     mem.sessions.write(AGENT, SESSION, [message(0, image())])
-    mem.engine.refresh_index()
+    mem.engine.index.refresh()
     git("rm", "-q", f"{BLOB_DIR}/{name_of(image())}")
     git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "oops")
     try:

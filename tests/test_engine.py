@@ -21,6 +21,20 @@ def mode(path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
+MAX_ENGINE_METHODS = 35  # issue 44: the engine shows its parts instead of forwarding to them
+
+
+def test_the_engine_shows_its_parts_instead_of_forwarding_to_them(tmp_path):
+    with GitEngine.open(tmp_path / "repo") as engine:
+        parts = {name: type(getattr(engine, name)).__name__
+                 for name in ("log", "worktree", "index", "remotes", "pack", "refs", "journal")}
+    assert parts == {"log": "History", "worktree": "WorkTree", "index": "Index", "remotes": "Remotes",
+                     "pack": "Packer", "refs": "Refs", "journal": "Journal"}
+    methods = [name for name, value in vars(GitEngine).items()
+               if callable(value) or isinstance(value, (property, classmethod, staticmethod))]
+    assert len(methods) <= MAX_ENGINE_METHODS, sorted(methods)
+
+
 # -- opening -------------------------------------------------------------------------
 
 
@@ -29,7 +43,7 @@ def test_open_creates_a_non_bare_repository_on_main(tmp_path):
     with GitEngine.open(path) as engine:
         assert engine.head() is None
         assert engine.snapshot().read("anything") is None
-        assert engine.history() == []
+        assert engine.log.history() == []
     git = Git(path)
     assert git("symbolic-ref", "HEAD").strip() == "refs/heads/main"
     assert git("rev-parse", "--is-bare-repository").strip() == "false"
@@ -62,7 +76,7 @@ def test_commit_makes_one_commit_with_trailers(engine, git):
     assert message.startswith("test: two files\n\n")
     assert git("log", "-1", "--format=%(trailers:key=Gitmem-Op,valueonly)").strip() == "test.write"
     assert "Gitmem-Id: x\\ny" in message  # a value stays on one line
-    info = engine.commit_info("HEAD")
+    info = engine.log.commit_info("HEAD")
     assert info.summary == "test: two files"
     assert info.trailers == {"Gitmem-Op": "test.write", "Gitmem-Id": "x\\ny"}
     assert (engine.workdir / "notes/deep/b.md").read_bytes() == b"beta\n"
@@ -71,7 +85,7 @@ def test_commit_makes_one_commit_with_trailers(engine, git):
 def test_a_message_with_nul_or_lone_surrogate_keeps_its_trailers(engine, git):
     engine.commit({"f": b"1"}, "id \0 and \ud800", {"Gitmem-Op": "test", "Gitmem-Id": "\0\ud800"})
     assert git.log(fmt="%s")[0] == "id \\0 and \\ud800"
-    assert engine.commit_info("HEAD").trailers == {"Gitmem-Op": "test", "Gitmem-Id": "\\0\\ud800"}
+    assert engine.log.commit_info("HEAD").trailers == {"Gitmem-Op": "test", "Gitmem-Id": "\\0\\ud800"}
 
 
 def test_snapshot_reads_lists_and_ids(engine, git):
@@ -98,8 +112,8 @@ def test_snapshot_at_a_revision_and_commit_at(engine):
     assert engine.snapshot("HEAD~1").read("f") == b"1"
     assert engine.snapshot().read("f") == b"2"
     assert str(engine.resolve("HEAD")) == second
-    assert engine.commit_at(time.time() + 60) == second
-    assert engine.commit_at(0) is None
+    assert engine.log.commit_at(time.time() + 60) == second
+    assert engine.log.commit_at(0) is None
     with pytest.raises(EngineError, match="unknown revision"):
         engine.snapshot("no-such-branch")
 
@@ -203,8 +217,8 @@ def test_user_identity_and_config_come_from_git_config(engine, git):
 
 def test_worktree_id_matches_git(engine, git):
     (engine.workdir / "loose.md").write_bytes(b"not committed\n")
-    assert engine.worktree_id("loose.md") == git("hash-object", "loose.md").strip()
-    assert engine.worktree_id("missing.md") is None
+    assert engine.worktree.file_id("loose.md") == git("hash-object", "loose.md").strip()
+    assert engine.worktree.file_id("missing.md") is None
 
 
 # -- history -------------------------------------------------------------------------
@@ -214,20 +228,20 @@ def test_history_of_a_path_newest_first(engine, git):
     ids = [engine.commit({"a": f"{i}".encode()}, f"a {i}") for i in range(3)]
     other = engine.commit({"b": b"b"}, "b")
     ids.append(engine.commit({"a": None}, "a deleted"))
-    history = engine.history("a")
+    history = engine.log.history("a")
     assert [c.id for c in history] == ids[::-1]
     assert [c.summary for c in history][:2] == ["a deleted", "a 2"]
-    assert [c.id for c in engine.history("b")] == [other]
-    assert [c.id for c in engine.history()] == git.log()
-    assert [c.id for c in engine.history("a", limit=2)] == ids[::-1][:2]
-    assert engine.history("never") == []
+    assert [c.id for c in engine.log.history("b")] == [other]
+    assert [c.id for c in engine.log.history()] == git.log()
+    assert [c.id for c in engine.log.history("a", limit=2)] == ids[::-1][:2]
+    assert engine.log.history("never") == []
 
 
 def test_history_of_a_folder(engine):
     first = engine.commit({"s/x/1.jsonl": b"1"}, "one")
     engine.commit({"elsewhere": b"e"}, "other")
     second = engine.commit({"s/x/meta.json": b"{}"}, "two")
-    assert [c.id for c in engine.history("s/x")] == [second, first]
+    assert [c.id for c in engine.log.history("s/x")] == [second, first]
 
 
 # -- the work tree -------------------------------------------------------------------
@@ -298,7 +312,7 @@ def test_status_is_clean_within_two_seconds_without_close(repo_path, git):
         while git.status(optional_locks=False) != "" and time.monotonic() - written < 2.0:
             time.sleep(0.05)
         assert git.status(optional_locks=False) == ""
-        assert engine.index_in_step()
+        assert engine.index.in_step()
     finally:
         engine.close()
 
@@ -307,9 +321,9 @@ def test_refresh_index_keeps_a_hand_edit_visible(engine, git):
     engine.commit({"f.md": b"committed\n"}, "one")
     engine.close()
     (engine.workdir / "f.md").write_text("hand edit\n")
-    engine.refresh_index()
+    engine.index.refresh()
     assert git.status() == " M f.md\n"
-    assert engine.index_in_step()
+    assert engine.index.in_step()
 
 
 # -- locks ---------------------------------------------------------------------------

@@ -223,7 +223,7 @@ def test_cli_sync_against_a_remote_that_never_answers_gives_up_and_leaves_nothin
     url = {"http": f"http://127.0.0.1:{silent_listener}/memory.git",
            "git": f"git://127.0.0.1:{silent_listener}/memory.git",
            "ssh": "ssh://memory.example/memory.git"}[scheme]
-    mem.engine.add_remote("origin", url)
+    mem.engine.remotes.add("origin", url)
     extra = {"GIT_SSH_COMMAND": fake_ssh(tmp_path, "exec sleep 600")} if scheme == "ssh" else {}
     env, mark = marked_env(tmp_path, **extra)
     done = subprocess.run([sys.executable, "-m", "gitmem", "sync", "--timeout", "2", "--repo",
@@ -235,7 +235,7 @@ def test_cli_sync_against_a_remote_that_never_answers_gives_up_and_leaves_nothin
 
 
 def test_the_sync_bound_comes_from_git_config(silent_listener, mem, repo_path, tmp_path):
-    mem.engine.add_remote("origin", f"git://127.0.0.1:{silent_listener}/memory.git")
+    mem.engine.remotes.add("origin", f"git://127.0.0.1:{silent_listener}/memory.git")
     Git(repo_path)("config", "gitmem.syncTimeout", "1.5")
     env, mark = marked_env(tmp_path)
     done = subprocess.run([sys.executable, "-m", "gitmem", "sync", "--repo", str(repo_path)],
@@ -251,7 +251,7 @@ def test_the_sync_bound_comes_from_git_config(silent_listener, mem, repo_path, t
      "Could not resolve hostname memory.example"),
 ])
 def test_ssh_says_why_in_one_line(said, shown, mem, repo_path, tmp_path):
-    mem.engine.add_remote("origin", "ssh://user:hunter2@memory.example/memory.git")
+    mem.engine.remotes.add("origin", "ssh://user:hunter2@memory.example/memory.git")
     ssh = fake_ssh(tmp_path, f"echo '{said}' >&2; exit 255")
     done = subprocess.run([sys.executable, "-m", "gitmem", "sync", "--repo", str(repo_path)],
                           capture_output=True, text=True, timeout=HANG_GUARD,
@@ -263,7 +263,7 @@ def test_ssh_says_why_in_one_line(said, shown, mem, repo_path, tmp_path):
 
 def test_sigterm_of_serve_during_a_stuck_background_fetch_leaves_no_process(
         silent_listener, mem, repo_path, tmp_path):
-    mem.engine.add_remote("origin", f"http://127.0.0.1:{silent_listener}/memory.git")
+    mem.engine.remotes.add("origin", f"http://127.0.0.1:{silent_listener}/memory.git")
     env, mark = marked_env(tmp_path)
     host = NuiHost([sys.executable, "-m", "gitmem", "serve", "--repo", str(repo_path),
                     "--sync-interval", "60"], cwd=tmp_path, env=env)
@@ -334,7 +334,7 @@ def test_writers_never_wait_for_a_large_sync_merge(tmp_path, monkeypatch):
                    check=True, env=SUBPROCESS_ENV)
     base = markdown_blocks("base", 4000)
     with Gitmem.open(tmp_path / "a") as a:
-        a.engine.add_remote("origin", str(remote))
+        a.engine.remotes.add("origin", str(remote))
         a.memory.write("\n".join(base))
         sync(a)
         subprocess.run(["git", "clone", "--quiet", str(remote), str(tmp_path / "b")], check=True,

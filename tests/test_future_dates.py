@@ -79,7 +79,7 @@ def test_a_future_dated_commit_synced_from_a_clone(tmp_path, diverged):
     subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
                    check=True, env=SUBPROCESS_ENV)
     with Gitmem.open(here) as mem:
-        mem.engine.add_remote("origin", str(remote))
+        mem.engine.remotes.add("origin", str(remote))
         mem.memory.write("first block", agent_id="x")
         mem.log(RECORD)
     run_gitmem("sync", repo=here)

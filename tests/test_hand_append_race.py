@@ -127,7 +127,7 @@ def test_a_line_written_to_the_file_a_write_replaced_is_merged(repo_path, git, s
         git("config", "user.name", "Pat Person")
         git("config", "user.email", "pat@example.org")
         mem.memory.write("start", "codex")
-        path = mem.engine.worktree_path("memory/agents/codex.md")
+        path = mem.engine.worktree.path("memory/agents/codex.md")
         holder = held_open(path, "hand line\n")
         mem.memory.write("api block", "codex", mode="append")  # replaces the file held open
         written(holder)
@@ -141,7 +141,7 @@ def test_a_line_written_to_the_file_a_write_replaced_is_merged(repo_path, git, s
 def test_a_line_written_to_a_deleted_file_brings_it_back(repo_path, git):
     with Gitmem.open(repo_path) as mem:
         mem.memory.write("start", "codex")
-        path = mem.engine.worktree_path("memory/agents/codex.md")
+        path = mem.engine.worktree.path("memory/agents/codex.md")
         holder = held_open(path, "hand line\n")
         mem.memory.delete("codex")
         written(holder)

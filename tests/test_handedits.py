@@ -74,7 +74,7 @@ SAVES = {"write_in_place": write_in_place, "truncate_then_write": truncate_then_
 
 
 def hand_commits(mem: Gitmem):
-    return [c for c in mem.engine.history() if c.trailers.get("Gitmem-Op") == "hand-edit"]
+    return [c for c in mem.engine.log.history() if c.trailers.get("Gitmem-Op") == "hand-edit"]
 
 
 def content_at(mem: Gitmem, commit: str, path: str) -> str | None:
@@ -89,7 +89,7 @@ def content_at(mem: Gitmem, commit: str, path: str) -> str | None:
 def test_an_editor_save_is_committed_once_as_the_person_and_read_back(mem, person, git, save):
     mem.memory.write("likes tea")
     before = git.count()
-    save(mem.engine.worktree_path("memory/user.md"), "likes coffee now\n")
+    save(mem.engine.worktree.path("memory/user.md"), "likes coffee now\n")
 
     assert mem.memory.read() == "likes coffee now\n"
     assert mem.memory.read() == "likes coffee now\n"
@@ -99,12 +99,12 @@ def test_an_editor_save_is_committed_once_as_the_person_and_read_back(mem, perso
     assert edit.summary == "hand edit: memory/user.md"
     assert "edited: memory/user.md" in edit.message
     assert git.changed() == ["memory/user.md"]  # no swap, backup or temp file came along
-    mem.engine.refresh_index()
+    mem.engine.index.refresh()
     assert git.status() == ""
 
 
 def test_a_new_agent_file_made_by_hand_is_that_agents_memory(mem, person):
-    path = mem.engine.worktree_path("memory/agents/helper.md")
+    path = mem.engine.worktree.path("memory/agents/helper.md")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("# helper\nbe brief\n")
     assert mem.memory.read("helper") == "# helper\nbe brief\n"
@@ -114,7 +114,7 @@ def test_a_new_agent_file_made_by_hand_is_that_agents_memory(mem, person):
 
 def test_deleting_an_agents_memory_by_hand_is_a_deletion_commit(mem, person, git):
     mem.memory.write("remember the build steps", "reviewer")
-    mem.engine.worktree_path("memory/agents/reviewer.md").unlink()
+    mem.engine.worktree.path("memory/agents/reviewer.md").unlink()
     assert mem.memory.read("reviewer") == ""
     (edit,) = hand_commits(mem)
     assert "deleted: memory/agents/reviewer.md" in edit.message
@@ -124,7 +124,7 @@ def test_deleting_an_agents_memory_by_hand_is_a_deletion_commit(mem, person, git
 
 def test_a_session_edited_by_hand_reads_back(mem, person):
     mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}], "resume-1")
-    chunk = mem.engine.worktree_path("sessions/claude-code/s1/messages/000000.jsonl")
+    chunk = mem.engine.worktree.path("sessions/claude-code/s1/messages/000000.jsonl")
     chunk.write_text('{"role":"user","content":"hello"}\n')
     assert mem.sessions.read("claude-code", "s1") == ([{"role": "user", "content": "hello"}], "resume-1")
     assert len(hand_commits(mem)) == 1
@@ -132,7 +132,7 @@ def test_a_session_edited_by_hand_reads_back(mem, person):
 
 def test_editor_by_products_and_symlinks_are_never_committed(mem, person, git, tmp_path):
     mem.memory.write("x")
-    folder = mem.engine.worktree_path("memory")
+    folder = mem.engine.worktree.path("memory")
     for name in (".user.md.swp", ".user.md.swx", "user.md~", "4913", "draft.tmp", ".#user.md",
                  "#user.md#", "user.md___jb_tmp___", ".DS_Store"):
         (folder / name).write_text("by-product")
@@ -161,17 +161,17 @@ def test_files_outside_the_layout_folders_are_not_watched():
 
 def test_an_api_append_goes_after_the_edited_text(mem, person, git):
     mem.memory.write("one")
-    temp_then_rename(mem.engine.worktree_path("memory/user.md"), "one, edited\n")
+    temp_then_rename(mem.engine.worktree.path("memory/user.md"), "one, edited\n")
     mem.memory.write("two", mode="append")
     assert mem.memory.read() == "one, edited\n\ntwo\n"
-    ops = [c.trailers["Gitmem-Op"] for c in mem.engine.history("memory/user.md")]
+    ops = [c.trailers["Gitmem-Op"] for c in mem.engine.log.history("memory/user.md")]
     assert ops[:2] == ["memory.append", "hand-edit"]
 
 
 def test_an_api_replace_keeps_an_edit_it_never_saw_and_replaces_one_it_read(mem, person):
     """The writer's base is what it has seen (issue 43): its own "one", not the person's edit."""
     mem.memory.write("one")
-    truncate_then_write(mem.engine.worktree_path("memory/user.md"), "edited\n")
+    truncate_then_write(mem.engine.worktree.path("memory/user.md"), "edited\n")
     mem.memory.write("replaced")
     assert mem.memory.read() == "edited\n\nreplaced\n"
     (edit,) = hand_commits(mem)
@@ -185,7 +185,7 @@ def test_a_same_size_save_right_after_a_write_is_seen(mem, person):
     without a read: a save changes the mtime, even one in place, of the same size, made
     right after the write (within a coarse clock's tick, where stat data alone could not
     tell the two apart)."""
-    path = mem.engine.worktree_path("memory/user.md")
+    path = mem.engine.worktree.path("memory/user.md")
     for i in range(20):
         mem.memory.write(f"gitmem {i:03d}")
         write_in_place(path, f"person {i:03d}\n")  # as long as what gitmem wrote
@@ -263,7 +263,7 @@ def swapping(request, monkeypatch):
 def test_a_save_landing_during_a_write_is_never_overwritten(mem, person, save, swapping):
     """The save comes after the write checked for edits and before it wrote the file."""
     mem.memory.write("before")
-    path = mem.engine.worktree_path("memory/user.md")
+    path = mem.engine.worktree.path("memory/user.md")
 
     def changes(snapshot):
         save(path) if save is os.unlink else save(path, "saved meanwhile\n")
@@ -285,7 +285,7 @@ def test_a_save_landing_during_a_write_is_never_overwritten(mem, person, save, s
 
 def test_a_deletion_never_removes_a_file_saved_meanwhile(mem, person, swapping):
     mem.memory.write("doomed", "a")
-    path = mem.engine.worktree_path("memory/agents/a.md")
+    path = mem.engine.worktree.path("memory/agents/a.md")
 
     def changes(snapshot):
         temp_then_rename(path, "rescued\n")
@@ -299,10 +299,10 @@ def test_a_deletion_never_removes_a_file_saved_meanwhile(mem, person, swapping):
 def test_clearing_every_thread_commits_their_hand_edits_first(mem, person):
     mem.threads.append_events("t1", "agent", [{"type": "RUN_STARTED"}])
     events = '{"type":"RUN_STARTED"}\n{"type":"RUN_FINISHED"}\n'
-    mem.engine.worktree_path("threads/t1/events/000000.jsonl").write_text(events)
+    mem.engine.worktree.path("threads/t1/events/000000.jsonl").write_text(events)
     mem.threads.clear()
     assert mem.threads.read_events("t1") == []
-    cleared, edit = mem.engine.history()[:2]
+    cleared, edit = mem.engine.log.history()[:2]
     assert cleared.trailers["Gitmem-Op"] == "threads.clear"
     assert content_at(mem, edit.id, "threads/t1/events/000000.jsonl") == events
 
@@ -334,7 +334,7 @@ def test_100_hand_edits_racing_api_writes_lose_nothing(mem, person):
     rng = random.Random(seed)
     path = "memory/user.md"
     mem.memory.write("start")
-    editor = python_script(EDITOR, str(mem.engine.worktree_path(path)), str(seed))
+    editor = python_script(EDITOR, str(mem.engine.worktree.path(path)), str(seed))
     try:
         for trial in range(100):
             editor.stdin.write(f"{trial}\n")
@@ -347,7 +347,7 @@ def test_100_hand_edits_racing_api_writes_lose_nothing(mem, person):
         editor.stdin.close()
         editor.wait()
 
-    commits = list(reversed(mem.engine.history(path)))[1:]  # oldest first, after "start"
+    commits = list(reversed(mem.engine.log.history(path)))[1:]  # oldest first, after "start"
     assert len(commits) == 200
     previous = "start\n"
     orders = set()
@@ -367,7 +367,7 @@ def test_100_hand_edits_racing_api_writes_lose_nothing(mem, person):
                 assert content == join_blocks(previous, f"api {trial}") + "\n", trial
             previous = content
     assert mem.memory.read() == previous
-    assert mem.engine.worktree_path(path).read_text() == previous
+    assert mem.engine.worktree.path(path).read_text() == previous
     assert len(orders) == 2, "the race never went both ways; the test proves nothing"
 
 
@@ -379,7 +379,7 @@ def test_a_broken_jsonl_edit_is_refused_then_committed_once_fixed(mem, person, g
                 {"id": "m2", "role": "assistant", "content": "hello"}]
     mem.sessions.write("claude-code", "s1", messages)
     chunk_path = "sessions/claude-code/s1/messages/000000.jsonl"
-    chunk = mem.engine.worktree_path(chunk_path)
+    chunk = mem.engine.worktree.path(chunk_path)
     before = git.count()
     lines = chunk.read_text().splitlines()
     chunk.write_text(lines[0] + "\n" + '{"id": "m2", "role": "assistant", "content": \n')
@@ -406,8 +406,8 @@ def test_a_broken_jsonl_edit_is_refused_then_committed_once_fixed(mem, person, g
 def test_a_broken_metadata_file_is_refused_and_the_valid_files_go_in(mem, person, git):
     mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}], "resume-1")
     folder = "sessions/claude-code/s1"
-    mem.engine.worktree_path(f"{folder}/meta.json").write_text('{"agentSessionId": "x",\n\n')
-    mem.engine.worktree_path(f"{folder}/messages/000000.jsonl").write_text('{"role":"user","content":"yo"}\n')
+    mem.engine.worktree.path(f"{folder}/meta.json").write_text('{"agentSessionId": "x",\n\n')
+    mem.engine.worktree.path(f"{folder}/messages/000000.jsonl").write_text('{"role":"user","content":"yo"}\n')
     assert mem.sessions.read("claude-code", "s1") == ([{"role": "user", "content": "yo"}], "resume-1")
     assert git.changed() == [f"{folder}/messages/000000.jsonl"]
     (refused,) = HandEdits.of(mem.engine).scan().refused
@@ -439,10 +439,10 @@ def test_status_lists_pending_edits_unpushed_commits_sync_and_index(mem, person,
     git("push", "origin", "main")
     mem.memory.write("a")
     mem.memory.write("b", mode="append")
-    mem.engine.worktree_path("memory/user.md").write_text("edited\n")
+    mem.engine.worktree.path("memory/user.md").write_text("edited\n")
     (mem.engine.private_dir / "sync-state.json").write_text(json.dumps(
         {"remote": "origin", "last_sync": "2026-01-02T03:04:05Z", "last_error": "no network"}))
-    mem.engine.refresh_index()
+    mem.engine.index.refresh()
 
     report = json.loads(cli("status", "--json").stdout)
     assert report["pending"] == [{"path": "memory/user.md", "change": "edited"}]
@@ -459,5 +459,5 @@ def test_status_lists_pending_edits_unpushed_commits_sync_and_index(mem, person,
 def test_opening_without_hand_edits_reads_head(repo_path):
     with Gitmem.open(repo_path, hand_edits=False) as mem:
         mem.memory.write("committed")
-        mem.engine.worktree_path("memory/user.md").write_text("edited\n")
+        mem.engine.worktree.path("memory/user.md").write_text("edited\n")
         assert mem.memory.read() == "committed\n"

@@ -10,7 +10,8 @@ from datetime import datetime
 import pytest
 
 from gitmem.history import versions as history
-from gitmem.history.versions import HistoryError, parse_time
+from gitmem.errors import HistoryError
+from gitmem.records.dates import parse_time
 
 AGENT = "claude-code"
 SESSION = "s1"
@@ -28,7 +29,7 @@ def wait_for_next_second() -> None:
 
 def test_show_at_a_date_between_two_writes_returns_the_earlier_content(mem, cli):
     mem.memory.write("likes tea")
-    first = mem.engine.commit_info("HEAD")
+    first = mem.engine.log.commit_info("HEAD")
     wait_for_next_second()
     mem.memory.write("likes coffee")
     between = datetime.fromtimestamp(first.time).isoformat()  # local time, no zone: as people type it

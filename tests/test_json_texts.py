@@ -42,7 +42,7 @@ def test_a_chunk_saved_by_hand_reads_back_through_every_path(mem, repo_path, tmp
     mem.threads.append_events("t1", "agent", [{"n": 0}])
     mem.threads.save_messages("t1", [{"n": 0}])
     for path in (SESSION_CHUNK, EVENTS_CHUNK, MESSAGES_CHUNK):
-        mem.engine.worktree_path(path).write_bytes(text.encode())
+        mem.engine.worktree.path(path).write_bytes(text.encode())
 
     with NuiHost.spawn(install_as_nui(tmp_path, repo_path)) as host:  # it commits the saves
         read = host.call("storage.session.read", {"handlerId": "gitmem-sessions", "agentType": "claude-code",

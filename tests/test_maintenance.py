@@ -38,7 +38,7 @@ def test_writes_leave_fewer_loose_objects_than_the_threshold(mem, git, use_git):
     write_many(mem, 400, maintenance)  # about 5 objects a write
     assert maintenance.wait(timeout=120)
     maintenance.close()
-    loose = mem.engine.loose_objects()
+    loose = mem.engine.pack.loose_objects()
     assert loose < 300 and count_objects(git)["count"] == loose
     assert maintenance.reports and {r.method for r in maintenance.reports} == {
         "git repack" if use_git else "libgit2"}
@@ -68,7 +68,7 @@ def test_packing_never_takes_the_writers_lock(mem, git, repo_path):
     try:
         assert holder.stdout.readline() == "holding\n"
         for use_git in (True, False):
-            write_many_objects = mem.engine.loose_objects()
+            write_many_objects = mem.engine.pack.loose_objects()
             report = pack(mem.engine, use_git=use_git)
             assert report.loose_after == 0 and report.loose_before == write_many_objects
     finally:
@@ -110,7 +110,7 @@ def test_10000_writes_with_background_maintenance(mem, git):
     write_many(mem, 10_000, maintenance)
     assert maintenance.wait(timeout=600)
     maintenance.close()
-    loose = mem.engine.loose_objects()
+    loose = mem.engine.pack.loose_objects()
     print(f"\n10,000 writes in {time.monotonic() - started:.0f} s, {len(maintenance.reports)} packs "
           f"run, {loose} loose objects left, {count_objects(git)}")
     assert loose < maintenance.threshold and count_objects(git)["count"] == loose
@@ -126,7 +126,7 @@ def populate(mem) -> None:
                                      {"id": "m1", "role": "assistant", "content": "hello"}])
     mem.threads.append_events("t1", "planner", [{"type": "RUN_STARTED"}])
     mem.memory.write("likes tea")
-    mem.engine.refresh_index()
+    mem.engine.index.refresh()
 
 
 def test_fsck_of_a_sound_repository(mem, cli):
@@ -139,7 +139,7 @@ def test_fsck_of_a_sound_repository(mem, cli):
 
 def test_fsck_finds_a_hand_corrupted_chunk_and_says_which(mem, cli, git):
     populate(mem)
-    path = mem.engine.worktree_path(CHUNK)
+    path = mem.engine.worktree.path(CHUNK)
     path.write_bytes(path.read_bytes() + b'{"id": "m2", "content": \n')
     done = cli("fsck", check=False)
     assert done.returncode == 1

@@ -337,7 +337,7 @@ def test_an_editor_saving_while_api_appends_land_loses_neither(repo_path, serve,
 def test_a_refused_edit_fixed_later_keeps_what_was_appended_meanwhile(repo_path, git, person):
     with Gitmem.open(repo_path) as mem:
         mem.threads.append_events("t1", "agent", [{"type": "RUN_STARTED", "n": 1}])
-        chunk = mem.engine.worktree_path("threads/t1/events/000000.jsonl")
+        chunk = mem.engine.worktree.path("threads/t1/events/000000.jsonl")
         original = chunk.read_text()
         chunk.write_text(original + '<<<<<<< mine\n{"type":"CUSTOM","n":"mine"}\n=======\n>>>>>>>\n')
         for n in (2, 3):  # refused, and left alone by the writes
@@ -354,7 +354,7 @@ def test_a_refused_edit_fixed_later_keeps_what_was_appended_meanwhile(repo_path,
 def test_a_metadata_field_edited_from_an_older_version_is_kept(repo_path, git, person):
     with Gitmem.open(repo_path) as mem:
         mem.sessions.write("codex", "s1", [{"id": "m1"}], "resume-1", "/old/dir")
-        meta = mem.engine.worktree_path("sessions/codex/s1/meta.json")
+        meta = mem.engine.worktree.path("sessions/codex/s1/meta.json")
         buffer = json.loads(meta.read_text())  # the person opens it in an editor
         mem.sessions.write("codex", "s1", [{"id": "m1"}, {"id": "m2"}], "resume-2", "/old/dir")
         buffer["workingDir"] = "/new/dir"
@@ -390,12 +390,12 @@ def test_random_interleavings_of_api_writes_saves_and_syncs_lose_nothing(tmp_pat
     remote = root / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)], check=True)
     with Gitmem.open(root / "a") as a:
-        a.engine.add_remote("origin", str(remote))
+        a.engine.remotes.add("origin", str(remote))
         a.memory.write("start", "codex")
         sync(a)
         subprocess.run(["git", "clone", "-q", str(remote), str(root / "b")], check=True)
         with Gitmem.open(root / "b", create=False) as b:
-            path = a.engine.worktree_path("memory/agents/codex.md")
+            path = a.engine.worktree.path("memory/agents/codex.md")
             held = [path.read_text()]  # what the work-tree file held, oldest first
             wanted = []
             for number, step in enumerate(steps):

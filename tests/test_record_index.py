@@ -55,7 +55,7 @@ def full_walk(mem: Gitmem, record: str, git: Git) -> list[str]:
     """The commits that changed ``record``, by the engine's walk of the whole history,
     newest first in the index's order (main's topology: generation, then time, then id)."""
     gens = generations(git)
-    commits = mem.engine.history(layout.parse_record(record).path)
+    commits = mem.engine.log.history(layout.parse_record(record).path)
     ordered = sorted(commits, key=lambda c: (gens[c.id], c.time, c.id), reverse=True)
     return [c.id for c in ordered]
 
@@ -123,7 +123,7 @@ def test_the_index_answers_as_the_full_walk_on_random_histories(steps):
         subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
                        check=True, env=SUBPROCESS_ENV)
         a = stack.enter_context(Gitmem.open(root / "a"))
-        a.engine.add_remote("origin", str(remote))
+        a.engine.remotes.add("origin", str(remote))
         sync(a)
         subprocess.run(["git", "clone", "-q", str(remote), str(root / "b")], check=True,
                        env=SUBPROCESS_ENV)
@@ -256,7 +256,7 @@ def test_a_fetched_history_is_indexed_from_where_it_left_off(tmp_path):
     subprocess.run(["git", "init", "-q", "--bare", "--initial-branch=main", str(remote)],
                    check=True, env=SUBPROCESS_ENV)
     with Gitmem.open(tmp_path / "a") as a:
-        a.engine.add_remote("origin", str(remote))
+        a.engine.remotes.add("origin", str(remote))
         for n in range(10):
             write(a, n % 6, n)
         sync(a)

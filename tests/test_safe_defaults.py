@@ -189,7 +189,7 @@ def test_the_api_refuses_empty_ids(mem, git, empty):
     for call in calls:
         with pytest.raises(InvalidInput, match="must not be empty"):
             call()
-    mem.engine.flush_index()
+    mem.engine.index.refresher.flush()
     assert git.count() == count and git.status() == ""
 
 

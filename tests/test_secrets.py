@@ -80,7 +80,7 @@ def test_allow_list_by_fingerprint_or_path_glob(mem):
     assert len(refused(mem.engine, [commit])) == 1
     [finding] = scan(mem.engine, [commit])
     assert finding.fingerprint == fingerprint("memory/agents/ops.md", f"token: {GITHUB_TOKEN}".encode())
-    allow_file = mem.engine.worktree_path(ALLOW_FILE)
+    allow_file = mem.engine.worktree.path(ALLOW_FILE)
     allow_file.write_text(f"# test token from the docs\n{finding.fingerprint}  # ops notes\n")
     assert load_allow_list(mem.engine) == [finding.fingerprint]
     assert refused(mem.engine, [commit]) == []
@@ -93,15 +93,15 @@ def test_allow_list_by_fingerprint_or_path_glob(mem):
 def test_a_merge_adds_only_the_lines_neither_parent_has(mem, git):
     base = mem.memory.write("shared notes\n", agent_id="ops")
     git("checkout", "--quiet", "-b", "side")
-    mem.engine.worktree_path("memory/agents/ops.md").write_text(f"shared notes\nside: {GITHUB_TOKEN}\n")
+    mem.engine.worktree.path("memory/agents/ops.md").write_text(f"shared notes\nside: {GITHUB_TOKEN}\n")
     git("commit", "--quiet", "-am", "a token on the side branch")
     side = git("rev-parse", "HEAD").strip()
     git("checkout", "--quiet", "main")
-    mem.engine.worktree_path("memory/user.md").write_text("on main\n")
+    mem.engine.worktree.path("memory/user.md").write_text("on main\n")
     git("add", "-A")
     git("commit", "--quiet", "-m", "main moves on")
     git("merge", "--quiet", "--no-ff", "--no-commit", "side")
-    user = mem.engine.worktree_path("memory/user.md")
+    user = mem.engine.worktree.path("memory/user.md")
     user.write_text(user.read_text() + "db password: Zx9kQ2mP7wL4rT8v\n")  # new in the merge itself
     git("add", "-A")
     git("commit", "--quiet", "-m", "merge side, with a line of its own")
@@ -113,7 +113,7 @@ def test_a_merge_adds_only_the_lines_neither_parent_has(mem, git):
 
 
 def test_a_binary_file_and_an_unfinished_last_line(mem, git):
-    path = mem.engine.worktree_path("memory/agents/ops.md")
+    path = mem.engine.worktree.path("memory/agents/ops.md")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(f"no newline at the end: {GITHUB_TOKEN[:8]}".encode())
     git("add", "-A")

@@ -55,9 +55,9 @@ def test_the_changes_from_each_parent_are_libgit2s(mem, git):
     commits.append(git("rev-parse", "HEAD").strip())
     assert len(set(commits)) == len(commits) == 10
 
-    got = {c.id: c for c in mem.engine.changes_from_parents(commits)}
-    for info in mem.engine.commit_infos(commits):
-        expected = [mem.engine.changed_files(parent, info.id) for parent in info.parents or (None,)]
+    got = {c.id: c for c in mem.engine.log.changes_from_parents(commits)}
+    for info in mem.engine.log.commit_infos(commits):
+        expected = [mem.engine.log.changed_files(parent, info.id) for parent in info.parents or (None,)]
         if not any(expected):
             assert info.id not in got  # an empty commit, a mode changed alone
             continue
@@ -92,7 +92,7 @@ def test_every_word_of_the_first_pass_reaches_the_patterns(mem, line, kind):
     """Among ordinary lines, in a new file and in an append to it: found, at its line."""
     first = mem.memory.write(f"{FILLER}{line}\n{FILLER}", agent_id="ops")
     appended = mem.memory.write(f"{FILLER}{line}", agent_id="ops", mode="append")
-    lines = mem.engine.worktree_path("memory/agents/ops.md").read_text().split("\n")
+    lines = mem.engine.worktree.path("memory/agents/ops.md").read_text().split("\n")
     numbers = [n for n, text in enumerate(lines, 1) if text == line]
     assert len(numbers) == 2
     # the same line again in the same file is one finding, from the first commit adding it

@@ -58,7 +58,7 @@ def opened():
 def machines(tmp_path, remote, opened):
     """Machine A (`gitmem init`, pushed) and machine B (`git clone` of the remote)."""
     a = opened(Gitmem.open(tmp_path / "a"))
-    a.engine.add_remote("origin", str(remote))
+    a.engine.remotes.add("origin", str(remote))
     sync(a)
     subprocess.run(["git", "clone", "--quiet", str(remote), str(tmp_path / "b")], check=True,
                    env=SUBPROCESS_ENV)
@@ -99,12 +99,12 @@ def write_everything(mem: Gitmem, who: str) -> None:
     mem.threads.append_events(f"thread-{who}", "planner", [{"type": "CUSTOM", "value": who}])
     mem.threads.save_messages("shared-thread", [{"id": f"tm-{who}", "role": "user"}])
     # a person edits a memory file and commits it with plain git ...
-    path = mem.engine.worktree_path("memory/agents/shared.md")
+    path = mem.engine.worktree.path("memory/agents/shared.md")
     path.write_text(path.read_text() + f"\nedited by hand on {who}\n")
     Git(mem.engine.workdir)("commit", "--quiet", "-m", f"hand edit on {who}", "--",
                             "memory/agents/shared.md")
     # ... and saves another one that nobody has committed yet
-    path = mem.engine.worktree_path("memory/user.md")
+    path = mem.engine.worktree.path("memory/user.md")
     path.write_text(path.read_text() + f"\nsaved in an editor on {who}\n")
 
 
@@ -147,7 +147,7 @@ def test_two_machines_write_independently_and_sync_in_either_order(machines, fir
         assert mem.sessions.read("claude-code", "shared")[0][0] == {"id": "m0", "content": "start"}
         assert_clean(mem)
     # a merge commit names the remote, never its URL
-    info = a.engine.commit_info(a.engine.head())
+    info = a.engine.log.commit_info(a.engine.head())
     assert info.trailers["Gitmem-Op"] == "sync.merge" and "remote.git" not in info.message
 
 
@@ -187,7 +187,7 @@ def test_two_fresh_repositories_with_unrelated_histories_merge_when_asked(tmp_pa
     b = opened(Gitmem.open(tmp_path / "b", identity=Identity("other", "other@example.org")))
     assert a.engine.head() != b.engine.head()
     for mem, who in ((a, "a"), (b, "b")):
-        mem.engine.add_remote("origin", str(remote))
+        mem.engine.remotes.add("origin", str(remote))
         mem.memory.write(f"from {who}", mode="append")
     sync(a)
     head = b.engine.head()
@@ -217,7 +217,7 @@ def test_a_pending_hand_edit_is_committed_first_and_merged(machines):
     sync(a), sync(b)
     b.memory.write("written on b", agent_id="x")
     sync(b)
-    edited = a.engine.worktree_path("memory/agents/x.md")
+    edited = a.engine.worktree.path("memory/agents/x.md")
     edited.write_text("typed by a person, not committed yet\n")
     assert sync(a).how == "merge"
     assert edited.read_text() == "typed by a person, not committed yet\n\nwritten on b\n"
@@ -232,14 +232,14 @@ def test_a_fast_forward_leaves_a_file_saved_meanwhile_alone(machines):
     sync(a), sync(b)
     b.memory.write("written on b", agent_id="x")
     sync(b)
-    tip = a.engine.fetch("origin")
-    edited = a.engine.worktree_path("memory/agents/x.md")
+    tip = a.engine.remotes.fetch("origin")
+    edited = a.engine.worktree.path("memory/agents/x.md")
     edited.write_text("typed by a person, not committed yet\n")
     assert a.engine.fast_forward(a.engine.head(), tip) == ["memory/agents/x.md"]
     assert edited.read_text() == "typed by a person, not committed yet\n"
     assert a.engine.head() == b.engine.head()
     with pytest.raises(EngineError, match="does not descend"):
-        a.engine.fast_forward(tip, a.engine.history()[-1].id)
+        a.engine.fast_forward(tip, a.engine.log.history()[-1].id)
 
 
 def test_sync_moves_the_branch_only_forward_and_backup_saves_the_tip(machines):
@@ -250,9 +250,9 @@ def test_sync_moves_the_branch_only_forward_and_backup_saves_the_tip(machines):
     git = Git(a.engine.workdir)
     assert git("for-each-ref", "refs/gitmem/backup") == ""  # nothing ever needed one
     tip = a.engine.head()
-    name = a.engine.backup()
+    name = a.engine.refs.backup()
     assert name.startswith("refs/gitmem/backup/") and git("rev-parse", name).strip() == tip
-    assert a.engine.backup() != name
+    assert a.engine.refs.backup() != name
 
 
 # -- random divergent histories ------------------------------------------------------------
@@ -304,7 +304,7 @@ def test_random_divergent_histories_lose_nothing(tmp_path, remote, opened, seed)
     machines = []
     for name in ("a", "b"):
         mem = opened(Gitmem.open(tmp_path / name))
-        mem.engine.add_remote("origin", str(remote))
+        mem.engine.remotes.add("origin", str(remote))
         sync(mem, allow_unrelated_histories=True)  # two first commits (or one: made in the same second)
         machines.append(mem)
     a, b = machines
@@ -318,8 +318,8 @@ def test_random_divergent_histories_lose_nothing(tmp_path, remote, opened, seed)
         first, second = (a, b) if rng.random() < 0.5 else (b, a)
         sync(first), sync(second), sync(first)
         assert a.engine.head() == b.engine.head()
-        assert a.engine.is_ancestor(heads[0], a.engine.head())  # nothing reset away
-        assert a.engine.is_ancestor(heads[1], a.engine.head())
+        assert a.engine.log.is_ancestor(heads[0], a.engine.head())  # nothing reset away
+        assert a.engine.log.is_ancestor(heads[1], a.engine.head())
         after = state(a)
         assert state(b) == after
         for record in set(before_a) | set(before_b):
@@ -426,7 +426,7 @@ def test_machines_syncing_all_at_once_all_land(tmp_path, remote):
     gives up after a fixed number of refused pushes), nothing is lost, one head."""
     seed = tmp_path / "seed"
     with Gitmem.open(seed) as mem:
-        mem.engine.add_remote("origin", str(remote))
+        mem.engine.remotes.add("origin", str(remote))
         sync(mem)
     names = [f"m{i}" for i in range(6)]
     for name in names:
@@ -492,7 +492,7 @@ def test_an_unreachable_remote_is_a_clear_error_and_local_writes_go_on(machines)
 
 def test_credentials_in_a_remote_url_never_show(machines):
     a, _ = machines
-    a.engine.add_remote("vault", "https://alice:s3cretPassw0rd@127.0.0.1:9/memory.git")
+    a.engine.remotes.add("vault", "https://alice:s3cretPassw0rd@127.0.0.1:9/memory.git")
     with pytest.raises(SyncError) as raised:
         sync(a, "vault", interactive=False)
     state_text = (a.engine.private_dir / "sync-state.json").read_text()
@@ -541,7 +541,7 @@ def test_merge_spots_are_recorded_until_someone_tidies_them(machines):
     result = sync(b)
     assert [str(s) for s in result.spots] == [
         "memory/agents/p.md line 2: both versions kept (ours, a blank line, theirs)"]
-    assert "memory/agents/p.md line 2" in b.engine.commit_info(b.engine.head()).message
+    assert "memory/agents/p.md line 2" in b.engine.log.commit_info(b.engine.head()).message
     [spot] = read_state(b.engine)["merge_spots"]
     assert (spot["path"], spot["line"]) == ("memory/agents/p.md", 2)
     b.memory.write("a new first line\n\n" + b.memory.read(agent_id="p"), agent_id="p")

@@ -51,7 +51,7 @@ def watching(mem, person):
 def test_an_editor_save_is_committed_once_with_nothing_reading(mem, watching, head_of, git, save):
     mem.memory.write("likes tea", "reviewer")
     before, head = git.count(), head_of()
-    save(mem.engine.worktree_path("memory/agents/reviewer.md"), "likes coffee\n")
+    save(mem.engine.worktree.path("memory/agents/reviewer.md"), "likes coffee\n")
 
     wait_for(lambda: head_of() != head)
     time.sleep(3 * FAST["debounce"])
@@ -68,7 +68,7 @@ def test_edits_are_committed_once_they_settle_with_the_default_debounce(mem, per
     assert (watcher.debounce, watcher.max_delay) == (DEBOUNCE, MAX_DELAY) == (1.0, 10.0)
     try:
         head = head_of()
-        path = mem.engine.worktree_path("memory/user.md")
+        path = mem.engine.worktree.path("memory/user.md")
         for i in range(4):  # 0.6 s of saving: under the debounce, so no commit meanwhile
             temp_then_rename(path, f"draft {i}\n")
             time.sleep(0.2)
@@ -85,7 +85,7 @@ def test_edits_that_go_on_are_committed_by_the_max_delay(mem, person):
     mem.memory.write("old")
     watcher = Watcher(mem, debounce=0.5, max_delay=0.8).start()
     try:
-        path = mem.engine.worktree_path("memory/user.md")
+        path = mem.engine.worktree.path("memory/user.md")
         for i in range(20):  # a save every 0.1 s for 2 s: never quiet for 0.5 s
             temp_then_rename(path, f"draft {i}\n")
             time.sleep(0.1)
@@ -99,7 +99,7 @@ def test_edits_that_go_on_are_committed_by_the_max_delay(mem, person):
 def test_a_deleted_agent_memory_is_committed_as_a_deletion(mem, watching, head_of, git):
     mem.memory.write("remember the build steps", "reviewer")
     head = head_of()
-    mem.engine.worktree_path("memory/agents/reviewer.md").unlink()
+    mem.engine.worktree.path("memory/agents/reviewer.md").unlink()
     wait_for(lambda: head_of() != head)
     assert git("show", "--name-status", "--format=", "HEAD").split() == ["D", "memory/agents/reviewer.md"]
     assert mem.memory.read("reviewer") == ""
@@ -108,8 +108,8 @@ def test_a_deleted_agent_memory_is_committed_as_a_deletion(mem, watching, head_o
 def test_a_moved_session_folder_is_committed(mem, watching, head_of, git):
     mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
     head = head_of()
-    os.rename(mem.engine.worktree_path("sessions/claude-code/s1"),
-              mem.engine.worktree_path("sessions/claude-code/s2"))
+    os.rename(mem.engine.worktree.path("sessions/claude-code/s1"),
+              mem.engine.worktree.path("sessions/claude-code/s2"))
     wait_for(lambda: head_of() != head)
     time.sleep(3 * FAST["debounce"])
     assert sorted(git.changed()) == ["sessions/claude-code/s1/messages/000000.jsonl",
@@ -132,9 +132,9 @@ def test_no_echo_100_api_writes_make_100_commits(mem, watching, git):
 
 def test_edits_made_while_nothing_ran_are_committed_at_start(mem, person, git):
     mem.memory.write("old")
-    mem.engine.worktree_path("memory/user.md").write_text("edited offline\n")
-    mem.engine.worktree_path("threads/t1").mkdir(parents=True)
-    mem.engine.worktree_path("threads/t1/notes.jsonl").write_text("{broken\n")
+    mem.engine.worktree.path("memory/user.md").write_text("edited offline\n")
+    mem.engine.worktree.path("threads/t1").mkdir(parents=True)
+    mem.engine.worktree.path("threads/t1/notes.jsonl").write_text("{broken\n")
     watcher = Watcher(mem, **FAST).start()  # returns once the first scan is done
     watcher.stop()
     (edit,) = hand_commits(mem)
@@ -143,7 +143,7 @@ def test_edits_made_while_nothing_ran_are_committed_at_start(mem, person, git):
 
 def test_a_broken_edit_waits_until_it_is_fixed(mem, watching, head_of, git):
     mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
-    chunk = mem.engine.worktree_path("sessions/claude-code/s1/messages/000000.jsonl")
+    chunk = mem.engine.worktree.path("sessions/claude-code/s1/messages/000000.jsonl")
     before, head = git.count(), head_of()
     chunk.write_text('{"role": "user", "content": "hi"\n')
     time.sleep(4 * FAST["debounce"])
@@ -217,7 +217,7 @@ def test_a_read_through_gitmem_serve_returns_the_saved_edit(mem, person, repo_pa
         serve.stdin.close()
         assert serve.wait(timeout=10) == 0
     with GitEngine.open(repo_path, create=False) as engine:
-        ops = [commit.trailers["Gitmem-Op"] for commit in engine.history()]
+        ops = [commit.trailers["Gitmem-Op"] for commit in engine.log.history()]
     assert ops[:6] == ["memory.append"] + ["hand-edit"] * 4 + ["memory.replace"]
 
 
@@ -240,7 +240,7 @@ def test_gitmem_serve_commits_a_save_with_nothing_reading(mem, person, repo_path
         serve.stdin.close()
         assert serve.wait(timeout=10) == 0
     with GitEngine.open(repo_path, create=False) as engine:
-        (edit,) = [c for c in engine.history() if c.trailers.get("Gitmem-Op") == "hand-edit"]
+        (edit,) = [c for c in engine.log.history() if c.trailers.get("Gitmem-Op") == "hand-edit"]
         assert engine.snapshot(edit.id).read("memory/user.md") == b"saved with serve running\n"
 
 

@@ -29,7 +29,7 @@ def test_a_big_file_is_left_to_the_refresher(mem, git):
     big = "x" * (STAT_ON_WRITE + 10)
     mem.memory.write(big, agent_id="big")
     assert stat_of(git, "memory/agents/big.md") == ("0:0", "0:0")  # hashed later, off the write
-    mem.engine.flush_index()
+    mem.engine.index.refresher.flush()
     assert "0:0" not in stat_of(git, "memory/agents/big.md")
     assert git.status(optional_locks=False) == ""
 

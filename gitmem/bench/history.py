@@ -47,7 +47,7 @@ def repository_size(root: Path, writes: int) -> dict[str, float]:
         _mixed_writes(mem, writes, maintenance, random.Random(1))
         maintenance.wait()
         maintenance.close()
-        loose = mem.engine.loose_objects()
+        loose = mem.engine.pack.loose_objects()
         packs = len(maintenance.reports)
     result = {"git": _size(path / ".git"), "content": _content_size(path), "loose": loose,
               "packs_run": packs}

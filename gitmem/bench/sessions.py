@@ -137,7 +137,7 @@ def session_read_big(bench: Bench) -> None:
     repo = bench.workdir / "session-read"
     with Gitmem.open(repo) as mem:
         mem.sessions.write(AGENT_TYPE, "long", session_messages(count), "resume", "/home/me")
-        chunks = sorted(mem.engine.worktree_path(f"{mem.sessions.folder(AGENT_TYPE, 'long')}/messages")
+        chunks = sorted(mem.engine.worktree.path(f"{mem.sessions.folder(AGENT_TYPE, 'long')}/messages")
                         .glob("*.jsonl"))
     env = bytecode_env(bench)
     size = sum(chunk.stat().st_size for chunk in chunks)

@@ -48,7 +48,7 @@ def diverged_machines(root: Path, commits: int, shared: bool) -> Path:
     root.mkdir(parents=True)
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", "remote.git")
     with Gitmem.open(root / "a") as a:
-        a.engine.add_remote("origin", str(root / "remote.git"))
+        a.engine.remotes.add("origin", str(root / "remote.git"))
         sync(a)
     git(root, "clone", "--quiet", "remote.git", "b")
     for name in ("a", "b"):
@@ -140,7 +140,7 @@ def secret_scan(bench: Bench) -> None:
         for i in range(300):
             mem.sessions.append(AGENT_TYPE, "appended", [nui_message(1, i)])
         del messages
-        commits = mem.engine.new_commits(mem.engine.head(), [pushed])
+        commits = mem.engine.log.new_commits(mem.engine.head(), [pushed])
         remembered = mem.engine.private_dir / SCAN_FILE
         files = [str(path) for path in (repo / "sessions").rglob("*.jsonl")]
         grep = ["grep", "-c", "-i", "-E", GREP_SECRETS, *files]
@@ -173,12 +173,12 @@ class NewRemote:
 
     def prepare(self, i: int) -> None:
         if self.remote:  # the last run's: 40 MB a remote
-            self.mem.engine.remove_remote(self.remote)
+            self.mem.engine.remotes.remove(self.remote)
             shutil.rmtree(self.root / f"{self.remote}.git")
         path = self.root / f"bench-{i}.git"
         git(self.root, "init", "-q", "--bare", "--initial-branch=main", str(path))
         self.remote = f"bench-{i}"
-        self.mem.engine.add_remote(self.remote, str(path))
+        self.mem.engine.remotes.add(self.remote, str(path))
         (self.mem.engine.private_dir / SCAN_FILE).unlink(missing_ok=True)
 
     def __call__(self, i: int) -> None:
@@ -186,11 +186,11 @@ class NewRemote:
 
 
 def _scan(mem: Gitmem, remote: str) -> None:
-    Scanner(mem.engine).scan(mem.engine.new_commits(mem.engine.head(), []))
+    Scanner(mem.engine).scan(mem.engine.log.new_commits(mem.engine.head(), []))
 
 
 def _push(mem: Gitmem, remote: str) -> None:
-    if not mem.engine.push(remote, mem.engine.head(), interactive=False):
+    if not mem.engine.remotes.push(remote, mem.engine.head(), interactive=False):
         raise RuntimeError(f"the push to {remote} was refused")
 
 
@@ -216,7 +216,7 @@ def sync_first_push(bench: Bench) -> None:
         grep = ["grep", "-c", "-i", "-E", GREP_SECRETS, *files]
         rows = bench.measure("first sync", setting, {
             "gitmem sync (sync())": NewRemote(mem, root, lambda m, remote: sync(m, remote)),
-            "part: fetch from the empty remote": NewRemote(mem, root, lambda m, remote: m.engine.fetch(remote)),
+            "part: fetch from the empty remote": NewRemote(mem, root, lambda m, remote: m.engine.remotes.fetch(remote)),
             "part: secret scan of every commit": NewRemote(mem, root, _scan),
             "part: push (git packs and sends)": NewRemote(mem, root, _push),
             "git push, the same commits": NewRemote(mem, root, _git_push),
@@ -237,7 +237,7 @@ def sync_many_machines(bench: Bench) -> None:
     root.mkdir()
     git(root, "init", "--quiet", "--bare", "--initial-branch=main", "remote.git")
     with Gitmem.open(root / "seed") as seed:
-        seed.engine.add_remote("origin", str(root / "remote.git"))
+        seed.engine.remotes.add("origin", str(root / "remote.git"))
         sync(seed)
     names = [f"machine-{i:02d}" for i in range(machines)]
     for name in names:

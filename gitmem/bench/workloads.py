@@ -182,7 +182,7 @@ class StoreWrite:
 
     def settle(self) -> None:
         """Refresh the index now, so no background work spills into others' turns."""
-        self.mem.engine.flush_index()
+        self.mem.engine.index.refresher.flush()
 
     def close(self) -> None:
         self.mem.close()

@@ -84,7 +84,8 @@ def _open(args):
 
 def cmd_log(args) -> None:
     from gitmem.cli import pager
-    from gitmem.history.versions import format_date, log
+    from gitmem.history.versions import log
+    from gitmem.records.dates import format_date
     with _open(args) as mem:
         entries = log(mem, args.record, limit=args.max_count)
         if args.record and not entries:
@@ -103,7 +104,7 @@ def cmd_log(args) -> None:
 def cmd_recent(args) -> None:
     """Each change as ``git log -p`` shows a commit: id, date, author, what made it, then
     the diff of every file it changed."""
-    from gitmem.history.versions import format_date
+    from gitmem.records.dates import format_date
     with _open(args) as mem:
         changes = mem.recent(args.since, limit=args.max_count)
     if args.json:
@@ -132,7 +133,7 @@ def record_names(mem) -> list[str]:
 
 def cmd_blame(args) -> None:
     from gitmem.history.blame import blame
-    from gitmem.history.versions import format_date
+    from gitmem.records.dates import format_date
     with _open(args) as mem:
         found = blame(mem, args.record)
         if not found:

@@ -180,19 +180,19 @@ def cmd_sync(args) -> None:
 
 def cmd_remote_add(args) -> None:
     with open_repo(args) as mem:
-        mem.engine.add_remote(args.name, args.url)
+        mem.engine.remotes.add(args.name, args.url)
 
 
 def cmd_remote_list(args) -> None:
     from gitmem.git.remote import scrub_credentials
     with open_repo(args) as mem:
-        for name in mem.engine.remotes():
+        for name in mem.engine.remotes.names():
             print(f"{name}\t{scrub_credentials(mem.engine.config_get(f'remote.{name}.url') or '')}")
 
 
 def cmd_remote_remove(args) -> None:
     with open_repo(args) as mem:
-        mem.engine.remove_remote(args.name)
+        mem.engine.remotes.remove(args.name)
 
 
 def cmd_status(args) -> None:
@@ -215,7 +215,7 @@ def cmd_forget(args) -> None:
 
 
 def cmd_rescue(args) -> None:
-    from gitmem.history.versions import format_date
+    from gitmem.records.dates import format_date
     from gitmem.sync.rescue import RescueError, chosen, find_lost, let_go, rescue
     if args.let_go and not args.commits:
         raise RescueError("--let-go needs the COMMITs to let go (see `gitmem rescue --list`)")

@@ -308,7 +308,7 @@ class HandEdits:
         def look(head: Snapshot) -> list[str]:
             return ready(head, self._differing(self._files(scopes, head), head))
 
-        if not ready(looked_at, differing) or not engine.worktree_is_main():
+        if not ready(looked_at, differing) or not engine.worktree.is_main():
             return None  # the common case, decided without the lock
         with engine.lock:
             head = engine.snapshot()
@@ -340,7 +340,7 @@ class HandEdits:
                                worktree_holds={save.path: save.blob_id for save in saves})
         # A save the merge left HEAD unchanged for (it brought nothing new): the file gets HEAD's.
         now = engine.snapshot()
-        engine.write_worktree({save.path: now.read(save.path) for save in saves
+        engine.worktree.write({save.path: now.read(save.path) for save in saves
                                if save.path not in edits and now.blob_id(save.path) != save.blob_id},
                               expected={save.path: save.blob_id for save in saves})
         if commit is not None:
@@ -375,7 +375,7 @@ class HandEdits:
         failures = engine.journal.failures()
         for path in paths:
             head_id = head.blob_id(path)
-            found = engine.read_worktree(path)
+            found = engine.worktree.read(path)
             if found is None and self._unseen(path):
                 continue  # a symlink, folder or device, or behind one: never committed, never deleted
             data, on_disk = found if found is not None else (None, None)
@@ -385,12 +385,12 @@ class HandEdits:
             if data is None:
                 if head_id is None:
                     continue
-                if path in failures or states[:1] == [None] or not states and not engine.in_index(path):
+                if path in failures or states[:1] == [None] or not states and not engine.index.contains(path):
                     plan.repairs[path] = None  # never written here: gitmem's to finish
                 else:
                     plan.saves.append(_Save(path, None, None, states[0] if states else head_id))
                 continue
-            versions = engine.path_versions(path)
+            versions = engine.log.path_versions(path)
             if on_disk in versions:
                 plan.repairs[path] = on_disk  # an older version: gitmem's own stale file
                 continue
@@ -445,7 +445,7 @@ class HandEdits:
         head = self.engine.snapshot()
         for path in repairs:
             log.warning("repairing %s: it held an older version gitmem wrote, not an edit", path)
-        self.engine.write_worktree({path: head.read(path) for path in repairs}, expected=repairs)
+        self.engine.worktree.write({path: head.read(path) for path in repairs}, expected=repairs)
 
     def _log_refusals(self, refused: list[Refusal]) -> None:
         for refusal in refused:
@@ -459,9 +459,9 @@ class HandEdits:
         """The hand edits waiting now, valid and refused, and gitmem's files out of step,
         committing and repairing nothing."""
         engine = self.engine
-        checked_out = engine.checked_out()
+        checked_out = engine.worktree.checked_out()
         failures = [OutOfStep(path, reason) for path, reason in sorted(engine.journal.failures().items())]
-        if not engine.worktree_is_main():
+        if not engine.worktree.is_main():
             return Scan([], [], failures, checked_out)
         head = engine.snapshot()
         files = self._files(None, head)
@@ -479,7 +479,7 @@ class HandEdits:
         scopes = list(layout.TOP_FOLDERS) if scopes is None else scopes
         # A whole layout folder: one git status on the index's stat data beats a walk.
         tops = [scope for scope in scopes if "/" not in scope]
-        found = set(self.engine.worktree_suspects(tops)) if tops else set()
+        found = set(self.engine.index.suspects(tops)) if tops else set()
         for scope in (s for s in scopes if "/" in s):
             if head.blob_id(scope) is not None:  # a file: the common case, one stat
                 found.add(scope)
@@ -488,7 +488,7 @@ class HandEdits:
                 found.update(head.files(scope))
             else:
                 found.add(scope)
-            found.update(self.engine.worktree_files(scope))
+            found.update(self.engine.worktree.files(scope))
         return sorted(path for path in found if is_watched(path))
 
     def _unrefused(self, differing: list[tuple[str, str | None]]) -> list[str]:
@@ -500,7 +500,7 @@ class HandEdits:
         """(path, blob id of its work-tree file) for the paths whose file differs from HEAD."""
         differing = []
         for path in paths:
-            on_disk = self.engine.worktree_id(path)
+            on_disk = self.engine.worktree.file_id(path)
             if on_disk == head.blob_id(path):
                 continue
             if on_disk is None and self._unseen(path):
@@ -510,9 +510,9 @@ class HandEdits:
 
     def _unseen(self, path: str) -> bool:
         """True when something other than a regular file is at ``path`` (never followed), or
-        a folder on the way hides it (:meth:`GitEngine.worktree_hidden_by`): what gitmem
+        a folder on the way hides it (:meth:`WorkTree.hidden_by <gitmem.git.worktree.WorkTree.hidden_by>`): what gitmem
         cannot see is not deleted."""
-        return self.engine.worktree_hidden_by(path) is not None or os.path.lexists(self.engine.worktree_path(path))
+        return self.engine.worktree.hidden_by(path) is not None or os.path.lexists(self.engine.worktree.path(path))
 
     def _wait_to_settle(self, paths: list[str]) -> bool:
         """Sleep until the newest change to ``paths`` is :attr:`settle` old; True if it slept.
@@ -532,13 +532,13 @@ class HandEdits:
         if not seconds or head.blob_id(path) is None:
             return False
         try:
-            st = os.lstat(self.engine.worktree_path(path))
+            st = os.lstat(self.engine.worktree.path(path))
         except OSError:
             return False
         return st.st_size == 0 and st.st_ctime > time.time() - seconds
 
     def _changed_at(self, path: str) -> float:
-        target = self.engine.worktree_path(path)
+        target = self.engine.worktree.path(path)
         for changed in (target, target.parent):  # a file that is gone changed its folder
             try:
                 return os.lstat(changed).st_ctime
@@ -552,12 +552,12 @@ def _hidden_folders(engine: GitEngine, paths: list[str], head: Snapshot) -> list
     holds under each (readable through gitmem, never committed as deleted)."""
     hidden: dict[str, int] = {}
     for path in paths:
-        folder = engine.worktree_hidden_by(path)
+        folder = engine.worktree.hidden_by(path)
         if folder is not None and folder not in hidden:
             hidden[folder] = len(list(head.files(folder))) if head.tree_id(folder) else 0
     found = []
     for folder, count in sorted(hidden.items()):
-        target = engine.worktree_path(folder)
+        target = engine.worktree.path(folder)
         what = ("a symlink" if os.path.islink(target) else "not a folder" if not os.path.isdir(target)
                 else "a folder gitmem may not read")
         found.append(OutOfStep(folder, f"{what}: gitmem does not look into it; the {count} file"

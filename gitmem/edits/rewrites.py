@@ -37,7 +37,7 @@ from gitmem.git.base import CommitInfo, EngineError, Identity
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.refs import ReflogEntry
-from gitmem.history.versions import format_date
+from gitmem.records.dates import format_date
 from gitmem.records.merge import merge_changes
 
 log = logging.getLogger("gitmem.edits.rewrites")
@@ -107,7 +107,7 @@ def _find_lost(engine: GitEngine, entries: list[ReflogEntry], unseen: list[Reflo
             ref = engine.refs.keep_for_rescue(commit) if engine.writable else ""
             log.warning("main no longer holds gitmem commit %s (a history rewrite by hand?): "
                         "kept as %s; `gitmem rescue` merges it back", commit[:10], ref)
-        info = engine.commit_info(commit)
+        info = engine.log.commit_info(commit)
         found.append(Dropped(commit, info.time, info.offset, info.summary, ref))
     if all(d.ref for d in found):  # each kept: later calls find it from its ref
         _looked_at(engine, unseen)
@@ -171,8 +171,8 @@ def _committed_by_gitmem(engine: GitEngine, commit: str) -> bool:
 
 def _descends(engine: GitEngine, commit: str | None, ancestor: str) -> bool:
     try:  # a commit on top (git's own `git commit`) is told without walking its history
-        return commit is not None and (ancestor in engine.commit_infos([commit])[0].parents
-                                       or engine.is_ancestor(ancestor, commit))
+        return commit is not None and (ancestor in engine.log.commit_infos([commit])[0].parents
+                                       or engine.log.is_ancestor(ancestor, commit))
     except EngineError:  # one of them is gone: nothing to tell
         return False
 
@@ -199,7 +199,7 @@ def put_back(engine: GitEngine, entry: ReflogEntry) -> str | None:
             or _made_by_gitmem(engine, entry):
         return None
     try:
-        changed = engine.changed_files(entry.old, entry.new)  # {path: (before it, in it)}
+        changed = engine.log.changed_files(entry.old, entry.new)  # {path: (before it, in it)}
         states = _states_before(engine, entry, list(changed))
     except EngineError:  # a commit is gone (pruned) or damaged: nothing to tell
         return None
@@ -207,16 +207,16 @@ def put_back(engine: GitEngine, entry: ReflogEntry) -> str | None:
     # onto main as "their" change from the person's commit. A file whose work-tree copy is
     # the person's version is theirs (a `git rm`, a revert saved and committed): an index
     # that lacked gitmem's change leaves the file gitmem wrote in the work tree.
-    on_disk = engine.worktree_is_main()
+    on_disk = engine.worktree.is_main()
     dropped = {path: (in_person, before) for path, (before, in_person) in changed.items()
                if any(state.get(path) == in_person for state in states)
-               and not (on_disk and engine.worktree_id(path) == in_person)}
+               and not (on_disk and engine.worktree.file_id(path) == in_person)}
     if not dropped:
         return None
     paths = sorted(dropped)
 
     def changes(snapshot) -> dict[str, bytes | None]:
-        since = engine.changed_files(entry.new, snapshot.id and str(snapshot.id))
+        since = engine.log.changed_files(entry.new, snapshot.id and str(snapshot.id))
         return merge_changes(since, dropped, engine.read_blob).changes
 
     commit = engine.update(changes, f"put-back: {_brief(paths)} (a plain git commit dropped it)\n\n"
@@ -236,11 +236,11 @@ def _states_before(engine: GitEngine, entry: ReflogEntry, paths: list[str]) -> l
     states = []
     commit: str | None = entry.old
     while commit is not None and len(states) < PUT_BACK_DEPTH:
-        info: CommitInfo = engine.commit_infos([commit])[0]
+        info: CommitInfo = engine.log.commit_infos([commit])[0]
         if info.time < entry.time - PUT_BACK_WINDOW or not _committed_by_gitmem(engine, commit):
             break
         commit = info.parents[0] if info.parents else None
-        states.append(engine.entry_ids(commit, paths) if commit else dict.fromkeys(paths))
+        states.append(engine.log.entry_ids(commit, paths) if commit else dict.fromkeys(paths))
     return states
 
 

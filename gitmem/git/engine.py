@@ -1,4 +1,4 @@
-"""The git engine: one commit per write on ``main``, and the one object the layers above use.
+"""The git engine: one commit per write on ``main``, and the one object the layers above open.
 
 One operation matters: apply a set of path changes to branch ``main`` as one commit,
 atomically, serialised across processes, with a compare-and-swap on the ref. The
@@ -8,15 +8,27 @@ background so that ``git status`` stays clean.
     engine = GitEngine.open("/path/to/repo")
     engine.commit({"memory/user.md": b"likes tea\\n"}, "memory: replace user memory")
     engine.snapshot().read("memory/user.md")   # b"likes tea\\n"
+    engine.log.history("memory/user.md")       # the commits that changed it, newest first
 
-:class:`GitEngine` is made of the pieces of this package, each given what it needs:
-the reader of commits and blobs (:mod:`~gitmem.git.snapshot`), the work tree
-(:mod:`~gitmem.git.worktree`), the index and crash recovery (:mod:`~gitmem.git.index`),
-history (:mod:`~gitmem.git.log`), remotes (:mod:`~gitmem.git.remote`), refs
-(:mod:`~gitmem.git.refs`), packing (:mod:`~gitmem.git.pack`), trees built in memory
-(:mod:`~gitmem.git.trees`), moving ``main`` (:mod:`~gitmem.git.branch`) and a write made
-again after plain git moved ``main`` (:mod:`~gitmem.git.attempts`). The write loop,
-merges and rewrites are its own.
+The engine's own methods are the write loop (:meth:`GitEngine.update`,
+:meth:`~GitEngine.commit`, merges, fast-forwards, rewrites), opening and closing, the
+reads of ``main``'s tip and of snapshots and blobs, and the configuration. The rest it
+shows as parts, each made once when the engine opens and given what it needs (the way
+dulwich shows ``repo.object_store`` and ``repo.refs``):
+
+- ``engine.log``: history and diffs (:class:`~gitmem.git.log.History`);
+- ``engine.worktree``: the work-tree files (:class:`~gitmem.git.worktree.WorkTree`);
+- ``engine.index``: git's index kept in step with HEAD (:class:`~gitmem.git.index.Index`);
+- ``engine.remotes``: remotes, fetch and push (:class:`~gitmem.git.remote.Remotes`);
+- ``engine.pack``: packing and checking objects (:class:`~gitmem.git.pack.Packer`);
+- ``engine.refs``: the reflog, rescue and backup refs (:class:`~gitmem.git.refs.Refs`);
+- ``engine.journal``: what gitmem last put in each work-tree file
+  (:class:`~gitmem.git.journal.Journal`).
+
+Only the engine moves ``main``; it keeps the pieces that do so to itself: trees built in
+memory (:mod:`~gitmem.git.trees`), the compare-and-swap on the ref
+(:mod:`~gitmem.git.branch`), a write made again after plain git moved ``main``
+(:mod:`~gitmem.git.attempts`) and crash recovery (:class:`~gitmem.git.index.Recovery`).
 
 Two parts above the engine are wired in when it is opened, never assigned later:
 ``hand_edits`` (:class:`RecordGuard`: :class:`gitmem.edits.handedits.HandEdits`) commits a
@@ -30,13 +42,13 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pygit2
 
 from gitmem.git.base import (BRANCH, DURABILITIES, GITMEM_DIR, BranchMoved, Changes, Closed,
-                             CommitInfo, DamagedObject, EngineError, Identity, MissingRepository,
+                             DamagedObject, EngineError, Identity, MissingRepository,
                              check_path, config_get, default_identity, make_folder, user_identity,
                              with_trailers)
 from gitmem.git.attempts import Attempt, expected_files
@@ -49,10 +61,9 @@ from gitmem.git.files import LOCK_FILE, may_write
 from gitmem.git.index import GitLock, Index, Recovery
 from gitmem.git.journal import Journal
 from gitmem.git.lock import FileLock
-from gitmem.git.log import ChangedCommit, FileChange, FileDiff, History, tree_changes
+from gitmem.git.log import History, tree_changes
 from gitmem.git.objects import ObjectCheck
 from gitmem.git.pack import Packer
-from gitmem.git.parentdiffs import ParentDiffs, changes_from_parents
 from gitmem.git.refs import Refs
 from gitmem.git.remote import Remotes
 from gitmem.git.snapshot import Reader, Snapshot
@@ -71,7 +82,8 @@ STAT_CACHE_FILE = "stat-cache"  # in .git/gitmem/
 class GitEngine:
     """A git repository used as a store: one commit per write, on branch ``main``.
 
-    ``hand_edits`` and ``packer`` are factories of the parts above the engine that it
+    Its parts are attributes: ``log``, ``worktree``, ``index``, ``remotes``, ``pack``,
+    ``refs`` and ``journal`` (see the module doc). ``hand_edits`` and ``packer`` are factories of the parts above the engine that it
     calls (see the module doc); without them it calls nothing above itself.
     """
 
@@ -111,24 +123,24 @@ class GitEngine:
         self._objects = ObjectCheck(repo, self.gitdir, self.private_dir)
         self._reader = Reader(repo, self._objects, self._stat_cache, self.workdir, cache_bytes)
         self._displaced = DisplacedFiles(self._displaced_edit)
-        self._worktree = WorkTree(self.workdir, self.gitdir, tmp_dir, journal=self.journal,
-                                  stat_cache=self._stat_cache, content_id=self._reader.content_id,
-                                  durability=durability, displaced=self._displaced)
-        self._index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
-                            reader=self._reader, worktree=self._worktree, durability=durability)
+        self.worktree = WorkTree(self.workdir, self.gitdir, tmp_dir, journal=self.journal,
+                                 stat_cache=self._stat_cache, content_id=self._reader.content_id,
+                                 durability=durability, displaced=self._displaced)
+        self.index = Index(repo, self.gitdir, self.private_dir, lock=self._lock, writable=self.writable,
+                           reader=self._reader, worktree=self.worktree, durability=durability)
         self._trees = TreeWriter(repo, self._objects)
         self._branch = Branch(repo, self.gitdir, tip=self._reader.tip, durable=durability == "fsync")
-        self._log = History(repo, self._reader, self._objects)
-        self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self._worktree,
-                                  index=self._index, path_versions=self._log.path_versions,
+        self.log = History(repo, self._reader, self._objects)
+        self._recovery = Recovery(repo, self.gitdir, reader=self._reader, worktree=self.worktree,
+                                  index=self.index, path_versions=self.log.path_versions,
                                   private_dir=self.private_dir)
-        self._remotes = Remotes(repo, self.workdir)
-        self._packer = Packer(repo, self.gitdir, objects=self._objects, tip=self._reader.tip)
+        self.remotes = Remotes(repo, self.workdir)
+        self.pack = Packer(repo, self.gitdir, objects=self._objects, tip=self._reader.tip)
         self.refs = Refs(repo, self.gitdir, self._reader)
         if self.writable:
             with self._lock:
                 self._recovery.remove_stale_locks()
-                self._worktree.clean_tmp()
+                self.worktree.clean_tmp()
                 try:
                     self._recovery.recover_worktree()
                 except DamagedObject as exc:  # reads say so; `gitmem fsck` can still run
@@ -164,18 +176,14 @@ class GitEngine:
         """The background packer this engine was opened with, told of each commit."""
         return self._background_packer
 
-    def flush_index(self) -> None:
-        """Refresh the index now for the writes made so far (else within about a second)."""
-        self._index.refresher.flush()
-
     def close(self) -> None:
         """Bring the index in step with HEAD, stop the background thread, save the stat cache."""
         if not self._closed:
             self._displaced.close()  # may commit what reached a replaced file: before the rest
             self._closed = True
-            self._index.refresher.stop()
+            self.index.refresher.stop()
             if self.writable:
-                self._index.save_in_step(self._reader.tip())
+                self.index.save_in_step(self._reader.tip())
                 self._stat_cache.save()
             self._recovery.close()
             self.journal.close()
@@ -229,93 +237,10 @@ class GitEngine:
         """The commit id of ``rev``; its history is checked (see :mod:`gitmem.git.objects`)."""
         return self._reader.resolve(rev)
 
-    def commit_info(self, rev: str) -> CommitInfo:
-        return self._log.commit_info(rev)
-
-    def history(self, path: str | None = None, *, rev: str | None = None,
-                limit: int | None = None) -> list[CommitInfo]:
-        """Commits that changed ``path`` (a file or folder; None for all), newest first."""
-        return self._log.history(path, rev=rev, limit=limit)
-
-    def commit_at(self, when: float) -> str | None:
-        """The newest commit on ``main`` made at or before ``when`` (seconds since the epoch)."""
-        return self._log.commit_at(when)
-
-    def path_versions(self, path: str, *, limit: int | None = None) -> list[str]:
-        """The versions of file ``path`` on ``main`` (blob ids), newest first (see :class:`History`)."""
-        return self._log.path_versions(path, limit=limit)
-
-    def merge_base(self, a: str, b: str) -> str | None:
-        """The best common ancestor of commits ``a`` and ``b`` (None: unrelated histories)."""
-        return self._log.merge_base(a, b)
-
-    def is_ancestor(self, ancestor: str, commit: str) -> bool:
-        """True when ``ancestor`` is ``commit`` or in its history."""
-        return self._log.is_ancestor(ancestor, commit)
-
-    def new_commits(self, tip: str, known: list[str]) -> list[str]:
-        """Commits in the history of ``tip`` and in none of ``known``, oldest first."""
-        return self._log.new_commits(tip, known)
-
-    def changed_files(self, old: str | None, new: str | None) -> dict[str, tuple[str | None, str | None]]:
-        """``{path: (blob id in old, blob id in new)}`` for every file that differs between
-        two commits (None: no commit, or no file there)."""
-        return self._log.changed_files(old, new)
-
-    def changes_from_parents(self, commits: list[str]) -> Iterator[ParentDiffs]:
-        """What each of ``commits`` (ids) changed from each of its parents, read by one git
-        process while the caller goes on (see :mod:`gitmem.git.parentdiffs`). Each commit
-        is checked first: git passes over a missing one in silence."""
-        self.commit_infos(commits)
-        return changes_from_parents(self.gitdir, commits)
-
-    def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
-        """The files at or under ``path`` ("" for all) that differ from revision ``old``
-        to revision ``new`` (None: before the first commit), in path order."""
-        return self._log.diff(path, old, new)
-
-    # commit ids of main's history, as the record index holds them: no revision is
-    # resolved (and no whole ancestry checked) on the way
-
-    def changed_commits(self, tip: str, known: Callable[[str], bool], *, after: str | None = None,
-                        progress: Callable[[int, int], None] | None = None) -> list[ChangedCommit]:
-        """The commits in the history of ``tip`` that ``known(id)`` does not know, parents
-        first, with the files each changed (see :meth:`History.changed_commits`)."""
-        return self._log.changed_commits(tip, known, after=after, progress=progress)
-
-    def entry_ids(self, commit: str, paths) -> dict[str, str | None]:
-        """The id of the file or folder at each of ``paths`` in ``commit`` (None: nothing there)."""
-        return self._log.entry_ids(commit, paths)
-
-    def descends_from(self, commit: str, ancestor: str) -> bool:
-        """True when ``ancestor`` is ``commit`` or in its history (False when either is gone)."""
-        return self._log.descends_from(commit, ancestor)
-
-    def commit_exists(self, commit: str) -> bool:
-        return self._log.commit_exists(commit)
-
-    def commit_infos(self, commits: list[str]) -> list[CommitInfo]:
-        return self._log.commit_infos(commits)
-
     def snapshot_of(self, commit: str | None, *, scope: str | None = None) -> Snapshot:
         """The snapshot of commit ``commit`` (an empty one for None: before the first commit);
         ``scope``: a path, the only one that will be read from it (only it is checked)."""
         return Snapshot(self._reader, pygit2.Oid(hex=commit) if commit else None, scope)
-
-    def changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
-        """For each ``(old commit, new commit)``, the files at or under ``path`` that differ,
-        with line counts and no patch (see :meth:`History.changes`)."""
-        return self._log.changes(path, pairs)
-
-    def prefetch(self, path: str, commits: list[str], budget: int = 64 << 20) -> int:
-        """Read file ``path`` of many ``commits`` at once into the blob cache (about
-        ``budget`` bytes, by one git process), so that reading their snapshots after
-        inflates nothing; returns how many versions were read (0: git failed)."""
-        return self._log.read_versions(path, commits, budget, self._reader.keep)
-
-    def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
-        """:meth:`diff` of two commit ids."""
-        return self._log.diff(path, *(pygit2.Oid(hex=c) if c else None for c in (old, new)))
 
     def store_blob(self, data: bytes) -> str:
         """Put ``data`` in the object database (no commit refers to it); returns its blob id."""
@@ -403,17 +328,17 @@ class GitEngine:
                     stop_if_cancelled()  # the last moment: only objects no ref holds are written
                     tree = self._repo[tree_id]
                     ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
-                    on_main = self._worktree.is_main()
+                    on_main = self.worktree.is_main()
                     made = Attempt(snapshot, changes, ids, expected_files(snapshot, changes, tried, worktree_holds))
                     if on_main:
                         # Work tree and index first, main last: git reads HEAD before the index
                         # and moves HEAD only from the HEAD it read, so a plain `git commit`
                         # either fails on that check or carries this change.
                         self._recovery.note_in_flight(commit_id)
-                        self._worktree.write(changes, expected=made.expected,
+                        self.worktree.write(changes, expected=made.expected,
                                              blob_ids={p: b for p, b in ids.items() if b})
                         tried = made
-                        self._index.stage(changes, tree, moved=(base, commit_id))
+                        self.index.stage(changes, tree, moved=(base, commit_id))
                     try:
                         moved = self._branch.move_waiting(base, commit_id, full_message)
                     except NotOnDisk:
@@ -445,10 +370,10 @@ class GitEngine:
         head = Snapshot(self._reader, self._reader.tip())
         try:
             written = tried.written()
-            self._worktree.write({path: head.read(path) if head.blob_id(path) else None
+            self.worktree.write({path: head.read(path) if head.blob_id(path) else None
                                   for path in written}, expected=written)
             if head.tree is not None:
-                self._index.stage(tried.changes, head.tree, moved=(head.id, head.id))
+                self.index.stage(tried.changes, head.tree, moved=(head.id, head.id))
         except Exception:  # noqa: BLE001 - the next access repairs them (see gitmem.edits.handedits)
             log.exception("could not take back the work-tree files of a write that failed")
 
@@ -488,15 +413,11 @@ class GitEngine:
         Returns the paths left alone because they hold an uncommitted hand edit.
         """
         self._check_open()
-        if expected is not None and not self.is_ancestor(expected, target):
+        if expected is not None and not self.log.is_ancestor(expected, target):
             raise EngineError(f"{target[:10]} does not descend from {expected[:10]}")
         with self._lock:
             old = self.resolve(expected) if expected else None
             return self._advance(old, self.resolve(target), f"fast-forward to {target[:10]}")
-
-    def backup(self) -> str | None:
-        """Save the tip of ``main`` as ``refs/gitmem/backup/<UTC time>``; return the ref's name."""
-        return self.refs.backup()
 
     def rewrite_commits(self, commits: list[str], scope: str, rewrite: Callable[[str, bytes], bytes],
                         keep_ref: str, message: str) -> tuple[str, list[str]]:
@@ -548,67 +469,13 @@ class GitEngine:
             raise BranchMoved("the branch moved while syncing; try again")
         if self._known_tip == old:
             self._known_tip = new
-        if not self._worktree.is_main():
+        if not self.worktree.is_main():
             return []
         writes = {path: self.read_blob(new_id) if new_id else None
-                  for path, (_, new_id) in changed.items() if self._worktree.file_id(path) != new_id}
-        self._worktree.write(writes, expected=Snapshot(self._reader, old))
-        self._index.stage(changed, self._repo[new].peel(pygit2.Tree), moved=(old, new))
-        return [path for path in writes if self._worktree.file_id(path) != changed[path][1]]
-
-    # -- the work tree and the index ---------------------------------------------
-
-    def write_worktree(self, changes: Changes,
-                       expected: Snapshot | Mapping[str, str | None] | None = None,
-                       blob_ids: Mapping[str, str] | None = None) -> None:
-        """Make the work tree hold ``changes``, each file only while it holds ``expected``'s
-        version when that is given (see :meth:`WorkTree.write`)."""
-        self._worktree.write(changes, expected, blob_ids)
-
-    def worktree_is_main(self) -> bool:
-        """True when the work tree is ``main``'s (else gitmem leaves it and the index alone)."""
-        return self._worktree.is_main()
-
-    def checked_out(self) -> str:
-        """What the work tree holds, for a person: "main", "branch NAME" or "commit ID"."""
-        return self._worktree.checked_out()
-
-    def worktree_path(self, path: str) -> Path:
-        """The absolute work-tree path of repository path ``path``."""
-        return self._worktree.path(path)
-
-    def worktree_id(self, path: str) -> str | None:
-        """The blob id of the regular file at ``path`` in the work tree; None when there is none."""
-        return self._worktree.file_id(path)
-
-    def worktree_hidden_by(self, path: str) -> str | None:
-        """The folder on the way to ``path`` gitmem cannot see into (a symlink, a file, an
-        unreadable folder), or None (see :meth:`WorkTree.hidden_by`)."""
-        return self._worktree.hidden_by(path)
-
-    def read_worktree(self, path: str) -> tuple[bytes, str] | None:
-        """``(bytes, blob id)`` of the regular file at ``path`` in the work tree, or None."""
-        return self._worktree.read(path)
-
-    def worktree_files(self, folder: str) -> list[str]:
-        """The paths of the regular files under work-tree ``folder``, not following symlinks."""
-        return self._worktree.files(folder)
-
-    def worktree_suspects(self, folders: tuple[str, ...] | list[str]) -> list[str]:
-        """Paths under ``folders`` whose work-tree file may differ from HEAD: new, changed or gone."""
-        return self._index.suspects(folders)
-
-    def refresh_index(self, paths: list[str] | None = None) -> None:
-        """Make the index agree with HEAD for ``paths`` (all of HEAD when None)."""
-        self._index.refresh(paths)
-
-    def in_index(self, path: str) -> bool:
-        """True when the index has an entry for ``path``."""
-        return self._index.contains(path)
-
-    def index_in_step(self) -> bool:
-        """True when the index holds exactly HEAD's tree."""
-        return self._index.in_step()
+                  for path, (_, new_id) in changed.items() if self.worktree.file_id(path) != new_id}
+        self.worktree.write(writes, expected=Snapshot(self._reader, old))
+        self.index.stage(changed, self._repo[new].peel(pygit2.Tree), moved=(old, new))
+        return [path for path in writes if self.worktree.file_id(path) != changed[path][1]]
 
     # -- configuration and the lock ----------------------------------------------
 
@@ -638,65 +505,3 @@ class GitEngine:
         killed gitmem writer left are removed by the next one to take the writers' lock."""
         return self._recovery.removed_locks + self._recovery.git_locks(self._lock.died_holding())
 
-    # -- remotes -----------------------------------------------------------------
-
-    def remotes(self) -> list[str]:
-        """The names of the configured remotes."""
-        return self._remotes.names()
-
-    def add_remote(self, name: str, url: str) -> None:
-        """Configure remote ``name`` fetching from and pushing to ``url``, as ``git remote add``."""
-        self._remotes.add(name, url)
-
-    def remove_remote(self, name: str) -> None:
-        """Remove remote ``name`` and its remote-tracking refs, as ``git remote remove``."""
-        self._remotes.remove(name)
-
-    def remote_tip(self, remote: str) -> str | None:
-        """The remote's ``main`` as last fetched or pushed (``refs/remotes/<remote>/main``)."""
-        return self._remotes.tip(remote)
-
-    def fetch(self, remote: str, *, interactive: bool = True,
-              timeout: float | None = None) -> str | None:
-        """Fetch the remote's ``main``; return its tip, or None when it has none (see :class:`Remotes`)."""
-        return self._remotes.fetch(remote, interactive=interactive, timeout=timeout)
-
-    def remote_branches(self, remote: str, *, interactive: bool = True,
-                        timeout: float | None = None) -> list[str]:
-        """The names of the remote's branches, as it has them now (a network call)."""
-        return self._remotes.branches(remote, interactive=interactive, timeout=timeout)
-
-    def push(self, remote: str, commit: str, *, interactive: bool = True,
-             timeout: float | None = None) -> bool:
-        """Push ``commit`` to the remote's ``main``, never forced; False when the remote moved."""
-        return self._remotes.push(remote, commit, interactive=interactive, timeout=timeout)
-
-    # -- packing and checking ----------------------------------------------------
-
-    def loose_objects(self, *, sample: int = 256) -> int:
-        """How many loose objects the object database holds (see :class:`Packer`)."""
-        return self._packer.loose_objects(sample=sample)
-
-    def pack_files(self) -> list[Path]:
-        """The ``.pack`` files of the object database."""
-        return self._packer.pack_files()
-
-    def pack_loose_objects(self) -> int:
-        """Put every loose object into one new pack; returns how many were packed."""
-        return self._packer.pack_loose_objects()
-
-    def pack_all_objects(self) -> int:
-        """Put every object into one new pack, deleting what it replaces; returns how many."""
-        return self._packer.pack_all_objects()
-
-    def check_objects(self) -> list[tuple[str, str]]:
-        """``[(object id, problem)]`` of every object and its reachability from ``main``."""
-        return self._packer.check_objects()
-
-    def locate_objects(self, ids: set[str]) -> dict[str, str]:
-        """Where at HEAD each of ``ids`` is, found without reading a damaged object."""
-        return self._packer.locate_objects(ids)
-
-    def damaged_loose_objects(self) -> list[tuple[str, str]]:
-        """``[(object id, problem)]`` for each loose object whose file does not inflate completely."""
-        return self._packer.damaged_loose_objects()

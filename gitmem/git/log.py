@@ -15,9 +15,10 @@ from collections.abc import Callable, Iterator
 
 import pygit2
 
-from gitmem.git import gitproc
+from gitmem.git import gitproc, parentdiffs
 from gitmem.git.base import CommitInfo, entry_id, is_hex, join
 from gitmem.git.objects import ObjectCheck
+from gitmem.git.parentdiffs import ParentDiffs
 from gitmem.git.rawlog import raw_log
 from gitmem.git.snapshot import Reader
 
@@ -250,6 +251,13 @@ class History:
         return [CommitInfo.of(self._objects.load(pygit2.Oid(hex=c), "a commit in the history")
                               .peel(pygit2.Commit)) for c in commits]
 
+    def changes_from_parents(self, commits: list[str]) -> Iterator[ParentDiffs]:
+        """What each of ``commits`` (ids) changed from each of its parents, read by one git
+        process while the caller goes on (see :mod:`gitmem.git.parentdiffs`). Each commit
+        is checked first: git passes over a missing one in silence."""
+        self.commit_infos(commits)
+        return parentdiffs.changes_from_parents(self._repo.path, commits)
+
     def _checked_entry_id(self, tree_id: pygit2.Oid, path: str) -> pygit2.Oid | None:
         """The id of the entry at ``path`` in tree ``tree_id``, each folder on the way checked."""
         parts = path.split("/")
@@ -277,7 +285,7 @@ class History:
         """The files at or under ``path`` ("" for all) that differ from revision ``old``
         to revision ``new`` (None: before the first commit), in path order.
 
-        ``engine.diff("memory/user.md", "HEAD~1", "HEAD")[0].added`` is the lines added.
+        ``engine.log.diff("memory/user.md", "HEAD~1", "HEAD")[0].added`` is the lines added.
         """
         sides = []
         for rev in (old, new):
@@ -296,6 +304,10 @@ class History:
         return [self._file_diff(file, old_id, new_id)
                 for file, (old_id, new_id) in sorted(changed.items())]
 
+    def diff_commits(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
+        """:meth:`diff` of two commit ids (no revision syntax)."""
+        return self.diff(path, *(pygit2.Oid(hex=c) if c else None for c in (old, new)))
+
     def changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
         """For each ``(old commit, new commit)`` of ``pairs`` (old None: before the first
         commit), the files at or under ``path`` ("" for all) that differ, in path order,
@@ -311,7 +323,7 @@ class History:
             except (gitproc.GitMissing, gitproc.GitTimeout, ValueError) as exc:
                 log.debug("git diff-tree failed (%s); diffing here", exc)
         return [[FileChange(f.path, f.status, f.added, f.removed, f.binary)
-                 for f in self.diff(path, *(pygit2.Oid(hex=c) if c else None for c in pair))]
+                 for f in self.diff_commits(path, *pair)]
                 for pair in pairs]
 
     def _git_changes(self, path: str, pairs: list[tuple[str | None, str]]) -> list[list[FileChange]]:
@@ -341,16 +353,16 @@ class History:
             raise ValueError("git diff-tree's output does not match what was asked")
         return [sorted(changed, key=lambda f: f.path) for changed in found]
 
-    def read_versions(self, path: str, commits: list[str], budget: int,
-                      keep: Callable[[str, bytes], None]) -> int:
-        """``keep(blob id, bytes)`` for file ``path`` in each of ``commits`` that has it, in
-        order, until about ``budget`` bytes are read (see :meth:`_blobs_at`); returns how
-        many of ``commits`` were read (0: git failed)."""
+    def prefetch(self, path: str, commits: list[str], budget: int = 64 << 20) -> int:
+        """Read file ``path`` of many ``commits`` at once into the blob cache (about
+        ``budget`` bytes, by one git process, see :meth:`_blobs_at`), so that reading their
+        snapshots after inflates nothing; returns how many of ``commits`` were read (0: git
+        failed)."""
         read = 0
         try:
             for blob_id, data in self._blobs_at(path, commits, budget):
                 if blob_id:
-                    keep(blob_id, data)
+                    self._reader.keep(blob_id, data)
                 read += 1
         except subprocess.CalledProcessError as exc:
             if exc.returncode < 0:

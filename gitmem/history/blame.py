@@ -26,8 +26,9 @@ from typing import Any
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo
 from gitmem.git.hunks import version_hunks
-from gitmem.history.versions import Records, format_date, read_record
+from gitmem.history.versions import Records, read_record
 from gitmem.records import layout
+from gitmem.records.dates import format_date
 from gitmem.records.units import BLANK_LINES
 
 READ_AHEAD_FROM = 16  # versions of a memory: more are diffed (or read) by one git process
@@ -165,7 +166,7 @@ def blame(mem: Records, record: str) -> list[Blamed]:
     if parsed.is_memory and len(versions) >= READ_AHEAD_FROM:
         by_hunks = _memory_by_hunks(mem, parsed.path, versions)
     values, owners = by_hunks or _by_versions(mem, parsed, versions)
-    infos = {c.id: c for c in mem.engine.commit_infos(sorted({o for found in owners.values() for o in found}))}
+    infos = {c.id: c for c in mem.engine.log.commit_infos(sorted({o for found in owners.values() for o in found}))}
     return [Blamed(kind, i, value, infos[owner])
             for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind]))]
 
@@ -207,7 +208,7 @@ def _by_versions(mem: Records, parsed: layout.Record, versions: list[str]) -> tu
     read_ahead = 0 if parsed.is_memory and len(versions) >= READ_AHEAD_FROM else len(versions)
     for at, commit in enumerate(versions):
         if at >= read_ahead:  # a memory's many versions: git reads them at once
-            read_ahead = at + (mem.engine.prefetch(parsed.path, versions[at:]) or len(versions))
+            read_ahead = at + (mem.engine.log.prefetch(parsed.path, versions[at:]) or len(versions))
         parts = _parts(mem, parsed, commit, splitter)
         for kind, items in parts.items():
             new_keys = items if kind == "block" else [json.dumps(item, sort_keys=True) for item in items]

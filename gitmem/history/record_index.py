@@ -9,7 +9,7 @@ and after each batch of lines a check line, ``#`` and the CRC-32 of every byte b
 A record path is the file or folder that holds a record (``memory/user.md``,
 ``memory/agents/<id>.md``, ``sessions/<type>/<id>``, ``threads/<id>``). A commit counts for
 a record when the record's file or folder differs from its first parent's and, for a
-merge, from every other parent's too, as ``GitEngine.history`` counts it. The generation is one more than the largest of the parents' (1 for a root commit).
+merge, from every other parent's too, as ``engine.log.history`` counts it. The generation is one more than the largest of the parents' (1 for a root commit).
 
 The index is a cache. It is brought up to date on use, whoever made the new commits
 (gitmem, a hand edit, a sync merge, plain ``git commit``, a fetch): only commits it does
@@ -235,11 +235,11 @@ class RecordIndex:
         """Lines for the commits of ``head``'s history that the index lacks; None when
         the index cannot be built on."""
         tip = self._tip
-        if tip is None or not self.engine.commit_exists(tip):
+        if tip is None or not self.engine.log.commit_exists(tip):
             return None
         # every indexed commit is in the history of the last one: git lists the rest
-        changed = self.engine.changed_commits(head, self._known, after=tip, progress=self.progress)
-        if not self.engine.descends_from(head, tip):
+        changed = self.engine.log.changed_commits(head, self._known, after=tip, progress=self.progress)
+        if not self.engine.log.descends_from(head, tip):
             return None
         return self._index(changed)
 
@@ -262,9 +262,9 @@ class RecordIndex:
     def _merge_records(self, commit: ChangedCommit, records: list[str]) -> list[str]:
         """Of the records a merge changed from its first parent, those that differ from
         every other parent too."""
-        mine = self.engine.entry_ids(commit.id, records)
+        mine = self.engine.log.entry_ids(commit.id, records)
         for parent in commit.parents[1:]:
-            theirs = self.engine.entry_ids(parent, records)
+            theirs = self.engine.log.entry_ids(parent, records)
             records = [r for r in records if mine[r] != theirs[r]]
         return records
 
@@ -295,7 +295,7 @@ class RecordIndex:
     def _rebuild(self, head: str) -> None:
         self.rebuilds += 1
         self._data, self._tip = HEADER, None
-        new = self._index(self.engine.changed_commits(head, lambda _commit: False,
+        new = self._index(self.engine.log.changed_commits(head, lambda _commit: False,
                                                       progress=self.progress))
         self._data, self._tip = _with_check(HEADER + b"".join(e.line() for e in new)), head
         try:

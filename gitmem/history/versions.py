@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections import namedtuple
-from datetime import datetime, timedelta, timezone
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from gitmem.errors import HistoryError
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError, Identity
 from gitmem.git.engine import GitEngine
@@ -38,6 +37,7 @@ from gitmem.git.log import FileChange, FileDiff
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.counts import counted
+from gitmem.records.dates import format_date, parse_time
 from gitmem.records.ids import printable
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.records.layout import record_name
@@ -53,20 +53,12 @@ class Records(Protocol):
     sessions: SessionStore
     threads: ThreadStore
 
-_AGO = re.compile(r"(\d+)\s*(second|minute|hour|day|week|month|year)s?\s+ago")
-_UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400,
-                 "month": 30 * 86400, "year": 365 * 86400}
-_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}([T ].+)?")
 _RECORD_VERSION = re.compile(r"@(?:~(\d+))?")
 # what only a revision looks like: git's date reading takes these as now (HEAD~999, @~1x,
 # abc1234) or as a day of this month (12), so one that names no commit is refused
 _REVISION_LIKE = re.compile(r"[^~^]*[~^].*|@.*|[0-9a-fA-F]+")
 _NOUNS = {"messages": "message", "events": "event"}
 MAX_RECENT_DIFF = 20_000  # characters of one file's diff that recent() answers
-
-
-class HistoryError(ValueError):
-    """A time or record that history cannot work with; the message says why."""
 
 
 class NoRecord(HistoryError):
@@ -160,36 +152,6 @@ class RecentChange(namedtuple("RecentChange", "commit files")):
 # -- times ------------------------------------------------------------------------
 
 
-def parse_time(text: str, *, now: float | None = None) -> float | None:
-    """Seconds since the epoch for a date or relative time, None when ``text`` is neither.
-
-    A date without a zone is local time, and a date without a time of day its end (as
-    it was that day); ``N months ago`` counts 30 days a month.
-    """
-    text = text.strip()
-    now = time.time() if now is None else now
-    lowered = text.lower()
-    if lowered in ("now", "today"):
-        return now
-    if lowered == "yesterday":
-        return now - 86400
-    match = _AGO.fullmatch(lowered)
-    if match:
-        return now - int(match[1]) * _UNIT_SECONDS[match[2]]
-    if text.startswith("@") and text[1:].isdigit():
-        return float(text[1:])
-    match = _ISO_DATE.fullmatch(text)
-    if match:
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise HistoryError(f"not a valid date: {text!r} ({exc})") from None
-        if match[1] is None:  # a day: its last second (commit times are whole seconds)
-            moment += timedelta(days=1, seconds=-1)
-        return moment.timestamp()  # a naive datetime is taken as local time
-    return None
-
-
 def resolve_when(engine: GitEngine, when: str) -> str | None:
     """The commit that WHEN names: a revision, or the newest commit at or before a date
     (None when the date is before the first commit); what is neither is read as git
@@ -197,7 +159,7 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
     digits): that is refused."""
     moment = parse_time(when)
     if moment is not None:
-        return engine.commit_at(moment)
+        return engine.log.commit_at(moment)
     try:
         return str(engine.resolve(when))
     except DamagedObject:  # a revision, and one that cannot be read: say which object
@@ -214,7 +176,7 @@ def resolve_when(engine: GitEngine, when: str) -> str | None:
     if moment is None:
         raise HistoryError(f"{when!r} is neither a revision nor a date (use e.g. HEAD~3, "
                            "2026-11-01, 2026-11-01T14:00 or '3 days ago')")
-    return engine.commit_at(moment)
+    return engine.log.commit_at(moment)
 
 
 def resolve_version(mem: Records, record: layout.Record, when: str) -> str | None:
@@ -238,12 +200,6 @@ def resolve_version(mem: Records, record: layout.Record, when: str) -> str | Non
     return resolve_when(mem.engine, when)
 
 
-def format_date(seconds: int, offset_minutes: int) -> str:
-    """A commit time as ISO 8601 in the committer's zone."""
-    zone = timezone(timedelta(minutes=offset_minutes))
-    return datetime.fromtimestamp(seconds, zone).isoformat(timespec="seconds")
-
-
 # -- the operations ---------------------------------------------------------------
 
 
@@ -254,12 +210,12 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None,
     ``skip`` commits are left out (a page of a long history)."""
     parsed = layout.parse_record(record) if record else None
     if parsed is None:
-        commits = mem.engine.history(None, limit=limit)
+        commits = mem.engine.log.history(None, limit=limit)
     else:
         commits = record_commits(mem, parsed, limit=limit, skip=skip)
     pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
     entries = []
-    for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs)):
+    for commit, files in zip(commits, mem.engine.log.changes(parsed.path if parsed else "", pairs)):
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries
@@ -301,10 +257,10 @@ def recent(mem: Records, since: str, *, limit: int = 50) -> list[RecentChange]:
     found: list[RecentChange] = []
     commit = mem.engine.head()
     while commit is not None and len(found) < limit and not (
-            stop is not None and mem.engine.descends_from(stop, commit)):
-        info = mem.engine.commit_info(commit)
+            stop is not None and mem.engine.log.descends_from(stop, commit)):
+        info = mem.engine.log.commit_info(commit)
         parent = info.parents[0] if info.parents else None
-        found.append(RecentChange(info, mem.engine.diff_commits("", parent, commit)))
+        found.append(RecentChange(info, mem.engine.log.diff_commits("", parent, commit)))
         commit = parent
     return found
 
@@ -314,7 +270,7 @@ def record_commits(mem: Records, record: layout.Record, *, limit: int | None = N
     """The commits that changed ``record``, newest first (at most ``limit``, after the
     newest ``skip``)."""
     versions = mem.record_index.versions(record.path)[skip:None if limit is None else skip + limit]
-    return mem.engine.commit_infos([v.id for v in versions])
+    return mem.engine.log.commit_infos([v.id for v in versions])
 
 
 def show(mem: Records, record: str, at: str) -> Shown:
@@ -333,11 +289,11 @@ def diff(mem: Records, record: str, since: str | None = None,
     new = resolve_version(mem, parsed, until) if until else mem.engine.head()
     times = [parse_time(when) for when in (since, until) if when]
     later = (len(times) == 2 and None not in times and times[0] > times[1]) or (
-        old and new and old != new and mem.engine.descends_from(old, new))
+        old and new and old != new and mem.engine.log.descends_from(old, new))
     if later:
         raise HistoryError(f"--since {since!r} is later than --until {until or 'now'!r}: "
                            "swap them")
-    return RecordDiff(parsed.name, old, new, mem.engine.diff_commits(parsed.path, old, new))
+    return RecordDiff(parsed.name, old, new, mem.engine.log.diff_commits(parsed.path, old, new))
 
 
 def restore(mem: Records, record: str, at: str, *, trailers: Mapping[str, str] | None = None,
@@ -354,7 +310,7 @@ def restore(mem: Records, record: str, at: str, *, trailers: Mapping[str, str] |
         versions = mem.record_index.versions(parsed.path)
         if not versions:
             raise NoRecord(f"no record {parsed.name}: nothing to restore")
-        first = mem.engine.commit_info(versions[-1].id)
+        first = mem.engine.log.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
                   "--agent`", "note": "the memory tool's delete",
                   "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")

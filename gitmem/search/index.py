@@ -39,14 +39,15 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from gitmem.edits.handedits import HandEdits, SettledLook
-from gitmem.errors import InvalidInput
+from gitmem.errors import HistoryError, InvalidInput
 from gitmem.git import gitproc, stamp
 from gitmem.git.base import EngineError
 from gitmem.git.changes import TIMEOUT, Step, StepsUnavailable, count_steps, first_parent_steps
 from gitmem.git.engine import GitEngine
 from gitmem.git.lock import FileLock, LockTimeout
-from gitmem.history.versions import HistoryError, parse_time, resolve_when
+from gitmem.history.versions import resolve_when
 from gitmem.records import layout
+from gitmem.records.dates import parse_time
 from gitmem.search.embeddings import Provider, configured_spec, provider_from
 from gitmem.search.meaning import (MeaningHits, VectorCache, by_meaning, embed, lacking,
                                    live_units)
@@ -241,7 +242,7 @@ class SearchIndex:
         commit = resolve_when(self.engine, when)
         if commit is None:
             raise HistoryError(f"{when!r} names no commit")
-        return self.engine.commit_info(commit).time, commit
+        return self.engine.log.commit_info(commit).time, commit
 
     def _take_in_hand_edits(self, path: str | None) -> SettledLook | None:
         """What a read does first: commit the hand edits waiting (of ``path``'s record, or
@@ -279,7 +280,7 @@ class SearchIndex:
             tip = self._tip(db)
             if tip == head:
                 return db
-            if tip and not self.engine.descends_from(head, tip):  # an amend, a reset, forget
+            if tip and not self.engine.log.descends_from(head, tip):  # an amend, a reset, forget
                 db, tip = self._start_over(), ""
             if head:
                 self._take_in(db, tip or None, head, progress)

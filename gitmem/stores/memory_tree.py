@@ -237,10 +237,10 @@ class MemoryTree:
         """A symbolic link on the way to ``where`` in the work tree (placed there, not yet
         committed) is refused as the SDK refuses one: with its text for a link that leads out
         of ``memory/``, and gitmem's own for one that stays inside (never followed)."""
-        root = self.engine.worktree_path(layout.MEMORY)
+        root = self.engine.worktree.path(layout.MEMORY)
         parts = where.split("/")
         for end in range(1, len(parts) + 1):
-            current = self.engine.worktree_path("/".join(parts[:end]))
+            current = self.engine.worktree.path("/".join(parts[:end]))
             if not os.path.islink(current):
                 if not os.path.isdir(current):
                     return  # missing, or a file: the commands answer for it from HEAD

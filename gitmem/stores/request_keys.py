@@ -52,13 +52,13 @@ class RequestKeys:
         new = []  # the commits since the last look, newest first, one read each
         at = tip
         while at is not None and at != self._tip and self._tip is not None and len(new) < WINDOW:
-            info = self.engine.commit_infos([at])[0]
+            info = self.engine.log.commit_infos([at])[0]
             new.append(info)
             at = info.parents[0] if info.parents else None
         if self._tip is None or at != self._tip:  # a first look, or main went elsewhere (a rewrite)
             self._window.clear()
             self._keys.clear()
-            new = self.engine.history(rev=tip, limit=WINDOW) if tip is not None else []
+            new = self.engine.log.history(rev=tip, limit=WINDOW) if tip is not None else []
         for info in reversed(new):
             key = info.trailers.get(TRAILER)
             self._window.append((info.id, key))

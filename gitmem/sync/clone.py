@@ -47,11 +47,11 @@ def clone(url: str, path: str | os.PathLike | None = None, *, remote: str = REMO
         engine = GitEngine.open(target, create=True,
                                 durability=os.environ.get(ENV_DURABILITY) or "fast")
         try:
-            engine.add_remote(remote, url)
+            engine.remotes.add(remote, url)
             engine.set_config_default("branch.main.remote", remote)
             engine.set_config_default("branch.main.merge", "refs/heads/main")
             engine.set_config_default("core.sharedRepository", "0600")  # plain git's writes too
-            tip = engine.fetch(remote)
+            tip = engine.remotes.fetch(remote)
             refuse_a_foreign_remote(engine, remote, tip, named=url, undone="nothing cloned")
             if tip is not None:
                 engine.fast_forward(None, tip)

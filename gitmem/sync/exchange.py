@@ -155,7 +155,7 @@ def choose_remote(engine: GitEngine, remote: str | None = None) -> str:
     only remote there is."""
     if remote:
         return remote
-    names = engine.remotes()
+    names = engine.remotes.names()
     configured = engine.config_get("branch.main.remote")
     if configured in names:
         return configured
@@ -218,7 +218,7 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, allow_unrelated: 
     result = SyncResult(remote)
     rescue.find_lost(engine)  # commits a history rewrite took off main stay kept, whatever comes in
     while True:
-        remote_tip = engine.fetch(remote, interactive=interactive, timeout=deadline.left())
+        remote_tip = engine.remotes.fetch(remote, interactive=interactive, timeout=deadline.left())
         if remote_tip != engine.head():  # what is not ours yet: never merged into main, nor pushed over
             refuse_a_foreign_remote(engine, remote, remote_tip, named=remote, undone="nothing merged or pushed",
                                     interactive=interactive, timeout=deadline.left())
@@ -229,14 +229,14 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, allow_unrelated: 
         local = _integrate(engine, remote, remote_tip, result)
         if local is None or local == remote_tip:
             return result
-        outgoing = engine.new_commits(local, [remote_tip] if remote_tip else [])
+        outgoing = engine.log.new_commits(local, [remote_tip] if remote_tip else [])
         if not allow_secrets:
             scanned = secrets.Scanner(engine).scan(outgoing)
             result.scanned_bytes.append(scanned.scanned_bytes)
             found = secrets.not_allowed(engine, scanned.findings)
             if found:
                 raise SecretsRefused(remote, found, scanned.scanned_bytes)
-        if engine.push(remote, local, interactive=interactive, timeout=deadline.left()):
+        if engine.remotes.push(remote, local, interactive=interactive, timeout=deadline.left()):
             result.outgoing = len(outgoing)
             return result
         pause = retry_pause(result.attempts)
@@ -252,7 +252,7 @@ def _sync(engine: GitEngine, remote: str, allow_secrets: bool, allow_unrelated: 
 
 def _refuse_unrelated(engine: GitEngine, remote: str, remote_tip: str) -> None:
     local = engine.head()
-    if local is not None and engine.merge_base(local, remote_tip) is None:
+    if local is not None and engine.log.merge_base(local, remote_tip) is None:
         raise UnrelatedHistories(
             f"{remote}/main and this repository share no commit (each was started on its own): "
             f"nothing merged or pushed; to merge the two, `gitmem sync --allow-unrelated-histories "
@@ -270,9 +270,9 @@ def _integrate(engine: GitEngine, remote: str, remote_tip: str | None,
     the lock (for as long as one merge takes, a fraction of a second even for large files).
     """
     local = engine.head()
-    if remote_tip is None or remote_tip == local or (local and engine.is_ancestor(remote_tip, local)):
+    if remote_tip is None or remote_tip == local or (local and engine.log.is_ancestor(remote_tip, local)):
         return local
-    result.incoming += len(engine.new_commits(remote_tip, [local] if local else []))
+    result.incoming += len(engine.log.new_commits(remote_tip, [local] if local else []))
     for _ in range(UNLOCKED_MERGE_ATTEMPTS):
         try:
             return _merge_into(engine, remote, local, remote_tip, result)
@@ -287,13 +287,13 @@ def _merge_into(engine: GitEngine, remote: str, local: str | None, remote_tip: s
                 result: SyncResult) -> str:
     """Fast-forward ``main`` from ``local`` to ``remote_tip``, or merge the two; BranchMoved
     when ``main`` is no longer at ``local``."""
-    if local is None or engine.is_ancestor(local, remote_tip):
+    if local is None or engine.log.is_ancestor(local, remote_tip):
         result.kept += engine.fast_forward(local, remote_tip)
         result.how = "fast-forward"
         return remote_tip
-    base = engine.merge_base(local, remote_tip)
-    merged = merge_changes(engine.changed_files(base, local),
-                           engine.changed_files(base, remote_tip), engine.read_blob)
+    base = engine.log.merge_base(local, remote_tip)
+    merged = merge_changes(engine.log.changed_files(base, local),
+                           engine.log.changed_files(base, remote_tip), engine.read_blob)
     commit, kept = engine.commit_merge(local, remote_tip, merged.changes,
                                        _merge_message(remote, result.incoming, merged.spots),
                                        {"Gitmem-Op": "sync.merge", "Gitmem-Remote": remote})
@@ -319,7 +319,7 @@ def read_state(engine: GitEngine, remote: str | None = None) -> dict[str, Any]:
     still in the files (their line numbers brought up to date)."""
     state = _load_state(engine)
     remotes = {name: entry for name, entry in state["remotes"].items()
-               if name == "" or (name in engine.remotes() and entry.get("url") in (None, _url(engine, name)))}
+               if name == "" or (name in engine.remotes.names() and entry.get("url") in (None, _url(engine, name)))}
     if remote is None:
         try:
             remote = choose_remote(engine)
@@ -370,7 +370,7 @@ def _save_state(engine: GitEngine, remote: str | None, *, merge_spots: list | No
     entry = state["remotes"].get(remote or "", {})
     if entry.get("url") not in (None, url):
         entry = {}
-    configured = engine.remotes()
+    configured = engine.remotes.names()
     state["remotes"] = {name: kept for name, kept in state["remotes"].items() if name in configured}
     state["remotes"][remote or ""] = {**entry, **updates, "url": url}
     if merge_spots is not None:

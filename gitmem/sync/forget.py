@@ -63,9 +63,9 @@ def forget_secret(mem: Gitmem, target: str, fingerprint: str) -> Forgotten:
     path = _path_of(target)
     HandEdits.of(engine).commit_pending()  # an edit saved by hand is part of what is rewritten
     head = engine.head()
-    pushed = {remote: tip for remote in engine.remotes()
-              if (tip := engine.remote_tip(remote)) is not None}
-    unpushed = engine.new_commits(head, list(pushed.values())) if head else []
+    pushed = {remote: tip for remote in engine.remotes.names()
+              if (tip := engine.remotes.tip(remote)) is not None}
+    unpushed = engine.log.new_commits(head, list(pushed.values())) if head else []
 
     def holds(snapshot, file: str) -> bool:
         data = snapshot.read(file) or b""
@@ -75,7 +75,7 @@ def forget_secret(mem: Gitmem, target: str, fingerprint: str) -> Forgotten:
         _refuse_if_held(engine, engine.snapshot(tip), path, holds, f"on {remote} (pushed)")
     unpushed_set = set(unpushed)
     for commit in unpushed:  # a line a pushed parent holds came from the remote
-        for parent in engine.commit_info(commit).parents:
+        for parent in engine.log.commit_info(commit).parents:
             if parent not in unpushed_set:
                 _refuse_if_held(engine, engine.snapshot(parent), path, holds, "in a pushed commit")
     adding = [f for f in secrets.scan(engine, unpushed)

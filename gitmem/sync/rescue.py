@@ -111,9 +111,9 @@ def _merge_back(engine: GitEngine, dropped: Dropped) -> Rescued:
         head = engine.head()
         if head is None:
             raise EngineError("main has no commit to merge into")
-        base = engine.merge_base(head, dropped.commit)
-        merged = merge_changes(engine.changed_files(base, head),
-                               engine.changed_files(base, dropped.commit), engine.read_blob)
+        base = engine.log.merge_base(head, dropped.commit)
+        merged = merge_changes(engine.log.changed_files(base, head),
+                               engine.log.changed_files(base, dropped.commit), engine.read_blob)
         try:
             commit, kept = engine.commit_merge(head, dropped.commit, merged.changes,
                                                _message(dropped, merged.spots),

@@ -24,7 +24,7 @@ a comment:
     # path:GLOB allows every finding in the files it matches
     path:memory/agents/security-*.md
 
-    scanned = Scanner(engine).scan(engine.new_commits(tip, [remote_tip]))
+    scanned = Scanner(engine).scan(engine.log.new_commits(tip, [remote_tip]))
     refused = [f for f in scanned.findings if not allowed(f, load_allow_list(engine))]
 """
 
@@ -139,7 +139,7 @@ class Scanner:
         result = Scan([])
         found: dict[tuple[str, str, str], Finding] = {}
         # closed as the scan ends, however it ends: git is not left running
-        with contextlib.closing(self.engine.changes_from_parents(list(commits))) as changes:
+        with contextlib.closing(self.engine.log.changes_from_parents(list(commits))) as changes:
             for commit in changes:
                 for path, new, olds in _changed(commit):
                     key = ":".join([new, *sorted(o or "" for o in olds)])
@@ -246,7 +246,7 @@ def fingerprint(path: str, line: bytes) -> str:
 def load_allow_list(engine: GitEngine) -> list[str]:
     """The entries of the allow-list file in the work tree ([] when there is none)."""
     try:
-        text = engine.worktree_path(ALLOW_FILE).read_text("utf-8", "replace")
+        text = engine.worktree.path(ALLOW_FILE).read_text("utf-8", "replace")
     except OSError:
         return []
     entries = []

@@ -112,21 +112,21 @@ def pack(engine: GitEngine, *, full: bool = False, use_git: bool | None = None,
     for key, value in PACK_LIMITS.items():
         engine.set_config_default(key, value)
     started = time.monotonic()
-    loose_before, packs_before = engine.loose_objects(), len(engine.pack_files())
+    loose_before, packs_before = engine.pack.loose_objects(), len(engine.pack.pack_files())
     try:
         with FileLock(engine.private_dir / "maintenance-lock", timeout=wait):  # an flock file, like "lock"
             if use_git:
                 method = _pack_with_git(engine, full)
             elif full or packs_before >= PACK_LIMIT:
-                engine.pack_all_objects()
+                engine.pack.pack_all_objects()
                 method = "libgit2 (all)"
             else:
-                engine.pack_loose_objects()
+                engine.pack.pack_loose_objects()
                 method = "libgit2"
     except LockTimeout:
         method = "skipped"
-    return PackReport(method, loose_before, engine.loose_objects(), packs_before,
-                      len(engine.pack_files()), time.monotonic() - started)
+    return PackReport(method, loose_before, engine.pack.loose_objects(), packs_before,
+                      len(engine.pack.pack_files()), time.monotonic() - started)
 
 
 def _pack_with_git(engine: GitEngine, full: bool) -> str:
@@ -231,7 +231,7 @@ class Maintenance:
                 self._writes = 0
                 self._busy = True
             try:
-                if self.engine.loose_objects(sample=sample) >= self.threshold:
+                if self.engine.pack.loose_objects(sample=sample) >= self.threshold:
                     report = pack(self.engine, use_git=self.use_git)
                     self.reports.append(report)
                     log.info("packed: %s", report)
@@ -290,10 +290,10 @@ def fsck(mem: Gitmem, *, use_git: bool | None = None) -> FsckReport:
     report = FsckReport()
     if use_git is None:
         use_git = git_version() is not None
-    object_problems = _git_fsck(engine) if use_git else engine.check_objects()
+    object_problems = _git_fsck(engine) if use_git else engine.pack.check_objects()
     report.objects_checked_by = "git fsck --full" if use_git else "libgit2"
     if object_problems:
-        where = engine.locate_objects({oid for oid, _ in object_problems})
+        where = engine.pack.locate_objects({oid for oid, _ in object_problems})
         for oid, message in object_problems:
             place = f" ({where[oid]} at HEAD)" if oid in where else ""
             record = _record_of(where.get(oid, ""))
@@ -315,8 +315,8 @@ def fsck(mem: Gitmem, *, use_git: bool | None = None) -> FsckReport:
             report.problems.append(Problem(f"{path} (HEAD)", f"cannot be read: {exc}"))
             continue
         _check_file(report, snapshot, path, data, "HEAD")
-        if engine.worktree_id(path) not in (None, snapshot.blob_id(path)):
-            on_disk = engine.read_worktree(path)
+        if engine.worktree.file_id(path) not in (None, snapshot.blob_id(path)):
+            on_disk = engine.worktree.read(path)
             if on_disk is not None:
                 _check_file(report, snapshot, path, on_disk[0], "work tree")
     return report

@@ -47,7 +47,7 @@ def status(target) -> dict[str, Any]:
     in_step = None  # not known in a repository we cannot write (the check writes a tree)
     if engine.writable:
         with engine.lock:  # the index is shared with the engine's background refresher
-            in_step = engine.index_in_step()
+            in_step = engine.index.in_step()
     return {
         "repository": str(engine.workdir),
         "head": engine.head(),
@@ -80,9 +80,9 @@ def unreadable(engine: GitEngine) -> list[dict[str, Any]]:
         since, found = kept["commit"], [dict(item) for item in kept["found"]]
         if since == head:
             return found
-        changed = engine.changed_files(since, head)
+        changed = engine.log.changed_files(since, head)
     except (OSError, ValueError, KeyError, TypeError, EngineError):  # no look yet, or another history
-        changed, found = engine.changed_files(None, head), []
+        changed, found = engine.log.changed_files(None, head), []
     found = [item for item in found if item["path"] not in changed]
     snapshot = engine.snapshot()
     for path, (_old, new) in changed.items():
@@ -126,9 +126,9 @@ def unpushed(engine: GitEngine) -> dict[str, Any] | None:
         remote = sync.choose_remote(engine)
     except sync.SyncError:
         return None
-    head, tip = engine.head(), engine.remote_tip(remote)
-    ahead = len(engine.new_commits(head, [tip] if tip else [])) if head else 0
-    behind = len(engine.new_commits(tip, [head] if head else [])) if tip else 0
+    head, tip = engine.head(), engine.remotes.tip(remote)
+    ahead = len(engine.log.new_commits(head, [tip] if tip else [])) if head else 0
+    behind = len(engine.log.new_commits(tip, [head] if head else [])) if tip else 0
     return {"remote": remote, "fetched": tip is not None, "ahead": ahead, "behind": behind}
 
 

@@ -16,8 +16,9 @@ import html
 from collections import Counter
 from datetime import datetime, timedelta
 
+from gitmem.errors import HistoryError
 from gitmem.git.base import CommitInfo
-from gitmem.history.versions import HistoryError, format_date, parse_time
+from gitmem.records.dates import format_date, parse_time
 from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 
@@ -70,7 +71,7 @@ def window(choice: str, since: str = "", until: str = "", *, now: float | None =
 def activity(mem: Gitmem, since: float, until: float) -> Activity:
     """The commits of main made from ``since`` to ``until`` (seconds since the epoch)."""
     indexed = mem.record_index.commits_between(since, until)
-    infos = {c.id: c for c in mem.engine.commit_infos([c.id for c in indexed])}
+    infos = {c.id: c for c in mem.engine.log.commit_infos([c.id for c in indexed])}
     changes = []
     for found in indexed:
         info = infos[found.id]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from gitmem.history.versions import format_date
 from gitmem.records import layout
+from gitmem.records.dates import format_date
 from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 
@@ -48,7 +48,7 @@ class Listing:
             if kind is not None and record.kind != kind:
                 continue
             versions = mem.record_index.versions(path)
-            last = mem.engine.commit_infos([versions[0].id])[0] if versions else None
+            last = mem.engine.log.commit_infos([versions[0].id])[0] if versions else None
             found.append(Listed(record.name, record.kind, self._size(snapshot, path),
                                 format_date(last.time, last.offset) if last else None,
                                 last.id if last else None))

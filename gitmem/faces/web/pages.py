@@ -27,8 +27,9 @@ from gitmem.faces.web.listing import KINDS, Listing
 from gitmem.faces.web.markdown import render
 from gitmem.faces.web.sidebyside import side_by_side
 from gitmem.faces.web.transcript import parts, role_of
+from gitmem.errors import HistoryError
 from gitmem.history import versions as history
-from gitmem.records import layout
+from gitmem.records import dates, layout
 from gitmem.records.units import blocks
 from gitmem.repository import Gitmem
 
@@ -50,7 +51,7 @@ templates.filters["short"] = lambda commit: (commit or "")[:10]
 templates.filters["size"] = lambda n: f"{n:,} B" if n < 10_000 else (
     f"{n / 1000:,.1f} kB" if n < 10_000_000 else f"{n / 1_000_000:,.1f} MB")
 templates.globals["client_of"] = activity_page.client_of
-templates.globals["format_date"] = history.format_date
+templates.globals["format_date"] = dates.format_date
 
 
 class Pages:
@@ -100,7 +101,7 @@ class Pages:
     async def records(self, request: Request) -> Response:
         kind = request.query_params.get("kind") or None
         if kind is not None and kind not in KINDS:
-            raise history.HistoryError(f"no record kind {kind!r}: use one of {', '.join(KINDS)}")
+            raise HistoryError(f"no record kind {kind!r}: use one of {', '.join(KINDS)}")
         return self.page(request, "records.html", title="records", kinds=KINDS, kind=kind,
                          records=self.listing.records(kind))
 
@@ -174,10 +175,10 @@ class Pages:
     async def blob(self, request: Request) -> Response:
         record = _record(request)
         if record.kind != "session":
-            raise history.HistoryError("only a session keeps images")
+            raise HistoryError("only a session keeps images")
         at = request.query_params.get("at") or None
         if at is not None and not _COMMIT.fullmatch(at):
-            raise history.HistoryError(f"at {at!r} is not a commit id")
+            raise HistoryError(f"at {at!r} is not a commit id")
         snapshot = self.mem.engine.snapshot_of(at, scope=record.path) if at else \
             self.mem.engine.snapshot(scope=record.path)
         found = self.mem.sessions.image(*record.ids, request.query_params.get("file", ""), snapshot=snapshot)
@@ -207,7 +208,7 @@ class Pages:
         until = request.query_params.get("to") or None
         if since and until:  # two versions picked in either order: the older one first
             old, new = (history.resolve_version(self.mem, record, w) for w in (since, until))
-            if old and new and old != new and self.mem.engine.descends_from(old, new):
+            if old and new and old != new and self.mem.engine.log.descends_from(old, new):
                 since, until = until, since
         found = self.mem.diff(record.name, since, until)
         return self.page(request, "diff.html", title=f"{record.name}: diff", record=record,
@@ -241,7 +242,7 @@ class Pages:
         record = _memory(layout.parse_record(form.get("name", "")))
         base = form.get("base") or None
         if base is not None and not _COMMIT.fullmatch(base):
-            raise history.HistoryError(f"base {base!r} is not a commit id")
+            raise HistoryError(f"base {base!r} is not a commit id")
         content = form.get("content", "").replace("\r\n", "\n")  # a form's text has CRLF line ends
         agent = record.ids[0] if record.kind == "agent" else None
         commit = self.mem.memory.save_from(content, agent, base, author=self.mem.engine.user_identity(),
@@ -266,9 +267,9 @@ class Pages:
     def _search(self, query: str, with_history: bool, as_of: str, kind: str | None) -> list:
         if not as_of:
             return self.mem.search(query, history=with_history, kind=kind, limit=SEARCH_LIMIT)
-        moment = history.parse_time(as_of)
+        moment = dates.parse_time(as_of)
         if moment is None:
-            raise history.HistoryError(f"as of {as_of!r} is not a date: use 2026-11-01, "
+            raise HistoryError(f"as of {as_of!r} is not a date: use 2026-11-01, "
                                        "2026-11-01T14:00, yesterday or '3 days ago'")
         # what the records held then: added by then, and not removed by then
         hits = self.mem.search(query, history=True, kind=kind, until=as_of, limit=4 * SEARCH_LIMIT)
@@ -305,13 +306,13 @@ def _record(request: Request) -> layout.Record:
 
 def _memory(record: layout.Record) -> layout.Record:
     if record.kind not in ("user", "agent"):
-        raise history.HistoryError(f"{record.name} cannot be edited here: only a memory (user, agent:<id>) can")
+        raise HistoryError(f"{record.name} cannot be edited here: only a memory (user, agent:<id>) can")
     return record
 
 
 def _whole(text: str, what: str) -> int:
     if not text.isdigit():
-        raise history.HistoryError(f"{what} must be a whole number, not {text!r}")
+        raise HistoryError(f"{what} must be a whole number, not {text!r}")
     return int(text)
 
 
@@ -345,4 +346,4 @@ def _seconds(date: str) -> float:
     return datetime.fromisoformat(date).timestamp()
 
 
-REFUSALS = (history.HistoryError, layout.BadRecordName, ValueError, WriteRefused)
+REFUSALS = (HistoryError, layout.BadRecordName, ValueError, WriteRefused)
