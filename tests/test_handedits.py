@@ -168,6 +168,18 @@ def test_an_api_append_goes_after_the_edited_text(mem, person, git):
     assert ops[:2] == ["memory.append", "hand-edit"]
 
 
+@pytest.mark.parametrize("save", SAVES.values(), ids=SAVES.keys())
+def test_a_person_who_takes_an_agents_addition_out_again_keeps_the_older_text(mem, person, save):
+    """A save equal to an older version, where the file held a newer one, is a person's
+    edit (a revert), not gitmem's stale file: it was taken for one and written over."""
+    mem.memory.write("one")
+    mem.memory.write("two", mode="append")
+    save(mem.engine.worktree.path("memory/user.md"), "one\n")
+    assert mem.memory.read() == "one\n"
+    (edit,) = hand_commits(mem)
+    assert content_at(mem, edit.id, "memory/user.md") == "one\n"
+
+
 def test_an_api_replace_keeps_an_edit_it_never_saw_and_replaces_one_it_read(mem, person):
     """The writer's base is what it has seen (issue 43): its own "one", not the person's edit."""
     mem.memory.write("one")

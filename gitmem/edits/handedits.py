@@ -17,7 +17,8 @@ trailer ``Gitmem-Op: hand-edit`` and a message listing the files:
 One rule decides what a work-tree file that differs from HEAD is:
 
 - **gitmem's own stale file**: it holds an older version of that path committed on
-  ``main`` (a write that failed or was cut short left it), or it is missing where
+  ``main`` that the journal last saw it hold (a write that failed or was cut short left
+  it; one the file held something else after is a person's revert), or it is missing where
   gitmem never managed to write it. It is repaired (HEAD's version written again),
   never committed. One gitmem cannot write (full disk, read-only or symlinked folder)
   is listed by ``gitmem status`` and tried again at the next access.
@@ -391,8 +392,10 @@ class HandEdits:
                     plan.saves.append(_Save(path, None, None, states[0] if states else head_id))
                 continue
             versions = engine.log.path_versions(path)
-            if on_disk in versions:
-                plan.repairs[path] = on_disk  # an older version: gitmem's own stale file
+            if on_disk in versions and (not states or states[0] == on_disk or path in failures):
+                # an older version the file was left holding: gitmem's own stale file (one
+                # the journal saw it hold something else after is a person's revert)
+                plan.repairs[path] = on_disk
                 continue
             problem = check(path, data)
             if problem is not None:
@@ -400,6 +403,9 @@ class HandEdits:
                 continue
             if head_id is None:
                 _warn_if_no_agent_reads(path)
+            # a save is made from another version than itself (one equal to an older version is a revert)
+            versions = [v for v in versions if v != on_disk]
+            states = [s for s in states if s is None or s != on_disk]
             plan.saves.append(_Save(path, data, on_disk, self._base(path, data, states, versions, head)))
         return plan
 
