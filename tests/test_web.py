@@ -77,6 +77,48 @@ def test_start_prints_one_line_and_the_token_becomes_a_cookie(web: WebServer):
     assert "default-src 'self'" in web.request("GET", "/", cookie=web.token)[1]["content-security-policy"]
 
 
+def test_a_kept_alive_connection_has_tcp_nodelay():
+    """``listen`` makes a TCP socket asyncio sets TCP_NODELAY on for each connection it
+    accepts (issue 45: made without IPPROTO_TCP, it was not, and the last piece of each
+    answer on a kept-alive connection waited for the client's delayed ACK, 44 ms a call)."""
+    import asyncio
+    import socket
+
+    import uvicorn
+
+    from gitmem.faces.web.app import _Server, listen
+
+    async def app(scope, receive, send):
+        if scope["type"] == "http":
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+            await send({"type": "http.response.body", "body": b"ok"})
+
+    sock = listen("127.0.0.1", 0)
+    server = _Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+
+    async def second_answer_and_nodelay() -> tuple[bytes, int]:
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started:
+            await asyncio.sleep(0.01)
+        reader, writer = await asyncio.open_connection(*sock.getsockname())
+        for _ in range(2):  # the second on the same connection
+            writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            await reader.readuntil(b"\r\n\r\n")
+            body = await reader.readexactly(2)
+        (connection,) = server.server_state.connections
+        nodelay = connection.transport.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        writer.close()
+        server.should_exit = True
+        await serving
+        return body, nodelay
+
+    try:
+        body, nodelay = asyncio.run(second_answer_and_nodelay())
+    finally:
+        sock.close()
+    assert body == b"ok" and nodelay != 0
+
+
 def test_each_start_makes_a_new_token(repo: Path, web: WebServer):
     with WebServer.start(repo) as other:
         assert other.token != web.token

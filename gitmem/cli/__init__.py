@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import sys
 
-from gitmem.cli.base import UsageError, one_line, warn_on_stderr
+from gitmem.cli.base import UsageError, warn_on_stderr
 from gitmem.cli.search import plain_search
+from gitmem.errors import one_line
 
 
 def main(argv: list[str] | None = None) -> int:

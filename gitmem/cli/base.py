@@ -11,8 +11,10 @@ import json
 import os
 import sys
 
+from gitmem.errors import GitmemError, one_line
 
-class CliError(Exception):
+
+class CliError(GitmemError):
     """Bad input or an operation that cannot be done: printed as one line, exit 1."""
 
 
@@ -32,8 +34,7 @@ def warn_on_stderr() -> None:
         def format(self, record: logging.LogRecord) -> str:
             text = " ".join(record.getMessage().split())
             if record.exc_info and record.exc_info[1] is not None:
-                error = record.exc_info[1]
-                text += f": {' '.join(str(error).split()) or type(error).__name__}"
+                text += f": {one_line(record.exc_info[1])}"
             return f"gitmem: {text}"
 
     stderr = logging.StreamHandler()
@@ -46,16 +47,6 @@ def quick_first(run):
     repository (and without logging); :func:`open_repo` sets up its warnings."""
     run.quick_first = True
     return run
-
-
-def one_line(exc: BaseException) -> str:
-    """The first line of ``exc``'s message; for a file system error the file and the
-    cause, without errno's "[Errno 17]"."""
-    if isinstance(exc, OSError) and exc.strerror:
-        cause = exc.strerror[0].lower() + exc.strerror[1:]
-        return f"{exc.filename}: {cause}" if exc.filename else cause
-    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
 
 
 def open_repo(args, *, create: bool = False):

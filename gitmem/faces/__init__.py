@@ -2,7 +2,9 @@
 
 ``rpc`` (newline-delimited JSON-RPC 2.0: framing, errors, the line loop nui and kaboo
 share), ``serve`` (``gitmem serve``: one process answering ``storage.*`` and
-``threads.*``), ``logfile`` (a server's log file); ``nui/`` (the ``storage.*`` table,
+``threads.*``), ``served`` (what the long-running faces, ``serve``, ``mcp`` and ``web``,
+share: opening, the log, the background work and the shutdown), ``logfile`` (a server's
+log file); ``nui/`` (the ``storage.*`` table,
 handler lists, the extension install, the import of nui's data), ``kaboo/`` (the
 ``threads.*`` table, the npm adapter), ``mcp/`` (tools on the MCP SDK, the server, client
 configuration), ``anthropic/`` (Claude's memory tool on the Anthropic SDK, public as

@@ -41,7 +41,7 @@ from typing import Any, BinaryIO, Union
 
 import msgspec
 
-from gitmem.errors import InvalidInput
+from gitmem.errors import InvalidInput, one_line
 from gitmem.faces.lines import RequestLines
 from gitmem.records import strictjson
 
@@ -317,7 +317,7 @@ class _Loop:
             call.reply = {"error": InvalidParams("params nest too deeply").to_json()}
         except Exception as error:
             self.log.error("%s id=%s raised", _brief(call.method), _brief(call.id), exc_info=True)
-            call.reply = {"error": {"code": INTERNAL_ERROR, "message": _one_line(error)}}
+            call.reply = {"error": {"code": INTERNAL_ERROR, "message": _named(error)}}
         if "error" in call.reply and call.reply["error"]["code"] != PARSE_ERROR \
                 and _texts_param(self.methods, call.method):
             # The json_texts items were only scanned: a line that is not JSON after all is
@@ -346,7 +346,7 @@ class _Loop:
         except (TypeError, ValueError, RecursionError) as error:
             self.log.error("%s id=%s: result is not JSON", _brief(call.method), _brief(call.id),
                            exc_info=True)
-            message = "result is not JSON: " + _one_line(error)
+            message = "result is not JSON: " + _named(error)
             call.reply = {"error": {"code": INTERNAL_ERROR, "message": message}}
             data = _encode({"jsonrpc": "2.0", "id": call.id, **call.reply}) + b"\n"
         if len(data) > self.max_response and not _is_uncapped(self.methods, call.method):
@@ -506,7 +506,7 @@ def parse_json(data: bytes) -> Any:
     except strictjson.NonFiniteNumber as error:  # the words every entry uses
         raise RpcError(PARSE_ERROR, f"parse error: {error}") from None
     except (ValueError, RecursionError) as error:
-        raise RpcError(PARSE_ERROR, f"parse error: {_one_line(error)}") from None
+        raise RpcError(PARSE_ERROR, f"parse error: {_named(error)}") from None
 
 
 # A param as msgspec reads it in one pass over the line: an array as its items' texts.
@@ -632,8 +632,10 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8", "backslashreplace")
 
 
-def _one_line(error: BaseException) -> str:
-    return " ".join(f"{type(error).__name__}: {error}".split())[:500]
+def _named(error: BaseException) -> str:
+    """``error`` in one line led by its class's name (what its traceback in the log is
+    found by), at most 500 characters."""
+    return f"{type(error).__name__}: {one_line(error)}"[:500]
 
 
 def _brief(value: Any, limit: int = 80) -> str:

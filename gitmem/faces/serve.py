@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import logging
 import os
 import signal
@@ -23,32 +24,29 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gitmem import __version__
+from gitmem.errors import one_line
 from gitmem.faces import logfile, rpc
 from gitmem.faces.kaboo.threads import thread_methods
 from gitmem.faces.nui.handlers import HandlerConfigError, HandlerTable, find_handlers_file, load_handlers
 from gitmem.faces.nui.storage import LATE_WINDOW, storage_methods
-from gitmem.git import gitproc
+from gitmem.faces.served import Served
 from gitmem.git.base import GITMEM_DIR, DamagedObject, MissingRepository
 from gitmem.git.files import opened_by_gitmem
 from gitmem.git.pipes import widen_pipe
-from gitmem.history.record_index import RecordIndex
 from gitmem.repository import ForeignRepository, Gitmem, NotAFolderOfItsOwn, default_repo_path
 from gitmem.sync import rescue
-from gitmem.upkeep.maintenance import Maintenance
 
 log = logging.getLogger("gitmem.faces.serve")
 
 LOG_NAME = logfile.SERVE_LOG
 LATE_WINDOW_ENV = "GITMEM_LATE_WINDOW"
+EXTENSION_NAME_ENV = "NUI_EXTENSION_NAME"  # the name nui gave this extension
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters, from glibc's malloc.h
 SHUTDOWN_METHODS = ("storage.shutdown", "extension.shutdown")  # answered even when not serving
-MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit (its git is ended)
-SYNC_GRACE = 3.0  # seconds a background sync under way may take to finish at exit
 # The watcher's first look (a status of every file) and the first sync hold the
 # interpreter for a time that grows with the repository: they start this long after the
 # first answer, once nui's burst of start-up calls is answered, or without any request.
 AFTER_FIRST_ANSWER = 0.5  # seconds (the record index catches up then too)
-INDEX_GRACE = 2.0  # seconds the record index's catching up may take to end at exit
 WITHOUT_A_REQUEST = 2.0  # seconds
 
 
@@ -72,38 +70,25 @@ def run(repo: str | os.PathLike | None = None, *,
     """
     protocol_out = _claim_stdout()
     _keep_big_buffers_in_the_heap()
-    os.umask(0o077)
+    served = Served(log_file=log_file, log_level=log_level)
     try:
         made = repo is not None and not (Path(repo).expanduser() / ".git").exists()
-        mem = Gitmem.open(repo, create=create, durability=durability, packer=Maintenance)
+        mem = served.open(repo, create=create, durability=durability)
     except Exception as exc:  # noqa: BLE001 - whatever it is, nui must be told, not see us die
-        return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
-    try:
-        mem.engine.snapshot()  # a damaged HEAD commit or folder: said as at opening
-    except DamagedObject as exc:
-        mem.close()
-        return _serve_unavailable(repo, log_file, log_level, exc, protocol_out)
-    log_path = Path(log_file) if log_file else mem.engine.private_dir / LOG_NAME
-    try:
-        log_writer = logfile.start(log_path, log_level)
-    except OSError as exc:  # a read-only repository: the log goes to stderr
-        log_writer = None
-        log.warning("not logging to %s: %s", log_path, exc.strerror or exc)
+        return _serve_unavailable(served, repo, exc, protocol_out)
     if made:  # never behind the person's back
         said = f"made a new gitmem repository at {mem.engine.workdir}: nothing was there"
         log.warning("%s", said)
-        if log_writer is not None:
+        if served.log_writer is not None:
             print(f"gitmem: {said}", file=sys.stderr, flush=True)
     # An invalid handler list stops us before serving, with a one-line error the CLI
     # prints; nui drops stderr, so it goes to the log too.
     try:
-        handlers_file = find_handlers_file(handlers_path, os.environ)
+        handlers_file = find_handlers_file(handlers_path, served.environ)
         handlers = load_handlers(handlers_file) if handlers_file else HandlerTable()
     except HandlerConfigError as error:
         log.error("not serving: %s", error)
-        mem.close()
-        if log_writer is not None:
-            log_writer.stop()
+        served.close()
         raise
     log.info("serving %s (pid %d, handlers: %s)", mem.engine.workdir, os.getpid(),
              handlers_file or "any")
@@ -111,73 +96,27 @@ def run(repo: str | os.PathLike | None = None, *,
         rescue.find_lost(mem.engine)
     except Exception:  # noqa: BLE001 - serving goes on; `gitmem status` tries again
         log.exception("looking for commits taken off main failed")
-    maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
-    watcher = syncer = vectors = None
-    indexer = threading.Thread(target=_catch_up_index, args=(mem,), name="record-index", daemon=True)
-    started = finished = False
-    starting = threading.Lock()
-
-    def start_background() -> None:
-        """The hand-edit watcher, the periodic sync and the vectors' build (see
-        AFTER_FIRST_ANSWER). An edit saved before is committed by the watcher's first look,
-        or by the read or write of its record, whichever comes first."""
-        nonlocal watcher, syncer, vectors, started
-        with starting:
-            if started or finished or not mem.engine.writable:
-                return  # a repository we cannot write is only read: nothing to commit or sync
-            started = True
-            from gitmem.sync import exchange as sync
-            from gitmem.edits import watch  # not before: a first answer waits for no watcher
-            from gitmem.upkeep.vectors import VectorBuild
-            watcher = watch.start_watching(mem) if watch_edits else None
-            syncer = sync.BackgroundSync(mem, sync_interval, sync_remote).start() if sync_interval else None
-            indexer.start()
-            vectors = VectorBuild(mem.engine).start()
-
-    def finish() -> None:
-        """Commit pending hand edits, stop the background threads, bring the index in step.
-
-        Runs before a shutdown call is answered (nui kills the process right after) and
-        again, doing nothing, on the way out.
-        """
-        nonlocal finished
-        with starting:
-            if finished:
-                return
-            finished = True
-        log.info("finishing: pending hand edits, background work")
-        if vectors is not None:
-            vectors.request_stop()  # before its git is ended below
-        if syncer is not None:
-            syncer.stop(timeout=SYNC_GRACE)
-        if watcher is not None:
-            watcher.stop()
-        maintenance.stop()  # first: the repack ended next is no failure
-        gitproc.stop_all(final=True)  # a stuck fetch, a repack: no git process outlives us
-        if indexer.is_alive():  # its git just ended
-            indexer.join(INDEX_GRACE)
-        if vectors is not None:  # between two batches
-            vectors.stop()
-        maintenance.close(timeout=MAINTENANCE_GRACE)
-        mem.close()
-
+    # The hand-edit watcher, the periodic sync, the record index and the vectors (see
+    # AFTER_FIRST_ANSWER). An edit saved before is committed by the watcher's first look,
+    # or by the read or write of its record, whichever comes first.
+    start_background = functools.partial(served.start_background, watch_edits=watch_edits,
+                                         sync_interval=sync_interval, sync_remote=sync_remote,
+                                         catch_up_index=True)
     timers = [_timer(WITHOUT_A_REQUEST, start_background)]
     try:
         serve(mem, handlers, _protocol_in(), protocol_out,
-              max_response=max_response or sys.maxsize, on_shutdown=finish, late_window=late_window,
+              name=served.environ.get(EXTENSION_NAME_ENV) or "gitmem",
+              max_response=max_response or sys.maxsize, on_shutdown=served.finish, late_window=late_window,
               after_first_answer=lambda: timers.append(_timer(AFTER_FIRST_ANSWER, start_background)))
     finally:
         for timer in timers:
             timer.cancel()
-        finish()
-        log.info("stopped")
-        if log_writer is not None:
-            log_writer.stop()
+        served.close()
     return 0
 
 
 def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO, *,
-          max_response: int = rpc.MAX_RESPONSE,
+          name: str = "gitmem", max_response: int = rpc.MAX_RESPONSE,
           on_shutdown: Callable[[], None] = lambda: None,
           late_window: float = LATE_WINDOW,
           after_first_answer: Callable[[], None] | None = None) -> None:
@@ -185,22 +124,13 @@ def serve(mem: Gitmem, handlers: HandlerTable, stdin: BinaryIO, stdout: BinaryIO
 
     ``on_shutdown`` runs before ``storage.shutdown``/``extension.shutdown`` is answered
     (and the log is flushed after it, before the answer: nui kills the process at once).
+    ``name`` is the extension's, as nui gave it (``$NUI_EXTENSION_NAME``).
     """
-    name = os.environ.get("NUI_EXTENSION_NAME") or "gitmem"
     methods = _ThenOnFirstUse(thread_methods(mem.threads, version=__version__), lambda: storage_methods(
         mem.sessions, mem.memory, handlers, version=__version__, name=name, on_shutdown=on_shutdown,
         max_response=max_response, late_window=late_window))
     rpc.serve(methods, stdin, stdout, log=log, log_context=_ids_of, max_response=max_response,
               stop_signals=(signal.SIGTERM, signal.SIGINT), after_first_answer=after_first_answer)
-
-
-def _catch_up_index(mem: Gitmem) -> None:
-    """Bring the record index up to date in a thread of its own (a history from a clone,
-    a fetch or an older gitmem), so that the first history command finds it ready."""
-    try:
-        RecordIndex(mem.engine).catch_up()
-    except Exception as exc:  # noqa: BLE001 - stopped, or a damaged history: the command says it
-        log.debug("the record index did not catch up: %s", exc)
 
 
 def _timer(seconds: float, call: Callable[[], None]) -> threading.Timer:
@@ -210,28 +140,24 @@ def _timer(seconds: float, call: Callable[[], None]) -> threading.Timer:
     return timer
 
 
-def _serve_unavailable(repo, log_file, log_level: str, problem: Exception,
-                       protocol_out: BinaryIO) -> int:
+def _serve_unavailable(served: Served, repo, problem: Exception, protocol_out: BinaryIO) -> int:
     """Stay up and answer every request with an error saying why the repository cannot be
     served and what to do (nui logs it; a process that exited would only be "gone"). The
     reason goes to the log file first. Returns 1 at end of input, SIGTERM or shutdown."""
     repo = (Path(repo).expanduser() if repo else default_repo_path()).absolute()
-    reason = str(problem).strip().splitlines()[0] if str(problem).strip() else type(problem).__name__
-    message = f"gitmem cannot serve {repo}: {reason}; {_fix_for(problem, repo)}"
-    log_path = Path(log_file) if log_file else repo / ".git" / GITMEM_DIR / LOG_NAME
-    log_writer = unlogged = None
+    message = f"gitmem cannot serve {repo}: {one_line(problem)}; {_fix_for(problem, repo)}"
+    log_path = served.log_file or repo / ".git" / GITMEM_DIR / LOG_NAME
+    unlogged = None
     # Nothing is written into a repository gitmem has not opened before (one it refused
     # stays as it was), and no folder is made for a log.
-    if not log_file and not opened_by_gitmem(repo / ".git"):
+    if not served.log_file and not opened_by_gitmem(repo / ".git"):
         unlogged = f" (not in {log_path}: " + ("there is no repository)" if not (repo / ".git").exists()
                                                else "gitmem writes nothing into a repository it has not opened)")
     else:
-        try:
-            log_writer = logfile.start(log_path, log_level)
-        except OSError as exc:  # no log file: stderr is all there is
-            unlogged = f" (not in {log_path}: {exc.strerror or exc})"
+        reason = served.start_log(log_path, warn=False)  # none: stderr is all there is
+        unlogged = f" (not in {log_path}: {reason})" if reason else None
     log.error("not serving: %s%s", message, unlogged or "")  # stderr, when there is no log file
-    if log_writer is not None:
+    if served.log_writer is not None:
         print(f"gitmem: {message}", file=sys.stderr)
 
     def unavailable(params: dict):
@@ -245,9 +171,7 @@ def _serve_unavailable(repo, log_file, log_level: str, problem: Exception,
         rpc.serve(methods, _protocol_in(), protocol_out, log=log,
                   stop_signals=(signal.SIGTERM, signal.SIGINT))
     finally:
-        log.info("stopped")
-        if log_writer is not None:
-            log_writer.stop()
+        served.close()
     return 1
 
 

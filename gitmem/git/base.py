@@ -15,6 +15,7 @@ from typing import TypeVar
 
 import pygit2
 
+from gitmem.errors import GitmemError
 from gitmem.git.files import BRANCH, FILE_MODE, GITMEM_DIR, REF  # noqa: F401 - named here with the other names and modes
 
 DIR_MODE = 0o700
@@ -24,7 +25,7 @@ Changes = Mapping[str, "bytes | None"]
 T = TypeVar("T")
 
 
-class EngineError(Exception):
+class EngineError(GitmemError):
     """A storage operation could not be carried out."""
 
 

@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 
+from gitmem.errors import GitmemError
 from gitmem.git.pipes import widen_pipe
 
 STOP_GRACE = 2.0  # seconds between SIGTERM and SIGKILL of a group
@@ -39,11 +40,11 @@ _running_lock = threading.Lock()
 _stopped = False  # after stop_all(final=True) no git starts any more
 
 
-class GitMissing(Exception):
+class GitMissing(GitmemError):
     """The ``git`` command is not installed."""
 
 
-class GitTimeout(Exception):
+class GitTimeout(GitmemError):
     """git gave no answer within its deadline; its process group was killed."""
 
 

@@ -20,17 +20,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from gitmem.errors import GitmemError
+
 
 # The lock file holds the holder's pid, padded to a fixed width; letting go overwrites it
 # with spaces (cheaper than truncating the file).
 _RELEASED = b" " * 20 + b"\n"
 
 
-class LockTimeout(Exception):
+class LockTimeout(GitmemError):
     """The lock could not be taken within its timeout."""
 
 
-class NotWritable(Exception):
+class NotWritable(GitmemError):
     """The lock file cannot be opened for writing: this process cannot write the repository."""
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from gitmem.errors import InvalidInput
+from gitmem.errors import GitmemError, InvalidInput
 
 MAX_SEGMENT = 180  # bytes; leaves room for suffixes like ".jsonl" under a 255-byte name limit
 _PLAIN = re.compile(r"[a-z0-9._-]")
@@ -31,7 +31,7 @@ _RESERVED = {"con", "prn", "aux", "nul"} | {f"{p}{n}" for p in ("com", "lpt") fo
 _HASH_LEN = 16
 
 
-class UndecodableId(ValueError):
+class UndecodableId(GitmemError, ValueError):
     """A name that is not the encoding of any id, or a hashed one that lost its tail."""
 
 

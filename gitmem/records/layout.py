@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import namedtuple
 from collections.abc import Iterable
 
+from gitmem.errors import GitmemError
 from gitmem.records.ids import EmptyId, UndecodableId, check, decode, encode
 
 MEMORY = "memory"
@@ -61,7 +62,7 @@ def chunk_files(folder: str, paths: Iterable[str]) -> list[str]:
                   and path.endswith(JSONL_SUFFIX))
 
 
-class BadRecordName(ValueError):
+class BadRecordName(GitmemError, ValueError):
     """A record name that is none of the four forms."""
 
 

@@ -31,7 +31,7 @@ import urllib.request
 from collections.abc import Sequence
 from typing import Protocol
 
-from gitmem.errors import InvalidInput
+from gitmem.errors import GitmemError, InvalidInput
 
 ENV = "GITMEM_EMBEDDINGS"
 KEY_ENV = "GITMEM_EMBEDDINGS_KEY"
@@ -42,7 +42,7 @@ HTTP_TIMEOUT = 60.0  # seconds for an endpoint to answer one batch
 Vector = list[float]
 
 
-class EmbeddingsUnavailable(Exception):
+class EmbeddingsUnavailable(GitmemError):
     """The provider cannot embed: its package is missing, or its endpoint failed."""
 
 

@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from gitmem.edits.handedits import HandEdits, SettledLook
-from gitmem.errors import HistoryError, InvalidInput
+from gitmem.errors import GitmemError, HistoryError, InvalidInput
 from gitmem.git import gitproc, stamp
 from gitmem.git.base import EngineError
 from gitmem.git.changes import TIMEOUT, Step, StepsUnavailable, count_steps, first_parent_steps
@@ -77,7 +77,7 @@ CREATE VIRTUAL TABLE unit_search USING fts5(text, content='', tokenize='TOKENIZE
 """.replace("TOKENIZER", TOKENIZER)
 
 
-class SearchUnavailable(Exception):
+class SearchUnavailable(GitmemError):
     """The index could not be brought up to date (another process holds it too long,
     or git could not list the history)."""
 

@@ -43,6 +43,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence, Set
 from typing import Any
 
+from gitmem.errors import GitmemError
 from gitmem.git.snapshot import Snapshot
 from gitmem.records.layout import NAMESPACE
 from gitmem.records.strictjson import same_json
@@ -66,7 +67,7 @@ _REFERENCE = re.compile(re.escape(_QUOTED_REF) + f"({_NAME.pattern})\"")
 _QUOTED_TEXT = '"' + TEXT
 
 
-class MissingBlob(ValueError):
+class MissingBlob(GitmemError, ValueError):
     """A reference whose file is not in the log's blob folder."""
 
 

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from gitmem.edits.handedits import HandEdits
+from gitmem.errors import GitmemError
 from gitmem.git.base import BranchMoved
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
@@ -56,7 +57,7 @@ config ``gitmem.syncTimeout``, or ``gitmem sync --timeout``, sets another bound)
 TIMEOUT_KEY = "gitmem.syncTimeout"
 
 
-class SyncError(Exception):
+class SyncError(GitmemError):
     """A sync could not finish; the message is one line saying why."""
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 from gitmem.edits.handedits import HandEdits
 from gitmem.edits.rewrites import LET_GO_FILE, Dropped, find_lost
+from gitmem.errors import GitmemError
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
 from gitmem.records.merge import Spot, merge_changes, spots_paragraph
@@ -41,7 +42,7 @@ OP = "rescue"  # the Gitmem-Op trailer of the merge commits
 MOVED_RETRIES = 5  # merges computed again when plain git moves main meanwhile
 
 
-class RescueError(Exception):
+class RescueError(GitmemError):
     """A commit named to rescue is not one that was dropped."""
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from gitmem.errors import GitmemError
+
 ADAPTER_FILES = ("gitmem-thread-store.cjs", "gitmem-thread-store.mjs", "gitmem-thread-store.d.cts",
                  "gitmem-thread-store.d.mts")
 
 
-class AdapterExists(Exception):
+class AdapterExists(GitmemError):
     """A file of the adapter is already there with other content."""
 
 

@@ -5,7 +5,8 @@ The SDK is imported by :mod:`gitmem.faces.mcp.tools` and :mod:`gitmem.faces.mcp.
 only. What a start costs is the interpreter and the SDK; the repository is opened at the
 first call that needs it (a missing one is that call's error, and the next call tries
 again), or :data:`OPEN_AFTER` seconds after the start, whichever comes first; the vectors
-of search by meaning are then built in the background (:mod:`gitmem.upkeep.vectors`).
+of search by meaning are then built in the background (:mod:`gitmem.upkeep.vectors`);
+opening, the log, the background work and the shutdown are :mod:`gitmem.faces.served`'s.
 The calls run in a worker thread (:class:`Worker`), so the event loop answers a ping or
 takes a cancel meanwhile. Logs go to the file ``gitmem serve`` writes
 (``.git/gitmem/serve.log``), each line naming the client.
@@ -20,58 +21,42 @@ import os
 import signal
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 
 from gitmem import __version__
-from gitmem.faces import logfile
 from gitmem.faces.mcp.stdio import stdio_streams
 from gitmem.faces.mcp.tools import Services, build_server
+from gitmem.faces.served import Served
 
 if TYPE_CHECKING:
     from gitmem.repository import Gitmem
 
 log = logging.getLogger("gitmem.mcp")
 
-MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
 OPEN_AFTER = 2.0  # seconds after the start the repository is opened without a call
 T = TypeVar("T")
 
 
 class OpenOnFirstUse:
     """The repository and the services built on it, opened by the first call that asks
-    (and again by the next one, while opening fails)."""
+    (and again by the next one, while opening fails), with its background work."""
 
-    def __init__(self, repo: str | os.PathLike | None, log_file: str | os.PathLike | None,
-                 log_level: str):
-        self.repo, self.log_file, self.log_level = repo, log_file, log_level
-        self.mem: Gitmem | None = None
+    def __init__(self, served: Served, repo: str | os.PathLike | None):
+        self.served, self.repo = served, repo
         self.services: Services | None = None
-        self.log_writer: logfile.LogWriter | None = None
-        self.vectors = None  # gitmem.upkeep.vectors.VectorBuild, once the repository is open
-        self.closed = False
         self.lock = threading.Lock()
 
     def __call__(self) -> Services:
         with self.lock:
-            if self.closed:
+            if self.served.stopping:
                 raise RuntimeError("the server is stopping")
             if self.services is None:
-                # Imported here, not at the top: the git engine (pygit2) stays out of the
-                # start, which the SDK's import already makes long (see gitmem.bench.mcp).
-                from gitmem.records.location import locate_repo
-                from gitmem.upkeep.maintenance import Maintenance
-                from gitmem.upkeep.vectors import VectorBuild
-                from gitmem.repository import Gitmem
-                mem = Gitmem.open(locate_repo(self.repo)[0], create=False, packer=Maintenance)
-                self.mem = mem
-                self.start_log(Path(self.log_file) if self.log_file
-                                else mem.engine.private_dir / logfile.SERVE_LOG)
+                mem = self.served.open(self.repo)
                 log.info("serving %s over MCP (pid %d)", mem.engine.workdir, os.getpid())
                 self.services = services_of(mem)
-                self.vectors = VectorBuild(mem.engine).start()
+                self.served.start_background()
             return self.services
 
     def open_quietly(self) -> None:
@@ -80,30 +65,6 @@ class OpenOnFirstUse:
             self()
         except Exception as exc:  # noqa: BLE001 - a missing repository, say: a call tells why
             log.debug("the repository was not opened: %s", exc)
-
-    def start_log(self, path: Path) -> None:
-        if self.log_writer is None:
-            try:
-                self.log_writer = logfile.start(path, self.log_level)
-            except OSError as exc:  # a read-only repository: stderr it is
-                log.warning("not logging to %s: %s", path, exc.strerror or exc)
-
-    def close(self) -> None:
-        """Let the packing thread finish, close the repository, write out the log."""
-        with self.lock:
-            self.closed = True
-            if self.vectors is not None:
-                self.vectors.request_stop()  # before its git is ended below
-            if self.mem is not None:
-                from gitmem.git import gitproc
-                gitproc.stop_all(final=True)  # a repack under way: no git outlives us
-                if self.vectors is not None:
-                    self.vectors.stop()
-                self.mem.engine.packer.close(timeout=MAINTENANCE_GRACE)
-                self.mem.close()
-                log.info("stopped")
-            if self.log_writer is not None:
-                self.log_writer.stop()
 
 
 def services_of(mem: Gitmem) -> Services:
@@ -119,10 +80,10 @@ def services_of(mem: Gitmem) -> Services:
 def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | None = None,
         log_level: str = "INFO") -> int:
     """Serve MCP on this process's stdin and stdout until end of input or SIGTERM."""
-    os.umask(0o077)
-    services = OpenOnFirstUse(repo, log_file, log_level)
-    if log_file:
-        services.start_log(Path(log_file))
+    served = Served(log_file=log_file, log_level=log_level)
+    if served.log_file:  # at once: what happens before the repository is opened is logged too
+        served.start_log(served.log_file)
+    services = OpenOnFirstUse(served, repo)
     server = build_server(services, version=__version__, run_blocking=Worker())
     opener = threading.Timer(OPEN_AFTER, services.open_quietly)
     opener.daemon = True
@@ -141,7 +102,7 @@ def run(repo: str | os.PathLike | None = None, *, log_file: str | os.PathLike | 
         pass
     finally:
         opener.cancel()
-        services.close()
+        served.close()
     return 0
 
 

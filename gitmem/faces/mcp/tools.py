@@ -41,6 +41,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from gitmem.errors import one_line
 from gitmem.faces.mcp.arguments import (MAX_CONTEXT, MAX_LIMIT, PAGE, ToolError, context_of, flag, page_of,
                                         limit_of, path_of, string_of, text_of)
 from gitmem.records.layout import BadRecordName, parse_record
@@ -338,7 +339,7 @@ def build_server(open_services: Callable[[], Services], *, version: str,
             text, structured = await run_blocking(
                 functools.partial(_run_tool, tool, open_services, args, caller), cancel.is_set)
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
-            line = _unicode(str(error) if isinstance(error, CommandRefused) else _one_line(error))[0]
+            line = _unicode(str(error) if isinstance(error, CommandRefused) else one_line(error))[0]
             if cancel.is_set():
                 log.info("%s: %s %s: %s", client, params.name, _ids_of(args), line)
             elif isinstance(error, (ToolError, ValueError)):
@@ -419,7 +420,7 @@ def _run_tool(tool: Callable[[Services, dict, Caller], tuple[str, dict]],
     try:
         services = open_services()
     except Exception as error:  # noqa: BLE001 - a missing repository: said, then tried again
-        raise ToolError(_one_line(error)) from None
+        raise ToolError(one_line(error)) from None
     return tool(services, args, caller)
 
 
@@ -560,7 +561,7 @@ def search(services: Services, args: dict, caller: Caller) -> tuple[str, dict]:
         hits = services.search(query, history=with_history, at=at, context=context_of(args, 0),
                                limit=limit_of(args), **by_meaning)
     except (ValueError, EmbeddingsUnavailable) as error:  # a time that cannot be read, at with
-        raise ToolError(f"cannot search for {query!r}: {_one_line(error)}") from None  # history, off
+        raise ToolError(f"cannot search for {query!r}: {one_line(error)}") from None  # history, off
     found = {"hits": [hit.as_json() for hit in hits]}
     if meaning and hits.unembedded:
         found["unembedded"] = hits.unembedded
@@ -629,13 +630,6 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=1)
 
 
-def _one_line(error: BaseException) -> str:
-    if isinstance(error, OSError) and error.strerror:
-        return f"{error.filename}: {error.strerror}" if error.filename else error.strerror
-    text = " ".join(str(error).split())
-    return text or type(error).__name__
-
-
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -675,7 +669,7 @@ def _answered(handler):
             raise
         except Exception as error:  # noqa: BLE001 - every failure is an answer; serving goes on
             log.exception("%s failed", handler.__name__)
-            raise MCPError(-32603, _one_line(error)) from None
+            raise MCPError(-32603, one_line(error)) from None
     return answer
 
 
@@ -686,7 +680,7 @@ def _or_mcp_error(call: Callable[[], Any]) -> Any:
         return call()
     except Exception as error:  # noqa: BLE001 - answered, never raised through the SDK
         raise MCPError(types.INVALID_PARAMS if isinstance(error, ValueError) else -32603,
-                       _one_line(error)) from None
+                       one_line(error)) from None
 
 
 def _ids_of(args: dict) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 from typing import TYPE_CHECKING
 
+from gitmem.errors import GitmemError
 from gitmem.faces.rpc import InvalidParams
 
 if TYPE_CHECKING:  # ruamel.yaml is imported where a file is read or written: a server
@@ -34,7 +35,7 @@ _GO_SPACE = (
 )
 
 
-class HandlerConfigError(Exception):
+class HandlerConfigError(GitmemError):
     """A handler list that nui would refuse, or that cannot be read or edited."""
 
 

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gitmem.errors import GitmemError
 from gitmem.git.files import write_private
 from gitmem.records import strictjson
 from gitmem.records.counts import counted
@@ -55,7 +56,7 @@ _PLURALS = {"session": "sessions", "user memory": "user memory", "agent memory":
 Progress = Callable[[int, int], None]
 
 
-class NuiDataError(ValueError):
+class NuiDataError(GitmemError, ValueError):
     """A nui data folder that cannot be read; the message names the file and the problem."""
 
 

@@ -3,7 +3,8 @@
 :func:`run` opens the repository, listens (on loopback unless told otherwise), prints
 one line when it is ready, the address with the start's access token, and serves until
 interrupted (Ctrl-C, SIGTERM). Logs go where ``gitmem serve`` logs
-(``.git/gitmem/serve.log``).
+(``.git/gitmem/serve.log``); opening, the log and the shutdown are
+:mod:`gitmem.faces.served`'s.
 
     python3 -m gitmem web --repo ~/gitmem --port 7420
 """
@@ -26,8 +27,9 @@ from starlette.applications import Starlette
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from gitmem.faces import logfile
+from gitmem.errors import GitmemError
 from gitmem.faces.mcp.server import services_of
+from gitmem.faces.served import Served
 from gitmem.faces.web.guard import Guard, is_every_address, is_loopback, own_names
 from gitmem.faces.web.mcp_http import McpEndpoint
 from gitmem.faces.web.pages import Pages
@@ -37,7 +39,6 @@ from gitmem.repository import Gitmem
 log = logging.getLogger("gitmem.web")
 
 DEFAULT_PORT = 7420
-MAINTENANCE_GRACE = 10.0  # seconds the packing thread may take to finish at exit
 SECURITY_HEADERS = [
     (b"content-security-policy", b"default-src 'self'; img-src 'self' data:; style-src 'self'; "
                                  b"script-src 'self'; object-src 'none'; frame-ancestors 'none'; "
@@ -46,7 +47,7 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"same-origin")]  # no-referrer would send "Origin: null" with a form
 
 
-class NotLoopback(ValueError):
+class NotLoopback(GitmemError, ValueError):
     """An address other machines can reach, asked for without ``allow_remote``."""
 
 
@@ -104,9 +105,13 @@ def _with_headers(app):
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A socket bound to ``host``:``port`` (0: any free port), listening."""
+    """A socket bound to ``host``:``port`` (0: any free port), listening.
+
+    Made with ``IPPROTO_TCP`` named: asyncio sets ``TCP_NODELAY`` on an accepted connection
+    only then, and without it the last piece of each answer waited for the client's delayed
+    ACK (about 40 ms a call on a kept-alive connection)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
@@ -121,20 +126,13 @@ def listen(host: str, port: int) -> socket.socket:
 def run(repo: str | os.PathLike | None = None, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
         open_browser: bool = False, allow_remote: bool = False, log_level: str = "INFO") -> int:
     """Serve until interrupted; returns the exit status."""
-    from gitmem.records.location import locate_repo
-    from gitmem.upkeep.maintenance import Maintenance
     if not is_loopback(host) and not allow_remote:
         raise NotLoopback(f"{host} is not a loopback address: other machines could reach the "
                           "site; add --allow-remote to listen there anyway")
-    os.umask(0o077)
+    served = Served(log_level=log_level)
     sock = listen(host, port)
-    mem = Gitmem.open(locate_repo(repo)[0], create=False, packer=Maintenance)
-    writer = None
     try:
-        try:
-            writer = logfile.start(mem.engine.private_dir / logfile.SERVE_LOG, log_level)
-        except OSError as exc:  # a read-only repository: stderr it is
-            print(f"gitmem web: not logging to the repository: {exc.strerror or exc}", file=sys.stderr)
+        mem = served.open(repo)
         port = sock.getsockname()[1]
         if not is_loopback(host):
             print(exposure(host, port), file=sys.stderr)
@@ -149,13 +147,7 @@ def run(repo: str | os.PathLike | None = None, *, host: str = "127.0.0.1", port:
         asyncio.run(_serve(server, sock, url, open_browser))
     finally:
         sock.close()
-        from gitmem.git import gitproc
-        gitproc.stop_all(final=True)
-        mem.engine.packer.close(timeout=MAINTENANCE_GRACE)
-        mem.close()
-        log.info("stopped")
-        if writer is not None:
-            writer.stop()
+        served.close()
     return 0
 
 

@@ -21,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
+from gitmem.errors import one_line
 from gitmem.faces.web import activity as activity_page
 from gitmem.faces.web.guard import WriteRefused, check_form
 from gitmem.faces.web.listing import KINDS, Listing
@@ -79,12 +80,12 @@ class Pages:
                 return await handler(request)
             except REFUSALS as error:
                 status = 403 if isinstance(error, WriteRefused) else 400
-                log.info("%s %s refused: %s", request.method, request.url.path, _one_line(error))
-                return self.page(request, "error.html", status, code=status, message=_one_line(error),
+                log.info("%s %s refused: %s", request.method, request.url.path, one_line(error))
+                return self.page(request, "error.html", status, code=status, message=one_line(error),
                                  title="refused")
             except Exception as error:  # noqa: BLE001 - every failure is an answer
                 log.exception("%s %s failed", request.method, request.url.path)
-                return self.page(request, "error.html", 500, code=500, message=_one_line(error),
+                return self.page(request, "error.html", 500, code=500, message=one_line(error),
                                  title="failed")
         answer.__name__ = handler.__name__
         return answer
@@ -336,10 +337,6 @@ def _pages(record: layout.Record, at: str | None, start: int, total: int, size: 
 def _holds(text: str, words: list[str]) -> bool:
     folded = text.casefold()
     return bool(words) and all(word in folded for word in words)
-
-
-def _one_line(error: BaseException) -> str:
-    return " ".join(str(error).split()) or type(error).__name__
 
 
 def _seconds(date: str) -> float:

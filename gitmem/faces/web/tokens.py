@@ -24,6 +24,7 @@ import secrets
 import time
 from pathlib import Path
 
+from gitmem.errors import GitmemError
 from gitmem.git.lock import FileLock
 
 FILE = "web-tokens.json"  # in .git/gitmem/
@@ -32,7 +33,7 @@ PREFIX = "gmw_"  # what a secret starts with: a person can tell it from other to
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-class TokenError(ValueError):
+class TokenError(GitmemError, ValueError):
     """A token name that cannot be used, or a token that is not there."""
 
 
