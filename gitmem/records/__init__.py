@@ -4,7 +4,7 @@
 the wire takes it), ``layout`` (where each record lies in the repository), ``meta``
 (``meta.json`` and commit trailers), ``jsontexts`` (JSON texts passed through without
 decoding), ``merge`` (the three-way merge rules), ``units`` (a record cut into blocks,
-messages and events, for search), ``location`` (which repository a command uses).
+messages and events, for search), ``counts`` (``1 message``, ``2 messages``).
 
 May import: ``gitmem.errors`` and ``gitmem.git``.
 """

@@ -61,7 +61,7 @@ class OpenOnFirstUse:
             if self.services is None:
                 # Imported here, not at the top: the git engine (pygit2) stays out of the
                 # start, which the SDK's import already makes long (see gitmem.bench.mcp).
-                from gitmem.records.location import locate_repo
+                from gitmem.opening.location import locate_repo
                 from gitmem.upkeep.maintenance import Maintenance
                 from gitmem.upkeep.vectors import VectorBuild
                 from gitmem.repository import Gitmem

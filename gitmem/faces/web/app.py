@@ -121,7 +121,7 @@ def listen(host: str, port: int) -> socket.socket:
 def run(repo: str | os.PathLike | None = None, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
         open_browser: bool = False, allow_remote: bool = False, log_level: str = "INFO") -> int:
     """Serve until interrupted; returns the exit status."""
-    from gitmem.records.location import locate_repo
+    from gitmem.opening.location import locate_repo
     from gitmem.upkeep.maintenance import Maintenance
     if not is_loopback(host) and not allow_remote:
         raise NotLoopback(f"{host} is not a loopback address: other machines could reach the "
