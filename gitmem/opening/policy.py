@@ -111,7 +111,7 @@ def make_private(workdir: Path, *, own_folder: bool = True, gitdir: Path | None 
     0700) and off everything in ``gitdir`` (objects, refs, the index...); when the folder
     is gitmem's ``own_folder``, off the folder itself and its README and ``.gitattributes``
     too (in an adopted folder those are the person's). Plain git keeps what it writes
-    later private by ``core.sharedRepository=0600``, which :meth:`Gitmem.open` sets;
+    later private by ``core.sharedRepository=0600``, which :func:`open_engine` sets;
     libgit2 does not read it: gitmem's own processes write under a umask of 077
     (:func:`private_umask`)."""
     targets = [workdir / name for name in (LAYOUT_NAMES if own_folder else layout.TOP_FOLDERS)]

@@ -99,7 +99,7 @@ class MemoryStore:
         not the tip is merged onto the tip from it, in the commit's own step: its commit
         says "merge a stale replace" and its ``Gitmem-Merged-Base`` trailer names the
         base's commit. A write that cannot be placed (the tip kept moving) raises
-        :class:`gitmem.errors.EngineError` and is not acknowledged.
+        :class:`gitmem.git.base.EngineError` and is not acknowledged.
         """
         if not isinstance(content, str):
             raise InvalidInput(f"content must be a string, not {type(content).__name__}"
