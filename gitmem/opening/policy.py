@@ -247,15 +247,16 @@ def open_engine(path: str | os.PathLike | None = None, *, create: bool = True,
     if create and new and not adopt:
         _refuse_a_folder_of_its_own(path)
     foreign = facts is not None and not _is_gitmems(facts)
-    if foreign and not adopt:
-        raise ForeignRepository(
-            f"{_shown(path)} is a git repository that gitmem did not make ({_describe(facts)}): "
-            f"use another path, or `gitmem init --adopt {_shown(path)}` to keep records in it")
-    if foreign and facts.branch != BRANCH:  # foreign: it has commits
-        raise ForeignRepository(
-            f"{_shown(path)} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
-            f"its records on {BRANCH}: rename the branch (`git -C {_shown(path)} branch -m "
-            f"{facts.branch or 'NAME'} {BRANCH}`) and run again")
+    if facts is not None and foreign:
+        if not adopt:
+            raise ForeignRepository(
+                f"{_shown(path)} is a git repository that gitmem did not make ({_describe(facts)}): "
+                f"use another path, or `gitmem init --adopt {_shown(path)}` to keep records in it")
+        if facts.branch != BRANCH:  # foreign: it has commits
+            raise ForeignRepository(
+                f"{_shown(path)} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
+                f"its records on {BRANCH}: rename the branch (`git -C {_shown(path)} branch -m "
+                f"{facts.branch or 'NAME'} {BRANCH}`) and run again")
     try:
         engine = GitEngine.open(path, create=create, hand_edits=HandEdits if hand_edits else None,
                                 **engine_options)
