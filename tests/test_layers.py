@@ -5,7 +5,8 @@ TYPE_CHECKING``, relative ones, and ``importlib.import_module("...")`` /
 ``__import__("...")`` with a literal name. The layers, lowest first: ``gitmem.errors``
 (the errors' base and the one-line formatter: it imports nothing); the git engine
 (``gitmem/git/``, the only importer of pygit2, importing no other gitmem module but
-``gitmem.errors``); the records, stores, history, edits and search; the facade; sync and upkeep; the faces
+``gitmem.errors``); the records, stores, history, edits and search; finding and opening a
+repository (``gitmem/opening/``); the facade; sync and upkeep; the faces
 (``gitmem/faces/``, whose method tables get the stores they serve passed in) and the
 bench; the CLI (``gitmem/cli/``), which no other module imports.
 """
@@ -23,7 +24,7 @@ ROOT = "gitmem"  # the package root: `import gitmem`, or a name defined in gitme
 FACADE = ("gitmem.repository", ROOT)
 # what the modules under each path may not import: the method tables are handed the stores they serve
 TABLES = ("faces/rpc.py", "faces/nui/storage.py", "faces/nui/handlers.py", "faces/kaboo/threads.py", "faces/mcp/tools.py")
-RULES = {table: ("gitmem.git", *FACADE) for table in TABLES}
+RULES = {table: ("gitmem.git", "gitmem.opening", *FACADE) for table in TABLES}
 # the bench measures a raw pygit2 commit as the floor gitmem's own writes are compared with
 PYGIT2_BASELINE = "bench/baselines.py"
 
@@ -176,6 +177,7 @@ LAYERS = [
     ("gitmem.history",),
     ("gitmem.edits",),
     ("gitmem.search",),
+    ("gitmem.opening",),
     ("gitmem.repository", ROOT),
     ("gitmem.sync", "gitmem.upkeep"),
     ("gitmem.faces", "gitmem.anthropic", "gitmem.openai_agents", "gitmem.bench"),

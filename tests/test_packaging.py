@@ -16,3 +16,9 @@ def test_every_package_of_gitmem_is_listed_for_installation():
     found = {".".join(init.parent.relative_to(ROOT).parts)
              for init in (ROOT / "gitmem").rglob("__init__.py")}
     assert found - listed == set()
+
+
+def test_the_wheel_says_the_package_is_typed():
+    """PEP 561: ``gitmem/py.typed`` ships, so a type checker reads the Python API's hints."""
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert (ROOT / "gitmem" / "py.typed").is_file() and "py.typed" in package_data.get("gitmem", [])

@@ -1,7 +1,7 @@
 """`gitmem session read` answered from the work tree without opening the repository (issue 25).
 
 After a read whose look found every file of the session holding HEAD's version, the next
-read comes from the work tree while a stamp of that folder holds (`gitmem/quick_reads.py`).
+read comes from the work tree while a stamp of that folder holds (`gitmem/edits/quick_reads.py`).
 It must give the bytes the full read gives, and every way the world changes the session
 must break the stamp: an editor's save, `>>`, a new chunk, a file's mtime set back, plain
 `git commit`, a write through `gitmem serve`. What the full read would not give (a refused

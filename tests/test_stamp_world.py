@@ -1,7 +1,7 @@
 """The quick answers (`gitmem search`, `gitmem session read` without opening the repository)
 against what the world does to a repository with real tools: each quick answer must be
-the one the full path gives at that moment (`gitmem/git/stamp.py`, `gitmem/search_query.py`,
-`gitmem/quick_reads.py`).
+the one the full path gives at that moment (`gitmem/git/stamp.py`, `gitmem/search/query.py`,
+`gitmem/edits/quick_reads.py`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What search sees of a record (gitmem/units.py): the units that a change removes and adds.
+"""What search sees of a record (gitmem/records/units.py): the units that a change removes and adds.
 
 `unit_changes` takes a shortcut for an append of new texts; whatever the contents, it must
 give what counting the units on both sides of the append's cut gives (the multiset

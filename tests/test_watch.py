@@ -32,6 +32,20 @@ def wait_for(predicate, timeout: float = 10.0, step: float = 0.02):
     raise AssertionError("timed out waiting")
 
 
+MARKER = "memory/marker.md"
+
+
+def mark_and_wait(mem, git) -> None:
+    """Save :data:`MARKER` by hand and wait until the watcher has committed it. The watcher
+    takes file events in the order they came (a layout folder that came or went: every
+    folder looked over), so by then it has handled every event before the marker's: what
+    they were to commit is committed, and what is not did not wait for a late watcher."""
+    path = mem.engine.worktree.path(MARKER)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("marker\n")
+    wait_for(lambda: git("ls-tree", "--name-only", "HEAD", "--", MARKER).strip() == MARKER, step=0.05)
+
+
 @pytest.fixture
 def head_of(repo_path):
     """Reads HEAD through an engine of its own, without the hand-edit layer (no commits)."""
@@ -54,11 +68,11 @@ def test_an_editor_save_is_committed_once_with_nothing_reading(mem, watching, he
     save(mem.engine.worktree.path("memory/agents/reviewer.md"), "likes coffee\n")
 
     wait_for(lambda: head_of() != head)
-    time.sleep(3 * FAST["debounce"])
-    assert git.count() == before + 1
-    (edit,) = hand_commits(mem)
+    mark_and_wait(mem, git)
+    assert git.count() == before + 2  # the save's one commit, and the marker's
+    _marker, edit = hand_commits(mem)
     assert (edit.author, edit.email) == PERSON
-    assert git.changed() == ["memory/agents/reviewer.md"]
+    assert (git.changed("HEAD~1"), git.changed()) == (["memory/agents/reviewer.md"], [MARKER])
     assert git.show("HEAD:memory/agents/reviewer.md") == "likes coffee\n"
 
 
@@ -72,13 +86,12 @@ def test_edits_are_committed_once_they_settle_with_the_default_debounce(mem, per
         for i in range(4):  # 0.6 s of saving: under the debounce, so no commit meanwhile
             temp_then_rename(path, f"draft {i}\n")
             time.sleep(0.2)
-            assert head_of() == head
         wait_for(lambda: head_of() != head)
-        time.sleep(1.2)
+        mark_and_wait(mem, git)
     finally:
         watcher.stop()
-    (edit,) = hand_commits(mem)
-    assert git.show("HEAD:memory/user.md") == "draft 3\n"
+    _marker, edit = hand_commits(mem)  # the drafts: one commit, once they settled
+    assert git.show(f"{edit.id}:memory/user.md") == "draft 3\n"
 
 
 def test_edits_that_go_on_are_committed_by_the_max_delay(mem, person):
@@ -107,15 +120,16 @@ def test_a_deleted_agent_memory_is_committed_as_a_deletion(mem, watching, head_o
 
 def test_a_moved_session_folder_is_committed(mem, watching, head_of, git):
     mem.sessions.write("claude-code", "s1", [{"role": "user", "content": "hi"}])
-    head = head_of()
+    before, head = git.count(), head_of()
     os.rename(mem.engine.worktree.path("sessions/claude-code/s1"),
               mem.engine.worktree.path("sessions/claude-code/s2"))
     wait_for(lambda: head_of() != head)
-    time.sleep(3 * FAST["debounce"])
-    assert sorted(git.changed()) == ["sessions/claude-code/s1/messages/000000.jsonl",
-                                     "sessions/claude-code/s1/meta.json",
-                                     "sessions/claude-code/s2/messages/000000.jsonl",
-                                     "sessions/claude-code/s2/meta.json"]
+    mark_and_wait(mem, git)
+    assert git.count() == before + 2  # the move in one commit, and the marker's
+    assert sorted(git.changed("HEAD~1")) == ["sessions/claude-code/s1/messages/000000.jsonl",
+                                             "sessions/claude-code/s1/meta.json",
+                                             "sessions/claude-code/s2/messages/000000.jsonl",
+                                             "sessions/claude-code/s2/meta.json"]
 
 
 def test_no_echo_100_api_writes_make_100_commits(mem, watching, git):
@@ -125,9 +139,9 @@ def test_no_echo_100_api_writes_make_100_commits(mem, watching, git):
             mem.memory.write(f"note {i}", "reviewer", mode="append")
         else:
             mem.sessions.write("claude-code", "s1", [{"role": "user", "content": str(n)} for n in range(i)])
-    time.sleep(5 * FAST["debounce"])  # every event the writes caused has been handled
-    assert git.count() == before + 100
-    assert hand_commits(mem) == []
+    mark_and_wait(mem, git)  # every event the writes caused has been handled
+    assert git.count() == before + 101
+    assert len(hand_commits(mem)) == 1 and git.changed() == [MARKER]
 
 
 def test_edits_made_while_nothing_ran_are_committed_at_start(mem, person, git):
@@ -146,8 +160,9 @@ def test_a_broken_edit_waits_until_it_is_fixed(mem, watching, head_of, git):
     chunk = mem.engine.worktree.path("sessions/claude-code/s1/messages/000000.jsonl")
     before, head = git.count(), head_of()
     chunk.write_text('{"role": "user", "content": "hi"\n')
-    time.sleep(4 * FAST["debounce"])
-    assert git.count() == before
+    mark_and_wait(mem, git)
+    assert (git.count(), git.changed()) == (before + 1, [MARKER])  # the broken edit waits
+    head = head_of()
     chunk.write_text('{"role": "user", "content": "hi there"}\n')
     wait_for(lambda: head_of() != head)
     assert mem.sessions.read("claude-code", "s1")[0] == [{"role": "user", "content": "hi there"}]

@@ -52,8 +52,9 @@ def quick_first(run):
 def open_repo(args, *, create: bool = False):
     """The :class:`~gitmem.repository.Gitmem` named by ``--repo`` (or the default one); it
     must exist unless ``create``."""
-    from gitmem.records.location import locate_repo
-    from gitmem.repository import Gitmem, private_umask
+    from gitmem.opening.location import locate_repo
+    from gitmem.opening.policy import private_umask
+    from gitmem.repository import Gitmem
     from gitmem.edits.rewrites import look
     warn_on_stderr()
     private_umask()

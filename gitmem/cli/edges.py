@@ -159,7 +159,7 @@ def add_bench(bench) -> None:
 
 def cmd_import_nui(args) -> None:
     from gitmem.faces.nui.importer import data_folder, import_nui, plan_import
-    from gitmem.records.location import locate_repo
+    from gitmem.opening.location import locate_repo
     from gitmem.repository import Gitmem
     data_folder(args.data_dir)  # nothing to import: said before a repository is opened or made
     if args.dry_run:  # writes nothing anywhere: no repository is created, no edit committed
@@ -216,7 +216,7 @@ def progress_bar(label: str, stream=None):
 
 def cmd_serve(args) -> int:
     from gitmem.faces.serve import run
-    from gitmem.records.location import THE_DEFAULT, locate_repo
+    from gitmem.opening.location import THE_DEFAULT, locate_repo
     if args.late_window is None:
         args.late_window = _late_window_from_env()
     repo, chosen_by = locate_repo(args.repo)
@@ -248,7 +248,7 @@ def cmd_nui_install(args) -> None:
     from gitmem.faces.nui.extension import install
     from gitmem.faces.nui.handlers import DEFAULT_FILE
     from gitmem.git.facts import inspect_repository
-    from gitmem.records.location import locate_repo
+    from gitmem.opening.location import locate_repo
     agent_types = _split(args.agent_types)
     repo = locate_repo(args.repo)[0]
     new = inspect_repository(repo) is None
@@ -313,7 +313,7 @@ def cmd_mcp(args) -> int:
 
 def cmd_mcp_config(args) -> None:
     from gitmem.faces.mcp import config as mcp_config
-    from gitmem.records.location import locate_repo
+    from gitmem.opening.location import locate_repo
     repo = locate_repo(args.repo)[0]
     if not args.write:
         sys.stdout.write(mcp_config.entry_text(args.client, repo))

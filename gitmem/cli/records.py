@@ -126,7 +126,7 @@ def cmd_memory_list(args) -> None:
 
 @quick_first
 def cmd_session_read(args) -> None:
-    from gitmem.records.location import locate_repo
+    from gitmem.opening.location import locate_repo
     from gitmem.edits.quick_reads import session_json
     found = session_json(locate_repo(args.repo)[0], args.agent_type, args.session_id)
     if found is None:

@@ -29,10 +29,9 @@ A commit dropped on purpose: `gitmem rescue --let-go COMMIT` stops keeping it.
 
 
 def add_init(init) -> None:
-    from gitmem.repository import default_repo_path
     takes_repo(init, cmd_init)
-    init.add_argument("path", nargs="?", help="where (default: --repo, $GITMEM_REPO or "
-                      f"{default_repo_path()})")
+    init.add_argument("path", nargs="?",
+                      help="where (default: --repo, $GITMEM_REPO or ~/.local/share/gitmem)")
     init.add_argument("--adopt", action="store_true",
                       help="keep records in a git repository gitmem did not make")
 
@@ -111,7 +110,9 @@ def add_rescue(parser) -> None:
 
 
 def cmd_init(args) -> None:
-    from gitmem.repository import Gitmem, default_repo_path, private_umask
+    from gitmem.opening.location import default_repo_path
+    from gitmem.opening.policy import private_umask
+    from gitmem.repository import Gitmem
     private_umask()
     path = args.path or args.repo or default_repo_path()
     with Gitmem.open(path, create=True, adopt=args.adopt) as mem:
@@ -121,7 +122,7 @@ def cmd_init(args) -> None:
 def cmd_clone(args) -> None:
     from gitmem.cli.edges import progress_bar
     from gitmem.sync.clone import REMOTE, clone
-    from gitmem.repository import private_umask
+    from gitmem.opening.policy import private_umask
     private_umask()
     with clone(args.url, args.path or args.repo, progress=progress_bar("reading the history")) as mem:
         print(f"cloned {args.url} into {mem.engine.workdir} (remote {REMOTE}); "
@@ -196,7 +197,7 @@ def cmd_remote_remove(args) -> None:
 
 
 def cmd_status(args) -> None:
-    from gitmem.records.location import locate_repo
+    from gitmem.opening.location import locate_repo
     from gitmem.upkeep.status import describe, status
     with open_repo(args) as mem:
         report = status(mem)

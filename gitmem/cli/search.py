@@ -112,7 +112,7 @@ def _take(args: SimpleNamespace, option: str, value: str) -> bool:
 @quick_first
 def cmd_search(args) -> None:
     from gitmem.records.ids import printable
-    from gitmem.records.location import locate_repo
+    from gitmem.opening.location import locate_repo
     from gitmem.search.query import quick_search
     query = " ".join(args.query)
     hits = None

@@ -13,5 +13,5 @@ configuration), ``anthropic/`` (Claude's memory tool on the Anthropic SDK, publi
 
 May import anything below the command line. The method tables (``rpc``,
 ``nui.storage``, ``nui.handlers``, ``kaboo.threads``, ``mcp.tools``) are handed the stores
-they serve and import neither ``gitmem.git`` nor the facade.
+they serve and import neither ``gitmem.git``, ``gitmem.opening`` nor the facade.
 """

@@ -33,7 +33,9 @@ from gitmem.faces.served import Served
 from gitmem.git.base import GITMEM_DIR, DamagedObject, MissingRepository
 from gitmem.git.files import opened_by_gitmem
 from gitmem.git.pipes import widen_pipe
-from gitmem.repository import ForeignRepository, Gitmem, NotAFolderOfItsOwn, default_repo_path
+from gitmem.opening.location import default_repo_path
+from gitmem.opening.policy import ForeignRepository, NotAFolderOfItsOwn
+from gitmem.repository import Gitmem
 from gitmem.sync import rescue
 
 log = logging.getLogger("gitmem.faces.serve")

@@ -74,7 +74,7 @@ class Served:
         reads it), opened once with background packing, its HEAD checked (a damaged commit
         or folder is said now), then the log started. Raises what opening raises, and
         RuntimeError once the server is stopping."""
-        from gitmem.records.location import locate_repo  # the git engine: not before a face needs it
+        from gitmem.opening.location import locate_repo  # the git engine: not before a face needs it
         from gitmem.repository import Gitmem
         from gitmem.upkeep.maintenance import Maintenance
         with self._lock:

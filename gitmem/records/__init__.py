@@ -4,9 +4,8 @@
 the wire takes it), ``layout`` (where each record lies in the repository), ``meta``
 (``meta.json`` and commit trailers), ``jsontexts`` (JSON texts passed through without
 decoding), ``merge`` (the three-way merge rules), ``units`` (a record cut into blocks,
-messages and events, for search), ``location`` (which repository a command uses).
-Also ``dates`` (dates as people write them, commit times as people read them) and
-``counts`` (``1 message``, ``2 messages``).
+messages and events, for search). Also ``dates`` (dates as people write them, commit
+times as people read them) and ``counts`` (``1 message``, ``2 messages``).
 
 May import: ``gitmem.errors`` and ``gitmem.git``.
 """

@@ -19,11 +19,13 @@ kept and what the writer removed from what it saw is removed. The rule (docs/nui
   replaces what is there: it is taken to have seen the tip.
 
 Each write takes the read it was made from (or the newest it could have been), so a read
-serves one write at most.
+serves one write at most. A replace made from a base that is not the tip it commits onto
+is merged onto that tip from it (:func:`replace_onto`), worked out again on every retry.
 
     bases = Bases()
     bases.read("conn", "memory/user.md", "likes tea\\n", commit)
-    base = bases.base("conn", "memory/user.md", "likes tea\\n\\nuse tabs\\n", None, now)
+    base, view = bases.base("conn", "memory/user.md", "likes tea\\n\\nuse tabs\\n", None, now)
+    text, merged_from = replace_onto("memory/user.md", base, tip_text, "likes tea\\n\\nuse tabs\\n")
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Hashable
+
+from gitmem.records.merge import merge_file
 
 BLOCK = "\n\n"  # what nui puts between the blocks it appends
 READS_KEPT = 32  # reads of one record remembered per writer
@@ -111,6 +115,18 @@ class Bases:
         ``view`` since (None: it still knows no version, as after a blind append)."""
         with self._lock:
             self._writer(writer, path).wrote = None if view is None else Seen(view, commit, arrived)
+
+
+def replace_onto(path: str, base: Seen | None, version: str, new: str) -> tuple[str, Seen | None]:
+    """What a replace of ``path`` with ``new``, made from ``base``, leaves on ``version``
+    (all in stored form), and the base it was merged from (None: not merged): ``new``
+    itself when the writer has seen nothing or its base holds ``version``; else ``new``
+    merged three-way onto ``version`` from the base, so that what others wrote since is
+    kept and what the writer removed from its base is removed."""
+    if base is None or base.text == version:
+        return new, None
+    merged, _ = merge_file(path, *(text.encode("utf-8", "surrogateescape") for text in (base.text, version, new)))
+    return (merged or b"").decode("utf-8", "surrogateescape"), base
 
 
 def _extends(new: str, version: str) -> bool:

@@ -31,7 +31,7 @@ from gitmem.records import layout
 from gitmem.records.ids import UndecodableId, decode, printable
 from gitmem.records.merge import merge_file
 from gitmem.records.meta import record_trailers
-from gitmem.stores.bases import BLOCK, PROCESS, Bases, Seen
+from gitmem.stores.bases import BLOCK, PROCESS, Bases, Seen, replace_onto
 
 log = logging.getLogger("gitmem.memory")
 
@@ -99,7 +99,7 @@ class MemoryStore:
         not the tip is merged onto the tip from it, in the commit's own step: its commit
         says "merge a stale replace" and its ``Gitmem-Merged-Base`` trailer names the
         base's commit. A write that cannot be placed (the tip kept moving) raises
-        :class:`gitmem.errors.EngineError` and is not acknowledged.
+        :class:`gitmem.git.base.EngineError` and is not acknowledged.
         """
         if not isinstance(content, str):
             raise InvalidInput(f"content must be a string, not {type(content).__name__}"
@@ -110,7 +110,6 @@ class MemoryStore:
         arrived = time.monotonic() if arrived is None else arrived
         new = normalise(content)
         base, view = self.bases.base(writer, path, new if mode == "replace" else None, late_window, arrived)
-        merged_from = base.text.encode("utf-8", "surrogateescape") if base is not None else None
         commit_trailers = record_trailers(f"memory.{mode}", _record(agent_id), trailers)
         subject = [f"memory: {'append to' if mode == 'append' else 'replace'} {_describe(agent_id)}"]
 
@@ -120,15 +119,12 @@ class MemoryStore:
             subject[1:] = []
             if mode == "append":
                 result = join_blocks(head, content)
-            elif base is None or base.text == head:
-                result = new
             else:
-                merged, _ = merge_file(path, merged_from, head.encode("utf-8", "surrogateescape"),
-                                       new.encode("utf-8", "surrogateescape"))
-                result = (merged or b"").decode("utf-8", "surrogateescape")
-                subject.append(f"memory: merge a stale replace into {_describe(agent_id)}")
-                if base.commit:
-                    commit_trailers["Gitmem-Merged-Base"] = str(base.commit)
+                result, merged_from = replace_onto(path, base, head, new)
+                if merged_from is not None:
+                    subject.append(f"memory: merge a stale replace into {_describe(agent_id)}")
+                    if merged_from.commit:
+                        commit_trailers["Gitmem-Merged-Base"] = str(merged_from.commit)
             return {path: normalise(result).encode("utf-8", "surrogateescape")}
 
         commit = self.engine.update(changes, lambda: subject[-1], commit_trailers, scope=path)
@@ -203,10 +199,7 @@ def _seen_after(mode: str, content: str, new: str, base: Seen | None, view: Seen
     siblings); an append's block joined onto what it had seen."""
     if mode == "append":
         return normalise(join_blocks(view.text, content)) if view is not None else None
-    if base is None or view is None or base is view:
-        return new
-    merged, _ = merge_file(path, *(text.encode("utf-8", "surrogateescape") for text in (base.text, view.text, new)))
-    return (merged or b"").decode("utf-8", "surrogateescape")
+    return new if view is None else replace_onto(path, base, view.text, new)[0]
 
 
 def _decode(data: bytes) -> str:

@@ -20,8 +20,10 @@ from pathlib import Path
 
 from gitmem.git.base import EngineError
 from gitmem.git.engine import GitEngine
-from gitmem.repository import (ENV_DURABILITY, Gitmem, default_repo_path, make_private,
-                               refuse_a_folder_inside_a_repository, refuse_a_foreign_remote)
+from gitmem.opening.location import default_repo_path
+from gitmem.opening.policy import (ENV_DURABILITY, make_private, refuse_a_folder_inside_a_repository,
+                                   refuse_a_foreign_remote)
+from gitmem.repository import Gitmem
 
 REMOTE = "origin"
 

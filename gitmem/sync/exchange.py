@@ -38,10 +38,11 @@ from gitmem.git.base import BranchMoved
 from gitmem.git.engine import GitEngine
 from gitmem.git.files import write_private
 from gitmem.git.remote import scrub_credentials
+from gitmem.opening.policy import refuse_a_foreign_remote
 from gitmem.records import strictjson
 from gitmem.records.counts import counted
 from gitmem.records.merge import Spot, merge_changes, spots_paragraph
-from gitmem.repository import Gitmem, refuse_a_foreign_remote
+from gitmem.repository import Gitmem
 from gitmem.sync import rescue, secrets
 
 log = logging.getLogger("gitmem.sync.exchange")
@@ -121,7 +122,7 @@ def sync(mem: Gitmem, remote: str | None = None, *, allow_secrets: bool = False,
     """Fetch, merge and push ``main`` with ``remote`` (default: see :func:`choose_remote`).
 
     A remote whose ``main`` holds anything but gitmem's records is refused
-    (:class:`~gitmem.repository.NotAGitmemRepository`) before anything comes into ``main``,
+    (:class:`~gitmem.opening.policy.NotAGitmemRepository`) before anything comes into ``main``,
     and one whose ``main`` shares no commit with ours (:class:`UnrelatedHistories`) unless
     ``allow_unrelated_histories``.
 

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from gitmem.faces.nui.handlers import DEFAULT_FILE, load_handlers
-from gitmem.repository import Gitmem, template_files
+from gitmem.opening.policy import template_files
+from gitmem.repository import Gitmem
 
 DEFAULT_AGENT_TYPES = ("claude-code", "codex", "pi", "opencode")
 KINDS = ("sessionHistory", "agentMemory", "userMemory")
