@@ -32,10 +32,10 @@ from gitmem.errors import InvalidInput
 from gitmem.git import stamp
 from gitmem.git.files import GITMEM_DIR, read_regular
 from gitmem.records import layout
-from gitmem.records.units import pieces, unit_date, unit_key, unit_text
+from gitmem.records.units import parts, pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "6"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask)
+FORMAT = "7"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask; 7: long blocks in parts)
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
@@ -368,41 +368,64 @@ class _Found(namedtuple("_Found", "text pieces index")):
 
 
 def units_found(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
-                 read_file: ReadFile | None) -> dict[int, _Found]:
+                read_file: ReadFile | None) -> dict[int, _Found]:
     """{unit id: found} for hits (unit id, unit, path, blob, key): the unit whose text has
     that key, found in the file at ``path`` (a text with the key is the text indexed),
-    else in the blob that brought it (missing: gone after a rewrite and a gc). The units
-    holding one of ``words`` as they are written are tried first."""
+    else in the blob that brought it (missing: gone after a rewrite and a gc). Each
+    file's units are read once for all its hits, those holding one of ``words`` as
+    they are written first."""
     found, left = {}, []
-    files: dict[str, bytes | None] = {}
+    files: dict[str, _FileUnits | None] = {}
     for unit_id, unit, path, blob, key in hits:
         if read_file is not None and path not in files:
-            files[path] = read_file(path)
-        data = files.get(path)
-        text = _unit_found(unit, data, key, words) if data is not None else None
+            data = read_file(path)
+            files[path] = None if data is None else _FileUnits(unit, data, words)
+        in_file = files.get(path)
+        text = in_file.find(key) if in_file is not None else None
         if text is None:
             left.append((unit_id, unit, blob, key))
         else:
             found[unit_id] = text
     blobs = read_blobs(sorted({blob for _, _, blob, _ in left})) if left else {}
-    for unit_id, unit, blob, key in left:
-        text = _unit_found(unit, blobs[blob], key, words) if blob in blobs else None
+    in_blobs = {blob: _FileUnits(unit, blobs[blob], words) for _, unit, blob, _ in left if blob in blobs}
+    for unit_id, _unit, blob, key in left:
+        text = in_blobs[blob].find(key) if blob in in_blobs else None
         if text is not None:
             found[unit_id] = text
     return found
 
 
-def _unit_found(unit: str, data: bytes, key: int, words: list[str]) -> _Found | None:
-    # A hit's unit holds the words it matched, though folded (accents, JSON escapes, stems)
-    # perhaps not as written: the others are tried too, but a text is made of only a few units.
-    found = pieces(unit, data)
-    stems = [word[:5] for word in words]
-    likely = [i for i, piece in enumerate(found) if any(stem in piece.lower() for stem in stems)]
-    for i in (*likely, *range(len(found))):
-        text = unit_text(unit, found[i])
-        if unit_key(unit, text) == key:
-            return _Found(text, found, i)
-    return None
+class _FileUnits:
+    """The units of one file's content, their keys worked out as hits ask for them: each
+    piece's at most once, whatever the number of hits in the file."""
+
+    def __init__(self, unit: str, data: bytes, words: list[str]):
+        self.unit = unit
+        self.pieces = pieces(unit, data)
+        self._keys: dict[int, tuple[str, int]] = {}
+        self._order = self._likely_first([word[:5] for word in words])
+
+    def _likely_first(self, stems: list[str]):
+        # A hit's unit holds the words it matched, though folded (accents, JSON escapes,
+        # stems) perhaps not as written: the others are tried too, after.
+        later = []
+        for i, piece in enumerate(self.pieces):
+            if any(stem in piece.lower() for stem in stems):
+                yield i
+            else:
+                later.append(i)
+        yield from later
+
+    def find(self, key: int) -> _Found | None:
+        """The unit whose text has ``key``, None when none has."""
+        while key not in self._keys:
+            i = next(self._order, None)
+            if i is None:
+                return None
+            text = unit_text(self.unit, self.pieces[i])
+            self._keys.setdefault(unit_key(self.unit, text), (text, i))
+        text, i = self._keys[key]
+        return _Found(text, self.pieces, i)
 
 
 class _Place:
@@ -473,15 +496,23 @@ def _value(unit: str, piece: str) -> object:
 
 
 def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, str]]) -> dict[int, str]:
-    """{unit id: snippet}: FTS5's snippet of each (unit id, text)."""
+    """{unit id: snippet}: FTS5's snippet of each (unit id, text), from its best-matching
+    part when the text is longer than PART_CHARS (snippet() costs the square of its text)."""
     db.execute(_HIT_TEXTS)
+    owners, rows = [], []
+    for unit, text in texts:
+        for part in parts(text):
+            rows.append((len(owners), spaced(part)))
+            owners.append(unit)
     db.execute("SAVEPOINT hit_texts")  # one transaction, not one a row: half the time
     try:
-        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)",
-                       [(unit, spaced(text)) for unit, text in texts])
-        return {unit: snippet.replace(_SEPARATOR, "") for unit, snippet in db.execute(
-            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
-            " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression))}
+        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)", rows)
+        found: dict[int, str] = {}
+        for row, snippet in db.execute(
+                "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
+                " WHERE hit_texts MATCH ? ORDER BY rank", (*MARK, SNIPPET_WORDS, expression)):
+            found.setdefault(owners[row], snippet.replace(_SEPARATOR, ""))
+        return found
     finally:  # emptied by undoing the inserts: a DELETE tokenizes every text again
         db.execute("ROLLBACK TO hit_texts")
         db.execute("RELEASE hit_texts")
