@@ -49,7 +49,7 @@ def test_ordinary_text_is_not_a_finding(line):
 
 
 # pieces of the kinds, of their names and of what stops them, to be joined at random
-_PIECES = ["-----BEGIN RSA PRIVATE KEY-----", "AKIAIOSFODNN7EXAMPLE", "xAKIAIOSFODNN7EXAMPLE", GITHUB_TOKEN,
+_PIECES = ["-----BEGIN RSA PRIVATE KEY-----", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD", "AKIAIOSFODNN7EXAMPLE", "xAKIAIOSFODNN7EXAMPLE", GITHUB_TOKEN,
            "sk-proj-4f8Ab29xQz7LmN3pR5tV8wY1", "api_key", "PASSWORD", "token", "secret", "credential",
            " = ", ": ", '"', "\\", "9f8a7c6e5d4b3a2f1e0d9c8b", "Zx9kQ2mP7wL4rT8v", "\n", " ", "\t",
            "the cache key ignores the lockfile", "_", "-", "é"]

@@ -1,8 +1,8 @@
 """Answering from the search index: the query, the hits, and the quick answer.
 
 A query is read in plain words unless it uses the operators (:func:`uses_operators`):
-the words less English stopwords, joined by OR, each stemmed by the index's tokenizer;
-hits that hold more of them, rarer ones, and two of them near each other rank higher,
+the words less English stopwords (the first QUERY_WORDS of them), joined by OR, each
+stemmed by the index's tokenizer; hits that hold more of them, rarer ones, and two of them near each other rank higher,
 and a message or event also ranks by a share of the one before it (a reply, by the
 words of the question it answers).
 
@@ -48,6 +48,7 @@ NEAR_BOOST = 1.3  # a hit holding two of the query's words near each other: its 
 SHARE_OF_BEFORE = 0.2
 SHARE_OF_QUESTION = 0.4  # the one before holds a "?"
 POOL = 50  # hits beyond the limit ranked again for nearness and neighbours
+QUERY_WORDS = 64  # words at most a query looks for: the first ones of a longer text
 BLOB_TIMEOUT = 60.0  # seconds for git to read the hits' blobs
 STAMP_SCOPE = ""  # the stamp of a look at every record (gitmem.git.stamp)
 # Snippets are cut from the hits' own text, read back from git: the index keeps no copy.
@@ -161,7 +162,7 @@ def parse(query: str) -> Parsed:
 
 def _plain(query: str) -> Parsed:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
-    kept = [word for word in words if word not in STOPWORDS] or words
+    kept = ([word for word in words if word not in STOPWORDS] or words)[:QUERY_WORDS]
     terms = [_quoted(word) for word in kept]
     near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:]))
     return Parsed(" OR ".join(terms) or None, kept, near or None)
@@ -209,6 +210,8 @@ def _groups(query: str) -> list[list[_Term]]:
         if not any(char.isalnum() for char in text):
             continue  # punctuation only, or an empty phrase: no word to match
         groups[-1].append(_Term(text, prefix, negated))
+        if sum(map(len, groups)) > QUERY_WORDS:
+            raise _NotOperators("too many terms: read as plain words, the first ones kept")
     if len(groups) > 1 and not groups[-1]:
         raise _NotOperators("OR needs a word on each side")
     if not any(groups):
@@ -507,12 +510,14 @@ def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, st
     db.execute("SAVEPOINT hit_texts")  # one transaction, not one a row: half the time
     try:
         db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)", rows)
-        found: dict[int, str] = {}
-        for row, snippet in db.execute(
-                "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
-                " WHERE hit_texts MATCH ? ORDER BY rank", (*MARK, SNIPPET_WORDS, expression)):
-            found.setdefault(owners[row], snippet.replace(_SEPARATOR, ""))
-        return found
+        best: dict[int, int] = {}  # unit id: its best part's row; the snippet of that part only
+        for (row,) in db.execute("SELECT rowid FROM temp.hit_texts WHERE hit_texts MATCH ? ORDER BY rank",
+                                 (expression,)):
+            best.setdefault(owners[row], row)
+        return {owners[row]: snippet.replace(_SEPARATOR, "") for row, snippet in db.execute(
+            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts WHERE hit_texts MATCH ?"
+            " AND rowid IN (SELECT value FROM json_each(?))",
+            (*MARK, SNIPPET_WORDS, expression, json.dumps(list(best.values()))))}
     finally:  # emptied by undoing the inserts: a DELETE tokenizes every text again
         db.execute("ROLLBACK TO hit_texts")
         db.execute("RELEASE hit_texts")

@@ -57,8 +57,8 @@ _KINDS = (  # (kind, pattern, whether a match must also look random)
     ("private key block", re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
      False),
     ("AWS access key id", re.compile(rb"A(?<!\wA)[KS]IA[0-9A-Z]{16}\b"), False),
-    ("GitHub token", re.compile(rb"gh(?<!\wgh)(?:[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{40,})"),
-     False),
+    ("GitHub token", re.compile(rb"gh(?<!\wgh)[pousr]_[A-Za-z0-9]{36,}"), False),
+    ("GitHub token", re.compile(rb"github_pat_(?<!\wgithub_pat_)[A-Za-z0-9_]{40,}"), False),
     ("API key (sk-...)", re.compile(rb"sk-(?<!\wsk-)[A-Za-z0-9_-]{20,}"), True),
 )
 ASSIGNED = "high-entropy value assigned to a secret-like name"
@@ -112,7 +112,7 @@ def found_in(text: bytes) -> list[tuple[int, str]]:
         index += text.count(b"\n", counted, place)
         counted = place
         lines.setdefault(index, set()).update(at[place])
-    order = [kind for kind, _, _ in _KINDS]
+    order = list(dict.fromkeys(kind for kind, _, _ in _KINDS))
     return [(index, kind) for index, kinds in lines.items()
             for kind in ([k for k in order if k in kinds] or [ASSIGNED])]
 
