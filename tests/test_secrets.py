@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from gitmem.sync.secrets import ALLOW_FILE, allowed, fingerprint, load_allow_list, refused, scan, scan_line
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gitmem.sync.secrets import (ALLOW_FILE, allowed, fingerprint, found_in, load_allow_list, refused, scan,
+                                 scan_line)
 
 OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
                "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
@@ -42,6 +46,26 @@ def test_each_kind_is_found(line, kind):
 ])
 def test_ordinary_text_is_not_a_finding(line):
     assert scan_line(line.encode()) == []
+
+
+# pieces of the kinds, of their names and of what stops them, to be joined at random
+_PIECES = ["-----BEGIN RSA PRIVATE KEY-----", "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD", "AKIAIOSFODNN7EXAMPLE", "xAKIAIOSFODNN7EXAMPLE", GITHUB_TOKEN,
+           "sk-proj-4f8Ab29xQz7LmN3pR5tV8wY1", "api_key", "PASSWORD", "token", "secret", "credential",
+           " = ", ": ", '"', "\\", "9f8a7c6e5d4b3a2f1e0d9c8b", "Zx9kQ2mP7wL4rT8v", "\n", " ", "\t",
+           "the cache key ignores the lockfile", "_", "-", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+def test_a_scan_of_the_whole_text_finds_what_a_scan_of_each_line_finds(pieces):
+    text = "".join(pieces).encode()
+    by_line = [(index, kind) for index, line in enumerate(text.split(b"\n")) for kind in scan_line(line)]
+    assert found_in(text) == by_line
+
+
+def test_prose_that_names_keys_and_tokens_holds_no_finding():
+    line = b"The cache key ignores the lockfile; the token budget is 4096 and the api key rotates.\n"
+    assert found_in(line * 10_000) == []
 
 
 def test_findings_name_file_line_and_kind_never_the_secret(mem):

@@ -41,7 +41,7 @@ import pygit2
 from gitmem.bench.workloads import GIT_ENV, MEMORY_PATH, git, memory_content
 
 SQLITE = "SQLite"  # in WAL mode with synchronous=FULL, one transaction per write
-# The secret scan's first pass (gitmem.sync.secrets._CANDIDATE) as grep -i -E takes it.
+# The words of the secret scan's patterns (gitmem.sync.secrets), as grep -i -E takes them.
 GREP_SECRETS = ("PRIVATE KEY|A[KS]IA|gh[pousr]_|github_pat_|sk-|token|secret|passw(or)?d|pwd|api.?key|"
                 "access.?key|credential")
 

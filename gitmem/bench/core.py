@@ -51,6 +51,7 @@ class Row:
     target: float | None = None  # the ratio, else the figure or the median, is at most this
     load: float | None = None  # the machine's load average (1 minute) when the row ran
     floor_ms: float | None = None  # :func:`interpreter_floor` when the row ran
+    error: str | None = None  # the scenario failed: its error, in one line
 
     @property
     def median(self) -> float | None:
@@ -73,7 +74,8 @@ class Row:
 
     @property
     def met(self) -> bool | None:
-        return None if self.target is None else self.figure <= self.target
+        figure = self.figure
+        return None if self.target is None or figure is None else figure <= self.target
 
     def as_dict(self, best_floor_ms: float | None = None) -> dict[str, Any]:
         """The row as JSON; ``floor_slowdown`` is its :attr:`floor_ms` against
@@ -83,7 +85,8 @@ class Row:
         return {"scenario": self.scenario, "repo": self.repo, "what": self.what, "unit": self.unit,
                 "n": len(self.samples), "median_ms": self.median, "p95_ms": self.p95,
                 "value": self.value, "ratio": self.ratio, "target": self.target, "met": self.met,
-                "load": self.load, "floor_ms": self.floor_ms, "floor_slowdown": slowdown}
+                "load": self.load, "floor_ms": self.floor_ms, "floor_slowdown": slowdown,
+                "error": self.error}
 
     def stamp(self, floors: list[float]) -> None:
         """Note how busy the machine was: the load average now, and the median of the
@@ -111,12 +114,18 @@ def interpreter_floor() -> float:
 
 class _Table(list):
     """The bench's rows: a row added without a note of how busy the machine was (a
-    scenario's own extend) gets one as it is added."""
+    scenario's own extend) gets one as it is added, and is printed then (``show``)."""
+
+    def __init__(self, show: Callable[[Row], None] | None = None):
+        super().__init__()
+        self.show = show
 
     def append(self, row: Row) -> None:
         if row.load is None:
             row.stamp([])
         super().append(row)
+        if self.show is not None:
+            self.show(row)
 
     def extend(self, rows) -> None:
         for row in rows:
@@ -187,10 +196,15 @@ class Bench:
 
     def compare(self, numerator: Row, denominator: Row, target: float | None = None, *,
                 what: str | None = None) -> Row:
-        """Add the row ``numerator / denominator`` (of their figures), with the target it must meet."""
-        return self.add(Row(numerator.scenario, numerator.repo,
-                            what or f"{numerator.what} / {denominator.what}",
-                            ratio=numerator.figure / denominator.figure, target=target))
+        """Add the row ``numerator / denominator`` (of their figures), with the target it
+        must meet; a failed row when either has no figure."""
+        what = what or f"{numerator.what} / {denominator.what}"
+        top, bottom = numerator.figure, denominator.figure
+        if top is None or not bottom:
+            empty = numerator if top is None else denominator
+            return self.add(Row(numerator.scenario, numerator.repo, what, target=target,
+                                error=f"no figure to divide: {empty.what}"))
+        return self.add(Row(numerator.scenario, numerator.repo, what, ratio=top / bottom, target=target))
 
     def add(self, row: Row) -> Row:
         """Add a row made by the scenario itself (a single figure, samples taken its own way)."""
@@ -222,29 +236,50 @@ def scenarios() -> list[Callable[[Bench], None]]:
 
 def run(quick: bool = False, json_path: str | None = None, only: str | None = None) -> list[Row]:
     """Run every scenario (or those whose name matches the regular expression ``only``),
-    print the table, and write the machine and the rows to ``json_path`` as JSON."""
+    print each row as it comes, and write the machine and the rows to ``json_path`` as JSON."""
     chosen = [s for s in scenarios() if only is None or re.search(only, s.__name__)]
     if not chosen:
         raise ValueError(f"no scenario matches {only!r}; the scenarios are "
                          f"{', '.join(s.__name__ for s in scenarios())}")
+    return run_scenarios(chosen, quick, json_path, only)
+
+
+def run_scenarios(chosen: list[Callable[[Bench], None]], quick: bool, json_path: str | None = None,
+                  only: str | None = None) -> list[Row]:
+    """Run ``chosen`` as :func:`run` does. A scenario that raises adds one failed row
+    (its error in one line) and the others still run."""
     load_at_start = os.getloadavg()[0]
     started = time.perf_counter()
     seconds: dict[str, float] = {}  # per scenario
+    info = {**machine(), "load_at_start": load_at_start}
+    print(format_head(quick, info), flush=True)
+    print(format_line(COLUMNS), flush=True)
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-") as scratch:
-        bench = Bench(Path(scratch), quick=quick, samples=5 if quick else 100, warmup=1 if quick else 3)
+        bench = Bench(Path(scratch), quick=quick, samples=5 if quick else 100, warmup=1 if quick else 3,
+                      rows=_Table(lambda row: print(format_line(_cells(row)), flush=True)))
         for scenario in chosen:
             scenario_started = time.perf_counter()
-            scenario(bench)
+            try:
+                scenario(bench)
+            except Exception as exc:  # noqa: BLE001 - one scenario's fault is its row, not the run's end
+                bench.add(Row(scenario.__name__, "", "the scenario", error=one_line(exc)))
             seconds[scenario.__name__] = round(time.perf_counter() - scenario_started, 2)
-    info = {**machine(), "load_at_start": load_at_start, "load_at_end": os.getloadavg()[0],
-            "seconds": time.perf_counter() - started}
-    print(format_table(bench.rows, quick, info))
+    info.update(load_at_end=os.getloadavg()[0], seconds=time.perf_counter() - started)
+    failed = sum(row.error is not None for row in bench.rows)
+    print(f"{len(bench.rows)} rows, {failed} failed; load average {info['load_at_end']:.2f} at end; "
+          f"{info['seconds']:.0f} s", flush=True)
     best_floor = min((row.floor_ms for row in bench.rows if row.floor_ms), default=None)
     if json_path:
         Path(json_path).write_text(json.dumps(
             {"quick": quick, "only": only, "machine": info, "scenario_seconds": seconds,
              "rows": [row.as_dict(best_floor) for row in bench.rows]}, indent=2) + "\n")
     return bench.rows
+
+
+def one_line(exc: BaseException) -> str:
+    """An error as one line: its type and its first line."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def machine() -> dict[str, Any]:
@@ -267,27 +302,30 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def format_table(rows: list[Row], quick: bool, info: dict[str, Any]) -> str:
-    """The machine on one line, then a header line and one line per row."""
-    head = (f"gitmem bench{' --quick' if quick else ''}: {info['cores']} cores ({info['cpu']}), "
+COLUMNS = ("scenario", "setting", "measured", "n", "median", "p95", "ratio", "target", "met")
+WIDTHS = (22, 28, 58, 4, 11, 11, 8, 12, 6)  # a longer cell pushes the rest of its line along
+_TEXT_COLUMNS = 3  # the figures after them are aligned right
+
+
+def format_head(quick: bool, info: dict[str, Any]) -> str:
+    """The machine on one line."""
+    return (f"gitmem bench{' --quick' if quick else ''}: {info['cores']} cores ({info['cpu']}), "
             f"Python {info['python']}, pygit2 {info['pygit2']} / libgit2 {info['libgit2']}, "
             f"git {info['git']}, SQLite {info['sqlite']} (WAL, synchronous=FULL), "
-            f"durability {info['durability']}; "
-            f"load average {info['load_at_start']:.2f} at start, {info['load_at_end']:.2f} at end; "
-            f"{info['seconds']:.0f} s")
-    columns = ("scenario", "setting", "measured", "n", "median", "p95", "ratio", "target", "met")
-    table = [columns] + [_cells(row) for row in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(columns))]
-    left = 3  # text columns; the figures are aligned right
+            f"durability {info['durability']}; load average {info['load_at_start']:.2f} at start")
 
-    def line(cells: tuple[str, ...]) -> str:
-        return "  ".join(cell.ljust(width) if i < left else cell.rjust(width)
-                         for i, (cell, width) in enumerate(zip(cells, widths))).rstrip()
 
-    return "\n".join([head] + [line(cells) for cells in table])
+def format_line(cells: tuple[str, ...]) -> str:
+    """One line of the table: the header's, or a row's (:func:`_cells`)."""
+    return "  ".join(cell.ljust(width) if i < _TEXT_COLUMNS else cell.rjust(width)
+                     for i, (cell, width) in enumerate(zip(cells, WIDTHS))).rstrip()
 
 
 def _cells(row: Row) -> tuple[str, ...]:
+    if row.error is not None:
+        return (row.scenario, row.repo, row.what, "", "", "", "", "", f"failed: {row.error}")
+    if row.figure is None:
+        return (row.scenario, row.repo, row.what, "", "", "", "", "", "no figure")
     if row.ratio is not None:
         median = p95 = n = ""
         ratio, target = f"{row.ratio:.2f}x", f"<= {row.target:g}x" if row.target is not None else ""
@@ -314,5 +352,5 @@ def main(argv: list[str] | None = None) -> int:
                         help="run only the scenarios whose name matches this regular expression")
     parser.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     args = parser.parse_args(argv)
-    run(args.quick, args.json, args.only)
-    return 0
+    rows = run(args.quick, args.json, args.only)
+    return 1 if any(row.error is not None for row in rows) else 0

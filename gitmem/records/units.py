@@ -24,12 +24,36 @@ except ImportError:  # an interpreter without it
     from hashlib import blake2b
 
 BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")  # between two blocks of a memory
+# characters at most in a unit search ranks, and in a text FTS5 makes a snippet of: its
+# snippet() costs the square of its text's length (a 2 MB block: 20 s a search)
+PART_CHARS = 4096
 
 
 def blocks(content: str) -> list[str]:
     """The paragraphs of a markdown memory, as ``append`` separates them."""
     content = content.strip("\n")
     return [block.rstrip() for block in BLANK_LINES.split(content)] if content.strip() else []
+
+
+def parts(text: str, size: int = PART_CHARS) -> list[str]:
+    """``text`` cut into parts of at most ``size`` characters, after a line's end where
+    one lies in reach, else after a space, else anywhere; ``[text]`` when it fits."""
+    if len(text) <= size:
+        return [text]
+    found, start = [], 0
+    while len(text) - start > size:
+        end = start + size
+        cut = text.rfind("\n", start + 1, end) + 1 or text.rfind(" ", start + 1, end) + 1 or end
+        found.append(text[start:cut])
+        start = cut
+    found.append(text[start:])
+    return [part for part in found if part.strip()]
+
+
+def search_blocks(content: str) -> list[str]:
+    """The units search makes of a memory: its :func:`blocks`, one longer than
+    PART_CHARS (a text pasted without blank lines) cut into :func:`parts`."""
+    return [part for block in blocks(content) for part in parts(block)]
 
 
 _DATA_URL = re.compile(r"data:[\w.+-]+/[\w.+-]+;base64,[A-Za-z0-9+/=\s]*")
@@ -126,11 +150,11 @@ def units_of(unit: str, data: bytes) -> list[str]:
 
 
 def pieces(unit: str, data: bytes) -> list[str]:
-    """The pieces of file content ``data`` that hold one unit each: a memory's blocks, a
-    log's lines (:func:`unit_text` makes a piece a unit)."""
+    """The pieces of file content ``data`` that hold one unit each: a memory's blocks
+    (:func:`search_blocks`), a log's lines (:func:`unit_text` makes a piece a unit)."""
     text = data.decode("utf-8", "replace")
     if unit == "block":
-        return blocks(text)
+        return search_blocks(text)
     return [line for line in text.splitlines() if line.strip()]
 
 

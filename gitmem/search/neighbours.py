@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from gitmem.errors import InvalidInput
 from gitmem.records import layout
-from gitmem.records.units import blocks, scrub, unit_date, value_text
+from gitmem.records.units import scrub, search_blocks, unit_date, value_text
 
 # (record, unit) -> the record's units of that kind at HEAD, in order: blocks as markdown,
 # messages and events as JSON values
@@ -92,7 +92,7 @@ def record_units(memory, sessions, threads) -> ReadUnits:
     """A :data:`ReadUnits` on the stores (:mod:`gitmem.stores`)."""
     def read(record: layout.Record, unit: str) -> list[Any]:
         if record.kind in ("user", "agent"):
-            return blocks(memory.read_file(record.path))  # no writer's read: a search is not one
+            return search_blocks(memory.read_file(record.path))  # no writer's read: a search is not one
         if record.kind == "session":
             return sessions.read(*record.ids)[0]
         if unit == "event":

@@ -1,8 +1,8 @@
 """Answering from the search index: the query, the hits, and the quick answer.
 
 A query is read in plain words unless it uses the operators (:func:`uses_operators`):
-the words less English stopwords, joined by OR, each stemmed by the index's tokenizer;
-hits that hold more of them, rarer ones, and two of them near each other rank higher,
+the words less English stopwords (the first QUERY_WORDS of them), joined by OR, each
+stemmed by the index's tokenizer; hits that hold more of them, rarer ones, and two of them near each other rank higher,
 and a message or event also ranks by a share of the one before it (a reply, by the
 words of the question it answers).
 
@@ -32,10 +32,10 @@ from gitmem.errors import InvalidInput
 from gitmem.git import stamp
 from gitmem.git.files import GITMEM_DIR, read_regular
 from gitmem.records import layout
-from gitmem.records.units import pieces, unit_date, unit_key, unit_text
+from gitmem.records.units import parts, pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "6"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask)
+FORMAT = "7"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask; 7: long blocks in parts)
 KINDS = ("memory", "session", "thread")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
@@ -48,6 +48,7 @@ NEAR_BOOST = 1.3  # a hit holding two of the query's words near each other: its 
 SHARE_OF_BEFORE = 0.2
 SHARE_OF_QUESTION = 0.4  # the one before holds a "?"
 POOL = 50  # hits beyond the limit ranked again for nearness and neighbours
+QUERY_WORDS = 64  # words at most a query looks for: the first ones of a longer text
 BLOB_TIMEOUT = 60.0  # seconds for git to read the hits' blobs
 STAMP_SCOPE = ""  # the stamp of a look at every record (gitmem.git.stamp)
 # Snippets are cut from the hits' own text, read back from git: the index keeps no copy.
@@ -161,7 +162,7 @@ def parse(query: str) -> Parsed:
 
 def _plain(query: str) -> Parsed:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
-    kept = [word for word in words if word not in STOPWORDS] or words
+    kept = ([word for word in words if word not in STOPWORDS] or words)[:QUERY_WORDS]
     terms = [_quoted(word) for word in kept]
     near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:]))
     return Parsed(" OR ".join(terms) or None, kept, near or None)
@@ -209,6 +210,8 @@ def _groups(query: str) -> list[list[_Term]]:
         if not any(char.isalnum() for char in text):
             continue  # punctuation only, or an empty phrase: no word to match
         groups[-1].append(_Term(text, prefix, negated))
+        if sum(map(len, groups)) > QUERY_WORDS:
+            raise _NotOperators("too many terms: read as plain words, the first ones kept")
     if len(groups) > 1 and not groups[-1]:
         raise _NotOperators("OR needs a word on each side")
     if not any(groups):
@@ -368,41 +371,64 @@ class _Found(namedtuple("_Found", "text pieces index")):
 
 
 def units_found(hits: list[tuple[int, str, str, str, int]], words: list[str], read_blobs: ReadBlobs,
-                 read_file: ReadFile | None) -> dict[int, _Found]:
+                read_file: ReadFile | None) -> dict[int, _Found]:
     """{unit id: found} for hits (unit id, unit, path, blob, key): the unit whose text has
     that key, found in the file at ``path`` (a text with the key is the text indexed),
-    else in the blob that brought it (missing: gone after a rewrite and a gc). The units
-    holding one of ``words`` as they are written are tried first."""
+    else in the blob that brought it (missing: gone after a rewrite and a gc). Each
+    file's units are read once for all its hits, those holding one of ``words`` as
+    they are written first."""
     found, left = {}, []
-    files: dict[str, bytes | None] = {}
+    files: dict[str, _FileUnits | None] = {}
     for unit_id, unit, path, blob, key in hits:
         if read_file is not None and path not in files:
-            files[path] = read_file(path)
-        data = files.get(path)
-        text = _unit_found(unit, data, key, words) if data is not None else None
+            data = read_file(path)
+            files[path] = None if data is None else _FileUnits(unit, data, words)
+        in_file = files.get(path)
+        text = in_file.find(key) if in_file is not None else None
         if text is None:
             left.append((unit_id, unit, blob, key))
         else:
             found[unit_id] = text
     blobs = read_blobs(sorted({blob for _, _, blob, _ in left})) if left else {}
-    for unit_id, unit, blob, key in left:
-        text = _unit_found(unit, blobs[blob], key, words) if blob in blobs else None
+    in_blobs = {blob: _FileUnits(unit, blobs[blob], words) for _, unit, blob, _ in left if blob in blobs}
+    for unit_id, _unit, blob, key in left:
+        text = in_blobs[blob].find(key) if blob in in_blobs else None
         if text is not None:
             found[unit_id] = text
     return found
 
 
-def _unit_found(unit: str, data: bytes, key: int, words: list[str]) -> _Found | None:
-    # A hit's unit holds the words it matched, though folded (accents, JSON escapes, stems)
-    # perhaps not as written: the others are tried too, but a text is made of only a few units.
-    found = pieces(unit, data)
-    stems = [word[:5] for word in words]
-    likely = [i for i, piece in enumerate(found) if any(stem in piece.lower() for stem in stems)]
-    for i in (*likely, *range(len(found))):
-        text = unit_text(unit, found[i])
-        if unit_key(unit, text) == key:
-            return _Found(text, found, i)
-    return None
+class _FileUnits:
+    """The units of one file's content, their keys worked out as hits ask for them: each
+    piece's at most once, whatever the number of hits in the file."""
+
+    def __init__(self, unit: str, data: bytes, words: list[str]):
+        self.unit = unit
+        self.pieces = pieces(unit, data)
+        self._keys: dict[int, tuple[str, int]] = {}
+        self._order = self._likely_first([word[:5] for word in words])
+
+    def _likely_first(self, stems: list[str]):
+        # A hit's unit holds the words it matched, though folded (accents, JSON escapes,
+        # stems) perhaps not as written: the others are tried too, after.
+        later = []
+        for i, piece in enumerate(self.pieces):
+            if any(stem in piece.lower() for stem in stems):
+                yield i
+            else:
+                later.append(i)
+        yield from later
+
+    def find(self, key: int) -> _Found | None:
+        """The unit whose text has ``key``, None when none has."""
+        while key not in self._keys:
+            i = next(self._order, None)
+            if i is None:
+                return None
+            text = unit_text(self.unit, self.pieces[i])
+            self._keys.setdefault(unit_key(self.unit, text), (text, i))
+        text, i = self._keys[key]
+        return _Found(text, self.pieces, i)
 
 
 class _Place:
@@ -473,15 +499,25 @@ def _value(unit: str, piece: str) -> object:
 
 
 def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, str]]) -> dict[int, str]:
-    """{unit id: snippet}: FTS5's snippet of each (unit id, text)."""
+    """{unit id: snippet}: FTS5's snippet of each (unit id, text), from its best-matching
+    part when the text is longer than PART_CHARS (snippet() costs the square of its text)."""
     db.execute(_HIT_TEXTS)
+    owners, rows = [], []
+    for unit, text in texts:
+        for part in parts(text):
+            rows.append((len(owners), spaced(part)))
+            owners.append(unit)
     db.execute("SAVEPOINT hit_texts")  # one transaction, not one a row: half the time
     try:
-        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)",
-                       [(unit, spaced(text)) for unit, text in texts])
-        return {unit: snippet.replace(_SEPARATOR, "") for unit, snippet in db.execute(
-            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts"
-            " WHERE hit_texts MATCH ?", (*MARK, SNIPPET_WORDS, expression))}
+        db.executemany("INSERT INTO temp.hit_texts(rowid, text) VALUES (?, ?)", rows)
+        best: dict[int, int] = {}  # unit id: its best part's row; the snippet of that part only
+        for (row,) in db.execute("SELECT rowid FROM temp.hit_texts WHERE hit_texts MATCH ? ORDER BY rank",
+                                 (expression,)):
+            best.setdefault(owners[row], row)
+        return {owners[row]: snippet.replace(_SEPARATOR, "") for row, snippet in db.execute(
+            "SELECT rowid, snippet(hit_texts, 0, ?, ?, '…', ?) FROM temp.hit_texts WHERE hit_texts MATCH ?"
+            " AND rowid IN (SELECT value FROM json_each(?))",
+            (*MARK, SNIPPET_WORDS, expression, json.dumps(list(best.values()))))}
     finally:  # emptied by undoing the inserts: a DELETE tokenizes every text again
         db.execute("ROLLBACK TO hit_texts")
         db.execute("RELEASE hit_texts")

@@ -11,9 +11,8 @@ while the scan goes on (:mod:`gitmem.git.parentdiffs`). Each version of a file i
 scanned once: what it added is remembered by blob ids in
 ``.git/gitmem/secret-scan.json`` (the kinds and line numbers found, never a line),
 so a sync that retries, or runs again after a refused push, scans nothing it scanned
-before. Only lines holding one of a few literal words go through the patterns; they
-are found in one pass of one pattern over a lower-cased copy of the added text in which
-a few rare letters are one letter, k.
+before. Each pattern runs once over all the lines a file version adds, led by a
+literal, so a scan reads each byte a few times whatever the text says.
 
 Findings can be allowed in ``.gitmem-allow-secrets`` at the top of the repository
 (commit it with git to share it between machines). One entry a line, ``#`` starts
@@ -51,40 +50,30 @@ ALLOW_FILE = layout.ALLOW_SECRETS_FILE
 SCAN_FILE = "secret-scan.json"  # inside .git/gitmem/: what each file version added
 MIN_ENTROPY = 3.5  # bits a character (less for short values, which cannot reach it)
 
-# A cheap first pass: a line matching none of these holds nothing we look for.
-_CANDIDATE = re.compile(
-    rb"PRIVATE KEY|A[KS]IA|gh[pousr]_|github_pat_|sk-|"
-    rb"(?i:token|secret|passw(?:or)?d|pwd|api.?key|access.?key|credential)")
-# The same first pass over many lines at once: every match of _CANDIDATE holds a match
-# of _PREFILTER ("key" stands for "private key", "api.?key" and "access.?key") in the
-# text translated by the table _FOLD, which lower-cases it and folds c, g, w and an
-# upper-case A (A[KS]IA is upper-case only) into k. re finds a pattern led by a literal
-# quickly (it runs its matcher only where that byte is), far quicker than an
-# alternation, and the fold gives every word a k to be found from, looking behind for
-# the rest: one pass, not one for each leading letter. Written folded ("[ak]": an a of
-# either case), the words are key, token, sk-, AKIA, ASIA, ghp_ to ghr_, github_pat_,
-# secret, credential, pwd, passwd and password.
-_FOLD = bytes(range(256)).replace(b"A", b"K").lower().translate(bytes.maketrans(b"cgw", b"kkk"))
-_PREFILTER = re.compile(
-    rb"k(?:e(?:y|n(?<=token))|-(?<=sk-)|kik|sik|ithub_pat_|h[pousr]_|re(?:t(?<=sekret)|denti[ak]l)|"
-    rb"d(?:(?<=pkd)|(?<=p[ak]sskd))|or(?<=p[ak]sskor))")
+# Every pattern is led by a literal (a boundary checked by a look behind placed after
+# it), so that re runs its matcher only where that literal is: one pass of each over the
+# added text, at the speed of a byte search, however many lines say "key" or "token".
 _KINDS = (  # (kind, pattern, whether a match must also look random)
     ("private key block", re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"),
      False),
-    ("AWS access key id", re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), False),
-    ("GitHub token", re.compile(rb"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})"),
-     False),
-    ("API key (sk-...)", re.compile(rb"\bsk-[A-Za-z0-9_-]{20,}"), True),
+    ("AWS access key id", re.compile(rb"A(?<!\wA)[KS]IA[0-9A-Z]{16}\b"), False),
+    ("GitHub token", re.compile(rb"gh(?<!\wgh)[pousr]_[A-Za-z0-9]{36,}"), False),
+    ("GitHub token", re.compile(rb"github_pat_(?<!\wgithub_pat_)[A-Za-z0-9_]{40,}"), False),
+    ("API key (sk-...)", re.compile(rb"sk-(?<!\wsk-)[A-Za-z0-9_-]{20,}"), True),
 )
-_ASSIGNED = re.compile(
-    rb"(?i:token|secret|passw(?:or)?d|pwd|api[_-]?key|access[_-]?key|credential)[\w.-]*"
-    rb"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?([A-Za-z0-9+/=_.~!@#$%^&*-]{16,})")
+ASSIGNED = "high-entropy value assigned to a secret-like name"
+# A value assigned to a secret-like name, one pattern a name (each led by its literal),
+# matched in the lower-cased text; the value is taken from the text as written.
+_ASSIGNED = tuple(re.compile(name + rb"[\w.-]*(?:\\?[\"'])?[ \t\r\f\v]*[:=][ \t\r\f\v]*"
+                             rb"(?:\\?[\"'])?([a-z0-9+/=_.~!@#$%^&*-]{16,})")
+                  for name in (rb"token", rb"secret", rb"passw(?:or)?d", rb"pwd", rb"api[_-]?key",
+                               rb"access[_-]?key", rb"credential"))
 
 _WORDS = re.compile(rb"[a-z]+(?:[_-][a-z0-9]+){2,}")
 # What the remembered findings were found with: another scanner forgets them.
 _SCANNER = hashlib.sha256(repr((
-    MIN_ENTROPY, _FOLD, _PREFILTER.pattern, _CANDIDATE.pattern, _ASSIGNED.pattern,
-    _WORDS.pattern, [(kind, p.pattern, random) for kind, p, random in _KINDS])).encode()).hexdigest()[:16]
+    MIN_ENTROPY, [p.pattern for p in _ASSIGNED], _WORDS.pattern,
+    [(kind, p.pattern, random) for kind, p, random in _KINDS])).encode()).hexdigest()[:16]
 
 
 class Finding(namedtuple("Finding", "path line kind fingerprint commit")):
@@ -100,14 +89,32 @@ class Finding(namedtuple("Finding", "path line kind fingerprint commit")):
 
 def scan_line(line: bytes) -> list[str]:
     """The kinds of secret ``line`` seems to hold ([] for none)."""
-    if not _CANDIDATE.search(line):
-        return []
-    kinds = [kind for kind, pattern, must_look_random in _KINDS
-             if any(not must_look_random or _random_enough(m.group(0))
-                    for m in pattern.finditer(line))]
-    if not kinds and any(_random_enough(m.group(1)) for m in _ASSIGNED.finditer(line)):
-        kinds.append("high-entropy value assigned to a secret-like name")
-    return kinds
+    return [kind for _, kind in found_in(line)]
+
+
+def found_in(text: bytes) -> list[tuple[int, str]]:
+    """``(line index, kind)`` of each kind of secret a line of ``text`` seems to hold, in
+    the order of the lines, then of :data:`_KINDS` (an assigned value only on a line that
+    holds no other kind). Each pattern runs once over the whole text."""
+    at: dict[int, set[str]] = {}
+    for kind, pattern, must_look_random in _KINDS:
+        for match in pattern.finditer(text):
+            if not must_look_random or _random_enough(match.group(0)):
+                at.setdefault(match.start(), set()).add(kind)
+    lowered = text.lower()
+    for pattern in _ASSIGNED:
+        for match in pattern.finditer(lowered):
+            if _random_enough(text[match.start(1):match.end(1)]):
+                at.setdefault(match.start(), set()).add(ASSIGNED)
+    lines: dict[int, set[str]] = {}
+    index = counted = 0
+    for place in sorted(at):
+        index += text.count(b"\n", counted, place)
+        counted = place
+        lines.setdefault(index, set()).update(at[place])
+    order = list(dict.fromkeys(kind for kind, _, _ in _KINDS))
+    return [(index, kind) for index, kinds in lines.items()
+            for kind in ([k for k in order if k in kinds] or [ASSIGNED])]
 
 
 class Scan:
@@ -169,8 +176,7 @@ class Scanner:
             return []
         block, line_number = _added_lines(data, [self.engine.read_blob(o) for o in olds if o])
         result.scanned_bytes += len(block)
-        return [[line_number(index), kind] for index, line in _candidate_lines(block)
-                for kind in scan_line(line)]
+        return [[line_number(index), kind] for index, kind in found_in(block)]
 
     def _remembered(self) -> dict[str, list[list]]:
         try:
@@ -215,22 +221,6 @@ def _added_lines(data: bytes, olds: list[bytes]) -> tuple[bytes, Callable[[int],
     had = set().union(*(old.split(b"\n") for old in olds))
     numbers = [n for n, line in enumerate(lines, 1) if line not in had]
     return b"\n".join(lines[n - 1] for n in numbers), numbers.__getitem__
-
-
-def _candidate_lines(block: bytes) -> list[tuple[int, bytes]]:
-    """``(index, line)`` of each line of ``block`` that the prefilter lets through."""
-    folded = block.translate(_FOLD)
-    found = []
-    index = counted = 0
-    match = _PREFILTER.search(folded)
-    while match:
-        start = folded.rfind(b"\n", 0, match.start()) + 1
-        end = folded.find(b"\n", match.end())
-        index += folded.count(b"\n", counted, start)
-        counted = start
-        found.append((index, block[start:] if end < 0 else block[start:end]))
-        match = None if end < 0 else _PREFILTER.search(folded, end)
-    return found
 
 
 def scan(engine: GitEngine, commits: Iterable[str]) -> list[Finding]:
