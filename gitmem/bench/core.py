@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from gitmem import __version__
+from gitmem.errors import one_line
 from gitmem.bench.baselines import pygit2_versions
 
 
@@ -262,7 +263,7 @@ def run_scenarios(chosen: list[Callable[[Bench], None]], quick: bool, json_path:
             try:
                 scenario(bench)
             except Exception as exc:  # noqa: BLE001 - one scenario's fault is its row, not the run's end
-                bench.add(Row(scenario.__name__, "", "the scenario", error=one_line(exc)))
+                bench.add(Row(scenario.__name__, "", "the scenario", error=f"{type(exc).__name__}: {one_line(exc)}"))
             seconds[scenario.__name__] = round(time.perf_counter() - scenario_started, 2)
     info.update(load_at_end=os.getloadavg()[0], seconds=time.perf_counter() - started)
     failed = sum(row.error is not None for row in bench.rows)
@@ -274,12 +275,6 @@ def run_scenarios(chosen: list[Callable[[Bench], None]], quick: bool, json_path:
             {"quick": quick, "only": only, "machine": info, "scenario_seconds": seconds,
              "rows": [row.as_dict(best_floor) for row in bench.rows]}, indent=2) + "\n")
     return bench.rows
-
-
-def one_line(exc: BaseException) -> str:
-    """An error as one line: its type and its first line."""
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def machine() -> dict[str, Any]:
