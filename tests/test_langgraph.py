@@ -201,6 +201,10 @@ def test_a_put_is_in_gitmem_log_and_gitmem_restore_puts_it_back(store, repo_path
     assert store.get(("users", "alice"), "prefs").value == {"theme": "dark"}
     hits = json.loads(run_gitmem("search", "dark", "--json", repo=repo_path).stdout)
     assert [(hit["record"], hit["unit"]) for hit in hits] == [("store:users/alice/prefs", "item")]
+    read = json.loads(run_gitmem("unit", "store:users/alice/prefs", str(hits[0]["unit_id"]), "--json",
+                                 repo=repo_path).stdout)
+    assert [(unit["unit"], unit["text"], unit["value"]["value"]) for unit in read] == [
+        ("item", "dark", {"theme": "dark"})]
 
 
 def test_an_item_whose_name_cannot_be_split_is_named_by_its_path(store, repo_path):

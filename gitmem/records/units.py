@@ -98,11 +98,17 @@ def item_text(data: str | bytes) -> str:
         item = parse_item(data)
     except ValueError:
         return value_text(data if isinstance(data, str) else data.decode("utf-8", "replace"))
-    if item.index is False:
+    return indexed_text(item.value, item.index)
+
+
+def indexed_text(value: dict, index: bool | list[str] | None) -> str:
+    """What search reads of an item's ``value`` by its ``index``: every string (None), none
+    (False), or the strings at those field paths."""
+    if index is False:
         return ""
-    if item.index is None:
-        return value_text(item.value)
-    return "\n".join(text for path in item.index for found in values_at(item.value, path)
+    if index is None:
+        return value_text(value)
+    return "\n".join(text for path in index for found in values_at(value, path)
                      if (text := value_text(found)))
 
 

@@ -71,6 +71,10 @@ class ItemStore:
         item = _read(head, path)
         return item if item is not None and item[:2] == (tuple(namespace), key) else None
 
+    def at(self, path: str, *, snapshot: Snapshot | None = None) -> StoredItem | None:
+        """The item in file ``path`` (``store/.../<key>.json``; None: no item's file there)."""
+        return _read(snapshot or self.engine.snapshot(scope=path), path)
+
     def items(self, prefix: Sequence[str] = (), *, snapshot: Snapshot | None = None) -> list[StoredItem]:
         """Every item whose namespace starts with the parts of ``prefix`` (none: every item),
         in the order of their files' paths."""
