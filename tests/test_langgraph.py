@@ -307,3 +307,27 @@ def test_a_langgraph_graph_keeps_threads_in_the_saver_and_memory_in_gitmem(repo_
     assert [entry["message"].split("\n")[0] for entry in logged[:2]] == [
         "store: put memories/ada/fact-1", "store: put memories/ada/fact-0"]
     assert Git(repo_path).status() == ""
+
+
+def test_two_clones_synced_keep_both_sides_items_and_the_later_value(synced, tmp_path):
+    repo, remote = synced
+    run_gitmem("clone", str(remote), str(tmp_path / "other"))
+    other = tmp_path / "other"
+    with Store(repo=repo) as here:
+        here.put(("users", "ada"), "shared", {"text": "first"})
+    run_gitmem("sync", repo=repo)
+    run_gitmem("sync", repo=other)
+    with Store(repo=repo) as here, Store(repo=other) as there:
+        created = here.get(("users", "ada"), "shared").created_at
+        here.put(("users", "ada"), "here", {"text": "put here"})
+        there.put(("users", "ada"), "there", {"text": "put there"})
+        here.put(("users", "ada"), "shared", {"text": "changed here"})
+        there.put(("users", "ada"), "shared", {"text": "changed there, later"})
+    run_gitmem("sync", repo=repo)
+    run_gitmem("sync", repo=other)
+    run_gitmem("sync", repo=repo)
+    for clone in (repo, other):
+        with Store(repo=clone) as store:
+            assert sorted(item.key for item in store.search(("users", "ada"))) == ["here", "shared", "there"]
+            shared = store.get(("users", "ada"), "shared")
+            assert shared.value == {"text": "changed there, later"} and shared.created_at == created

@@ -1,14 +1,16 @@
 """A store item's file (``store/<namespace>/<key>.json``, :func:`gitmem.records.layout.item_path`):
 one JSON object, indented for people and diffs, holding the item's namespace, key, value and
-times, and what search reads of it
+times (named as in gitmem's other files, so that a sync merges them as it merges a
+``meta.json``: the earliest ``createdAt``, the value of the side updated later), and what
+search reads of it
 (:func:`gitmem.records.units.item_text`).
 
     {
       "namespace": ["users", "alice"],
       "key": "prefs",
       "value": {"theme": "dark"},
-      "created_at": "2026-12-01T09:30:00.123456+00:00",
-      "updated_at": "2026-12-02T10:00:00.654321+00:00",
+      "createdAt": "2026-12-01T09:30:00.123456+00:00",
+      "updatedAt": "2026-12-02T10:00:00.654321+00:00",
       "index": ["theme"]                                  (only when the writer chose fields)
     }
 
@@ -36,7 +38,8 @@ _STEP = re.compile(r"([^.\[\]]+)|\[(\*|-?\d+)\]")
 
 class StoredItem(namedtuple("StoredItem", "namespace key value created_at updated_at index")):
     """An item as its file holds it: ``namespace`` (a tuple), ``key``, ``value`` (a dict),
-    ``created_at`` and ``updated_at`` (ISO 8601 texts), ``index`` (None, False or a list)."""
+    ``created_at`` and ``updated_at`` (ISO 8601 texts: the file's ``createdAt`` and
+    ``updatedAt``), ``index`` (None, False or a list)."""
 
     __slots__ = ()
 
@@ -46,7 +49,7 @@ def item_bytes(namespace: Sequence[str], key: str, value: Mapping[str, Any], cre
     """The file of an item. Raises :class:`~gitmem.errors.InvalidInput` for a value JSON
     cannot hold (NaN, a set, an object whose keys are not strings)."""
     found: dict[str, Any] = {"namespace": list(namespace), "key": key, "value": dict(value),
-                             "created_at": created_at, "updated_at": updated_at}
+                             "createdAt": created_at, "updatedAt": updated_at}
     if index is not None:
         found["index"] = index
     try:
@@ -69,9 +72,9 @@ def parse_item(data: bytes) -> StoredItem:
         raise ValueError("its \"namespace\" is not a list of one or more strings")
     if not isinstance(key, str):
         raise ValueError("its \"key\" is not a string")
-    created, updated = found.get("created_at"), found.get("updated_at")
+    created, updated = found.get("createdAt"), found.get("updatedAt")
     if not (isinstance(created, str) and isinstance(updated, str)):
-        raise ValueError("its \"created_at\" and \"updated_at\" are not texts")
+        raise ValueError("its \"createdAt\" and \"updatedAt\" are not texts")
     index = found.get("index")
     if not (index is None or index is False or (isinstance(index, list)
                                                 and all(isinstance(p, str) for p in index))):
