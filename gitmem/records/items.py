@@ -28,7 +28,7 @@ import json
 import re
 from collections import namedtuple
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from gitmem.errors import InvalidInput
 from gitmem.records import strictjson
@@ -45,7 +45,7 @@ class StoredItem(namedtuple("StoredItem", "namespace key value created_at update
 
 
 def item_bytes(namespace: Sequence[str], key: str, value: Mapping[str, Any], created_at: str,
-               updated_at: str, index: bool | list[str] | None = None) -> bytes:
+               updated_at: str, index: Literal[False] | list[str] | None = None) -> bytes:
     """The file of an item. Raises :class:`~gitmem.errors.InvalidInput` for a value JSON
     cannot hold (NaN, a set, an object whose keys are not strings)."""
     found: dict[str, Any] = {"namespace": list(namespace), "key": key, "value": dict(value),
@@ -62,7 +62,7 @@ def item_bytes(namespace: Sequence[str], key: str, value: Mapping[str, Any], cre
         return (strictjson.dumps(found, indent=2) + "\n").encode("ascii")
 
 
-def parse_item(data: bytes) -> StoredItem:
+def parse_item(data: str | bytes) -> StoredItem:
     """The item in file content ``data``; ValueError when it is not an item's file."""
     found = json.loads(data)
     if not isinstance(found, dict) or not isinstance(found.get("value"), dict):

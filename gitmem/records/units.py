@@ -18,7 +18,6 @@ from collections import Counter
 from collections.abc import Iterator
 
 from gitmem.records import layout
-from gitmem.records.items import parse_item, values_at
 
 try:  # hashlib's blake2b is _blake2's, and importing hashlib loads OpenSSL: 3 ms a warm search
     from _blake2 import blake2b
@@ -94,6 +93,7 @@ def item_text(data: str | bytes) -> str:
     """What search finds a store item by, in its file content ``data`` (see
     :mod:`gitmem.records.items`); the file's own text, less image data, when it is not an
     item's file."""
+    from gitmem.records.items import parse_item  # only a store item needs it (and typing): not every search
     try:
         item = parse_item(data)
     except ValueError:
@@ -104,10 +104,9 @@ def item_text(data: str | bytes) -> str:
 def indexed_text(value: dict, index: bool | list[str] | None) -> str:
     """What search reads of an item's ``value`` by its ``index``: every string (None), none
     (False), or the strings at those field paths."""
-    if index is False:
-        return ""
-    if index is None:
-        return value_text(value)
+    from gitmem.records.items import values_at
+    if not isinstance(index, list):
+        return "" if index is False else value_text(value)
     return "\n".join(text for path in index for found in values_at(value, path)
                      if (text := value_text(found)))
 
