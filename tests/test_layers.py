@@ -121,7 +121,8 @@ def test_only_gitmem_web_imports_the_web_extra():
     assert importers and all(path.startswith("faces/web/") for path in importers)
 
 
-@pytest.mark.parametrize("sdk, face", [("anthropic", "anthropic"), ("agents", "openai_agents")])
+@pytest.mark.parametrize("sdk, face", [("anthropic", "anthropic"), ("agents", "openai_agents"),
+                                       ("langgraph", "langgraph")])
 def test_only_its_face_imports_an_agent_sdk(sdk, face):
     """``gitmem --version`` and every other command load neither SDK: only the face and the
     public module that names it do."""
@@ -180,7 +181,7 @@ LAYERS = [
     ("gitmem.opening",),
     ("gitmem.repository", ROOT),
     ("gitmem.sync", "gitmem.upkeep"),
-    ("gitmem.faces", "gitmem.anthropic", "gitmem.openai_agents", "gitmem.bench"),
+    ("gitmem.faces", "gitmem.anthropic", "gitmem.openai_agents", "gitmem.langgraph", "gitmem.bench"),
     ("gitmem.cli", "gitmem.__main__"),
 ]
 

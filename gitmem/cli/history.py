@@ -128,7 +128,9 @@ def record_names(mem) -> list[str]:
             + [layout.record_name(mem.sessions.folder(t, s), (t, s))
                for t, s in mem.sessions.list(snapshot=snapshot)]
             + [layout.record_name(mem.threads.folder(t["id"]), (t["id"],))
-               for t in mem.threads.list_threads(snapshot=snapshot)])
+               for t in mem.threads.list_threads(snapshot=snapshot)]
+            + [layout.record_name(path) for path in snapshot.files(layout.STORE)
+               if layout.record_path(path) == path])
 
 
 def cmd_blame(args) -> None:

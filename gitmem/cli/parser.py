@@ -166,7 +166,8 @@ def parse(argv: list[str]) -> argparse.Namespace | None:
 
 REPO_HELP = ("the repository (default: $GITMEM_REPO, else the gitmem repository holding the "
              "current folder, else ~/.local/share/gitmem)")
-RECORDS = "user, agent:<id>, note:<path>, session:<agentType>/<sessionId> or thread:<threadId>"
+RECORDS = ("user, agent:<id>, note:<path>, session:<agentType>/<sessionId>, thread:<threadId> "
+           "or store:<namespace>/<key>")
 NO_PAGER_HELP = "do not pipe the output into a pager ($GIT_PAGER, $PAGER or less)"
 
 

@@ -227,6 +227,8 @@ def _parts(mem: Records, record: layout.Record, commit: str, splitter: _Blocks) 
         return {}
     if "content" in shown.value:
         return {"block": splitter.of(shown.value["content"])}
+    if "item" in shown.value:  # a store item: each field of its value
+        return {"field": [{name: value} for name, value in shown.value["item"]["value"].items()]}
     found = {"message": shown.value["messages"]}
     if "events" in shown.value:
         found = {"event": shown.value["events"], **found}

@@ -2,9 +2,9 @@
 what changed between two times, and putting an old version back.
 
 Records are named as everywhere else (``user``, ``agent:<id>``, ``note:<path>``,
-``session:<agentType>/<sessionId>``, ``thread:<threadId>``). A time (WHEN) is a
-revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (the end of that day,
-local time: as it was that day), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``,
+``session:<agentType>/<sessionId>``, ``thread:<threadId>``, ``store:<namespace>/<key>``).
+A time (WHEN) is a revision (``HEAD~3``, a commit hash) or a date: ``2026-11-01`` (the end
+of that day, local time: as it was that day), ``2026-11-01T14:00``, ``2026-11-01 14:00:30+02:00``,
 ``3 days ago``, ``today``, ``yesterday``, ``@1793534400``, and what else git reads as a
 date (``last friday``, ``noon yesterday``). A date stands for the newest commit made at
 or before it. A version of the record itself is ``@`` (its newest) or ``@~N`` (N changes of the record
@@ -39,6 +39,7 @@ from gitmem.records import layout
 from gitmem.records.counts import counted
 from gitmem.records.dates import format_date, parse_time
 from gitmem.records.ids import printable
+from gitmem.records.items import parse_item
 from gitmem.records.meta import meta_bytes, now_iso, parse_meta, read_meta, record_trailers
 from gitmem.records.layout import record_name
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
@@ -313,7 +314,8 @@ def restore(mem: Records, record: str, at: str, *, trailers: Mapping[str, str] |
         first = mem.engine.log.commit_info(versions[-1].id)
         delete = {"user": "`gitmem memory delete --user`", "agent": "`gitmem memory delete "
                   "--agent`", "note": "the memory tool's delete",
-                  "session": "`gitmem session delete`"}.get(parsed.kind, "its delete")
+                  "session": "`gitmem session delete`",
+                  "store": "the store's delete"}.get(parsed.kind, "its delete")
         raise HistoryError(f"{parsed.name} did not exist at {at!r}: its first version is "
                            f"{first.id[:10]} of {format_date(first.time, first.offset)}; "
                            f"nothing restored ({delete} deletes it)")
@@ -392,6 +394,10 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
     if record.is_memory:
         value = {"content": mem.memory.read_file(record.path, snapshot=snapshot)}
         exists = snapshot.exists(record.path)
+    elif record.kind == "store":
+        data = snapshot.read(record.path)
+        value = {"item": _item_of(data, record.path)}
+        exists = data is not None
     elif record.kind == "session":
         ids = record.ids or _ids_in_meta(snapshot, record, ("agentType", "sessionId"), mem.sessions.folder)
         messages, agent_session_id = mem.sessions.read(*ids, snapshot=snapshot)
@@ -405,6 +411,16 @@ def read_record(mem: Records, record: layout.Record, snapshot, commit: str | Non
                  "meta": mem.threads.meta(thread_id, snapshot=snapshot)}
         exists = snapshot.tree_id(record.path) is not None
     return Shown(record.name, commit, exists, value)
+
+
+def _item_of(data: bytes | None, path: str) -> dict[str, Any] | None:
+    """The store item in file content ``data`` as its file holds it (None: no file)."""
+    if data is None:
+        return None
+    try:
+        return parse_item(data)._asdict()
+    except ValueError as exc:
+        raise HistoryError(f"{path} is not a store item's file: {exc}") from None
 
 
 def _ids_in_meta(snapshot, record: layout.Record, keys: tuple[str, ...],
@@ -438,7 +454,7 @@ def _cut(patch: str) -> str:
 
 def _files(snapshot, record: layout.Record) -> dict[str, str]:
     """{path: blob id} of every file of ``record`` in ``snapshot``."""
-    if record.is_memory:
+    if record.is_file:
         blob_id = snapshot.blob_id(record.path)
         return {record.path: blob_id} if blob_id else {}
     return {path: snapshot.blob_id(path) for path in snapshot.files(record.path)}
@@ -446,7 +462,7 @@ def _files(snapshot, record: layout.Record) -> dict[str, str]:
 
 def _group(record: layout.Record, path: str) -> tuple[str, str]:
     """What a changed file of ``record`` holds, and how its changes are counted."""
-    if record.is_memory:
+    if record.is_file:
         return "lines", "lines"
     parts = path[len(record.path) + 1:].split("/")
     if len(parts) == 2 and parts[1].endswith(".jsonl"):

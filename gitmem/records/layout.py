@@ -7,21 +7,24 @@
     sessions/<agentType>/<sessionId>/meta.json, messages/NNNNNN.jsonl,
         messages/blobs/<sha256>.<ext> (images, see gitmem.stores.blobs)
     threads/<threadId>/meta.json, events/NNNNNN.jsonl, messages/NNNNNN.jsonl
+    store/<namespace part>/.../<key>.json   an item of a key-value store (LangGraph's
+                         BaseStore: gitmem.langgraph), one file each (see gitmem.records.items)
 
 Ids are encoded with :mod:`gitmem.records.ids`. Records are named the same way in every
 history command: ``user``, ``agent:<id>``, ``note:<path>`` (``memory/<path>``),
-``session:<agentType>/<sessionId>``, ``thread:<threadId>``; a memory file may also be
+``session:<agentType>/<sessionId>``, ``thread:<threadId>``, ``store:<namespace>/<key>``
+(the namespace's parts and the key joined by ``/``); a memory file may also be
 named by its memory-tool path, ``/memories/<path>``, and a session or thread by its path
-(``sessions/claude-code/a%2fb``): a listing names a record by its ids when that name leads
+(``sessions/claude-code/a%2fb``), and an item by its path (``store/a%2fb/k.json``): a listing names a record by its ids when that name leads
 back to it (:func:`record_name`), else by its path.
 """
 
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from gitmem.errors import GitmemError
+from gitmem.errors import GitmemError, InvalidInput
 from gitmem.records.ids import EmptyId, UndecodableId, check, decode, encode
 
 MEMORY = "memory"
@@ -30,12 +33,14 @@ AGENT_MEMORY = "memory/agents"
 MEMORIES = "/memories"  # the folder memory/ as Claude's memory tool names it
 SESSIONS = "sessions"
 THREADS = "threads"
+STORE = "store"  # the items of key-value stores: store/<namespace part>/.../<key>.json
+ITEM_SUFFIX = ".json"  # of an item's file
 META = "meta.json"
 JSONL_SUFFIX = ".jsonl"  # of a log's chunks
 MESSAGES = "messages"  # the folder of a session's or a thread's messages, in the record's folder
 EVENTS = "events"  # the folder of a thread's AG-UI events, in its folder
 NAMESPACE = "gitmem:"  # how a string gitmem puts into a log starts (an image's blob reference)
-TOP_FOLDERS = (MEMORY, SESSIONS, THREADS)
+TOP_FOLDERS = (MEMORY, SESSIONS, THREADS, STORE)
 ALLOW_SECRETS_FILE = ".gitmem-allow-secrets"  # at the top: values `gitmem sync` may push (gitmem.sync.secrets)
 
 
@@ -54,6 +59,19 @@ def thread_dir(thread_id: str) -> str:
     return f"{THREADS}/{encode(check(thread_id, 'thread_id'))}"
 
 
+def item_path(namespace: Sequence[str], key: str) -> str:
+    """The file of item ``key`` in ``namespace`` (one or more parts, none empty; the key may
+    be any string, "" too): each part a folder, the key the file's name, all encoded."""
+    if isinstance(namespace, str) or not namespace:
+        raise InvalidInput(f"namespace must be a tuple of one or more strings, not {namespace!r}")
+    for part in namespace:
+        if not isinstance(part, str) or not part:
+            raise InvalidInput(f"namespace parts must be strings, none empty: {tuple(namespace)!r}")
+    if not isinstance(key, str):
+        raise InvalidInput(f"key must be a string, not {type(key).__name__}")
+    return f"{STORE}/{'/'.join(encode(part) for part in namespace)}/{encode(key)}{ITEM_SUFFIX}"
+
+
 def chunk_files(folder: str, paths: Iterable[str]) -> list[str]:
     """The chunk files of the log in ``folder`` among ``paths``: those right in it whose
     name ends :data:`JSONL_SUFFIX`, in the order they are read."""
@@ -63,12 +81,13 @@ def chunk_files(folder: str, paths: Iterable[str]) -> list[str]:
 
 
 class BadRecordName(GitmemError, ValueError):
-    """A record name that is none of the four forms."""
+    """A record name that is none of the forms."""
 
 
 class Record(namedtuple("Record", "kind ids path")):  # not typing's: 4 ms of a warm search
-    """A record as history commands name it (``kind``: "user", "agent", "note", "session"
-    or "thread"; ``ids``, a tuple of its ids), and the ``path`` (file or folder) that holds it."""
+    """A record as history commands name it (``kind``: "user", "agent", "note", "session",
+    "thread" or "store"; ``ids``, a tuple of its ids: a store item's namespace parts, then its
+    key), and the ``path`` (file or folder) that holds it."""
 
     __slots__ = ()
 
@@ -84,10 +103,17 @@ class Record(namedtuple("Record", "kind ids path")):  # not typing's: 4 ms of a 
         """True for a markdown memory (user, agent or note): one file, not a folder."""
         return self.kind in ("user", "agent", "note")
 
+    @property
+    def is_file(self) -> bool:
+        """True for a record held in one file (a memory, a store item), False for a folder."""
+        return self.is_memory or self.kind == "store"
+
 
 def _id_name(kind: str, ids: tuple[str, ...]) -> str:
     if kind == "user":
         return "user"
+    if kind == "store":
+        return f"store:{'/'.join(ids)}"
     return f"session:{ids[0]}/{ids[1]}" if kind == "session" else f"{kind}:{ids[0]}"
 
 
@@ -104,6 +130,8 @@ def parse_record(name: str) -> Record:
         return memory_record(name[len(MEMORIES) + 1:])
     if name.startswith((f"{SESSIONS}/", f"{THREADS}/")):
         return _record_at(name)
+    if name.startswith(f"{STORE}/"):
+        return _item_at(name)
     try:
         return _record_named(name)
     except EmptyId as exc:  # "agent:": said of the name, not of the Python API's parameter
@@ -121,10 +149,14 @@ def _record_named(name: str) -> Record:
     if sep and kind == "session" and "/" in rest:
         agent_type, _, session_id = rest.rpartition("/")
         return Record("session", (agent_type, session_id), session_dir(agent_type, session_id))
+    if sep and kind == "store" and "/" in rest:
+        *namespace, key = rest.split("/")
+        if all(namespace):
+            return Record("store", (*namespace, key), item_path(namespace, key))
     raise BadRecordName(
         f"not a record name: {name!r} (use user, agent:<id>, note:<path>, "
-        "session:<agentType>/<sessionId>, thread:<threadId> or a session's or thread's path, "
-        "as listings show it)")
+        "session:<agentType>/<sessionId>, thread:<threadId>, store:<namespace>/<key> or a "
+        "session's, thread's or store item's path, as listings show it)")
 
 
 def record_name(path: str, ids: tuple[str, ...] | None = None) -> str:
@@ -135,6 +167,10 @@ def record_name(path: str, ids: tuple[str, ...] | None = None) -> str:
     holding ``/``, a folder named by hand)."""
     if path.startswith(MEMORY + "/"):
         return memory_record(path[len(MEMORY) + 1:]).name
+    if path.startswith(STORE + "/"):
+        found = _item_at(path)
+        name = _id_name("store", ids or found.ids) if ids or found.ids else path
+        return name if _named_path(name) == path else path
     kind = _KINDS[path.split("/", 1)[0]]
     try:
         name = _id_name(kind, ids or tuple(decode(part) for part in path.split("/")[1:]))
@@ -159,6 +195,27 @@ def _record_at(path: str) -> Record:
 
 
 _KINDS = {SESSIONS: "session", THREADS: "thread"}
+
+
+def _named_path(name: str) -> str | None:
+    """The path of the record ``name`` names (None: it names none)."""
+    try:
+        return parse_record(name).path
+    except ValueError:  # BadRecordName, EmptyId, InvalidInput
+        return None
+
+
+def _item_at(path: str) -> Record:
+    """The store item whose file is ``path``; its ids are decoded from the path, none when a
+    part is no id's encoding (a name cut to fit: the file holds its namespace and key)."""
+    if record_path(path) != path or not path.startswith(STORE + "/"):
+        raise BadRecordName(f"not the path of a store item: {path!r} "
+                            f"({STORE}/<namespace part>/.../<key>{ITEM_SUFFIX})")
+    parts = path[len(STORE) + 1:-len(ITEM_SUFFIX)].split("/")
+    try:
+        return Record("store", tuple(decode(part) for part in parts), path)
+    except UndecodableId:
+        return Record("store", (), path)
 
 
 def memory_record(relative: str) -> Record:
@@ -203,6 +260,11 @@ def record_path(path: str) -> str | None:
     """The path of the record that file ``path`` belongs to (None: no record's)."""
     if path.startswith(MEMORY + "/"):  # user.md, agents/<id>.md or a note: a file each
         return path if note_name_ok(path) else None
+    if path.startswith(STORE + "/"):  # an item a file, in a namespace of one part or more
+        parts = path.split("/")
+        plain = path.isascii() and not any(c in path for c in "\t\n\r")
+        return path if (plain and len(parts) >= 3 and path.endswith(ITEM_SUFFIX)
+                        and all(part not in ("", ".", "..") for part in parts)) else None
     for folder, depth in _RECORD_DEPTHS:
         if path.startswith(folder + "/"):
             parts = path.split("/", depth)

@@ -1,8 +1,9 @@
 """What a record is made of, as search sees it: a memory's blocks, a log's messages and events.
 
 A memory is cut into blocks (what ``append`` joins with a blank line), a session into
-its messages, a thread into its events and messages; each unit's text is what a person
-would search for (a JSON line's strings, less ids, types and image data).
+its messages, a thread into its events and messages; a store item is one unit. Each
+unit's text is what a person would search for (a JSON line's strings, less ids, types
+and image data).
 
     units_of("block", b"Prefers short answers.\n\nChecks types first.\n")
     # ['Prefers short answers.', 'Checks types first.']
@@ -70,8 +71,8 @@ def unit_kind(path: str) -> tuple[str, str] | None:
     record = layout.record_path(path)
     if record is None:
         return None
-    if record == path:  # a memory: user, an agent's, or a note, whatever its name
-        return record, "block"
+    if record == path:  # a memory (user, an agent's, or a note, whatever its name) or an item
+        return record, "item" if record.startswith(layout.STORE + "/") else "block"
     rest = path[len(record) + 1:].split("/")
     if len(rest) != 2 or not rest[1].endswith(layout.JSONL_SUFFIX):
         return None
@@ -84,7 +85,8 @@ def unit_kind(path: str) -> tuple[str, str] | None:
 
 def record_kind(record: str) -> str:
     return "memory" if record.startswith(layout.MEMORY + "/") else \
-        "session" if record.startswith(layout.SESSIONS + "/") else "thread"
+        "session" if record.startswith(layout.SESSIONS + "/") else \
+        "store" if record.startswith(layout.STORE + "/") else "thread"
 
 
 def scrub(text: str) -> str:
@@ -109,6 +111,28 @@ def line_text(line: str) -> str:
 def value_text(value: object) -> str:
     """The text of a message or event as JSON gives it (:func:`line_text`)."""
     return scrub("\n".join(_strings(value, None)))
+
+
+def item_text(data: str | bytes) -> str:
+    """What search finds a store item by, in its file content ``data`` (see
+    :mod:`gitmem.records.items`); the file's own text, less image data, when it is not an
+    item's file."""
+    from gitmem.records.items import parse_item  # only a store item needs it (and typing): not every search
+    try:
+        item = parse_item(data)
+    except ValueError:
+        return value_text(data if isinstance(data, str) else data.decode("utf-8", "replace"))
+    return indexed_text(item.value, item.index)
+
+
+def indexed_text(value: dict, index: bool | list[str] | None) -> str:
+    """What search reads of an item's ``value`` by its ``index``: every string (None), none
+    (False), or the strings at those field paths."""
+    from gitmem.records.items import values_at
+    if not isinstance(index, list):
+        return "" if index is False else value_text(value)
+    return "\n".join(text for path in index for found in values_at(value, path)
+                     if (text := value_text(found)))
 
 
 def unit_date(value: object) -> str | None:
@@ -151,15 +175,20 @@ def units_of(unit: str, data: bytes) -> list[str]:
 
 def pieces(unit: str, data: bytes) -> list[str]:
     """The pieces of file content ``data`` that hold one unit each: a memory's blocks
-    (:func:`search_blocks`), a log's lines (:func:`unit_text` makes a piece a unit)."""
+    (:func:`search_blocks`), a log's lines, a store item's whole file (:func:`unit_text`
+    makes a piece a unit)."""
     text = data.decode("utf-8", "replace")
     if unit == "block":
         return search_blocks(text)
+    if unit == "item":
+        return [text] if text.strip() else []
     return [line for line in text.splitlines() if line.strip()]
 
 
 def unit_text(unit: str, piece: str) -> str:
     """The text of a unit of kind ``unit`` held in ``piece`` (:func:`pieces`)."""
+    if unit == "item":
+        return item_text(piece)
     return scrub(piece) if unit == "block" else line_text(piece)
 
 
@@ -168,7 +197,7 @@ def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[
     (``new`` starts with ``old``) is cut after the last unit ``old`` surely completes."""
     old, new = old or b"", new or b""
     cut = 0
-    if old and new.startswith(old):
+    if old and new.startswith(old) and unit != "item":  # an item's file is one unit
         cut = max(old.rfind(b"\n\n"), 0) if unit == "block" else old.rfind(b"\n") + 1
     gone, came = units_of(unit, old[cut:]), units_of(unit, new[cut:])
     added = came[len(gone):]

@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 
 from gitmem.errors import InvalidInput
 from gitmem.records import layout
-from gitmem.records.units import scrub, search_blocks, unit_date, value_text
+from gitmem.records.units import indexed_text, scrub, search_blocks, unit_date, value_text
+from gitmem.stores.items import ItemStore
 
 # (record, unit) -> the record's units of that kind at HEAD, in order: blocks as markdown,
 # messages and events as JSON values
@@ -26,7 +27,7 @@ class UnitRead(NamedTuple):
     """One unit read back: the one asked for (``asked``) or a neighbour."""
 
     record: str
-    unit: str  # "block", "message" or "event"
+    unit: str  # "block", "message", "event" or "item" (a store item: value, the item as its file holds it)
     unit_id: str | int
     date: str | None  # a message's or event's own date (None for a block: see gitmem log)
     text: str  # what search indexes of it
@@ -46,7 +47,8 @@ def read_unit(read_units: ReadUnits, record: str, unit_id: str | int, context: i
     if isinstance(unit_id, bool) or not isinstance(unit_id, (str, int)):
         raise InvalidInput(f"a unit id is a message's id or a position, not {unit_id!r}")
     parsed = layout.parse_record(record)
-    kinds = {"session": ("message",), "thread": ("message", "event")}.get(parsed.kind, ("block",))
+    kinds = {"session": ("message",), "thread": ("message", "event"),
+             "store": ("item",)}.get(parsed.kind, ("block",))
     for unit in kinds:
         values = read_units(parsed, unit)
         at = _find(values, unit, unit_id, in_thread=parsed.kind == "thread")
@@ -84,13 +86,22 @@ def _own_id(value: Any) -> str | None:
 def _read(record: str, unit: str, value: Any, position: int, asked: bool) -> UnitRead:
     if unit == "block":
         return UnitRead(record, unit, position, None, scrub(value), value, asked)
+    if unit == "item":
+        return UnitRead(record, unit, position, value["updated_at"],
+                        indexed_text(value["value"], value["index"]), value, asked)
     return UnitRead(record, unit, _own_id(value) if unit == "message" and _own_id(value) is not None
                     else position, unit_date(value), value_text(value), value, asked)
 
 
-def record_units(memory, sessions, threads) -> ReadUnits:
-    """A :data:`ReadUnits` on the stores (:mod:`gitmem.stores`)."""
+def record_units(memory, sessions, threads, items: ItemStore | None = None) -> ReadUnits:
+    """A :data:`ReadUnits` on the stores (:mod:`gitmem.stores`; the store items on the
+    memory's repository unless ``items`` is given)."""
+    items = items if items is not None else ItemStore(memory.engine)
+
     def read(record: layout.Record, unit: str) -> list[Any]:
+        if record.kind == "store":
+            found = items.at(record.path)
+            return [found._asdict()] if found is not None else []
         if record.kind in ("user", "agent"):
             return search_blocks(memory.read_file(record.path))  # no writer's read: a search is not one
         if record.kind == "session":

@@ -35,8 +35,8 @@ from gitmem.records import layout
 from gitmem.records.units import parts, pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "7"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask; 7: long blocks in parts)
-KINDS = ("memory", "session", "thread")
+FORMAT = "8"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask; 7: store items; 8: long blocks in parts)
+KINDS = ("memory", "session", "thread", "store")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # English stems, accents ignored
@@ -63,8 +63,10 @@ class SearchHit(namedtuple("SearchHit", "record unit unit_id date snippet score 
                                         "removed removed_date path context")):
     """One unit that matched: where, what, how well, and when it came and went.
 
-    - ``record``: as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>;
-    - ``unit``: "block" (of a memory), "message" (of a session or thread) or "event";
+    - ``record``: as ``gitmem log`` names it: user, agent:<id>, session:<type>/<id>, thread:<id>,
+      store:<namespace>/<key>;
+    - ``unit``: "block" (of a memory), "message" (of a session or thread), "event" or "item"
+      (a store item);
     - ``unit_id``: a message's own id, else the unit's position in its record from 0;
     - ``date``: the unit's createdAt (or an event's timestamp), else its commit's date;
     - ``snippet``: the matched words between MARK;

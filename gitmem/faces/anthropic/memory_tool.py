@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
+import anyio
 import anyio.to_thread
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 
+from gitmem.records.layout import MEMORY
 from gitmem.repository import Gitmem
 from gitmem.stores.memory_tree import MemoryToolError
 
@@ -48,6 +51,17 @@ class _Commands:
         self._owned = mem is None
         self._lock = threading.Lock()  # the runner may call from a thread of its own
         self.trailers = {"Gitmem-Handler": HANDLER}
+        if self.mem.engine.writable:  # as the SDK's backend makes its own: 0700 whatever the umask
+            self.memory_root.mkdir(mode=0o700, exist_ok=True)
+            self.memory_root.chmod(0o700)
+
+    @property
+    def base_path(self) -> Path:
+        return Path(self.mem.engine.workdir)
+
+    @property
+    def memory_root(self) -> Path:
+        return self.base_path / MEMORY
 
     def run(self, call: Callable[[MemoryTree], Answer]) -> str:
         with self._lock:
@@ -96,6 +110,18 @@ class MemoryTool(BetaAbstractMemoryTool):
         """The repository the commands are kept in."""
         return self._commands.mem
 
+    @property
+    def memory_root(self) -> Path:
+        """The folder of the work tree that is ``/memories`` (``memory/``), as the SDK's
+        backend names its own: a file saved there by hand is committed before it is read."""
+        return self._commands.memory_root
+
+    @property
+    def base_path(self) -> Path:
+        """The repository's folder, which holds ``memory/`` as the SDK's ``base_path`` holds
+        ``memories/``."""
+        return self._commands.base_path
+
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return self._commands.view(command)
 
@@ -136,6 +162,15 @@ class AsyncMemoryTool(BetaAsyncAbstractMemoryTool):
     @property
     def mem(self) -> Gitmem:
         return self._commands.mem
+
+    @property
+    def memory_root(self) -> anyio.Path:
+        """:attr:`MemoryTool.memory_root`, as the SDK's async backend gives it (an anyio path)."""
+        return anyio.Path(self._commands.memory_root)
+
+    @property
+    def base_path(self) -> anyio.Path:
+        return anyio.Path(self._commands.base_path)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return await anyio.to_thread.run_sync(self._commands.view, command)
