@@ -22,6 +22,7 @@ from gitmem.opening.location import default_repo_path
 from gitmem.opening.policy import ForeignRepository, open_engine
 from gitmem.records import layout
 from gitmem.stores import MemoryStore, SessionStore, ThreadStore
+from gitmem.stores.items import ItemStore
 from gitmem.stores.memory_tree import MemoryTree
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 
 class Gitmem:
-    """One repository and its stores: ``memory``, ``memory_tree``, ``sessions`` and ``threads``."""
+    """One repository and its stores: ``memory``, ``memory_tree``, ``sessions``, ``threads``
+    and ``items`` (a key-value store's, LangGraph's)."""
 
     def __init__(self, engine: GitEngine):
         self.engine = engine
@@ -42,6 +44,7 @@ class Gitmem:
         self.memory_tree = MemoryTree(engine)  # the /memories tree of Claude's memory tool
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
+        self.items = ItemStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
         self._search_index = None  # gitmem.search.index.SearchIndex, made on the first search
 
@@ -146,8 +149,8 @@ class Gitmem:
         """The unit of ``record`` a search hit's ``unit_id`` names, at HEAD, with up to
         ``context`` units on each side (:mod:`gitmem.search.neighbours`)."""
         from gitmem.search.neighbours import read_unit, record_units
-        return read_unit(record_units(self.memory, self.sessions, self.threads), record, unit_id,
-                         context)
+        return read_unit(record_units(self.memory, self.sessions, self.threads, self.items), record,
+                         unit_id, context)
 
     def close(self) -> None:
         if self._search_index is not None:

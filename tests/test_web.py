@@ -465,3 +465,16 @@ def test_a_memory_that_is_not_utf8_is_shown_with_replacement_characters(repo: Pa
     git("commit", "-q", "-m", "a Latin-1 memory, by hand")
     page = web.get("/record?name=agent:latin", web.token)
     assert "Caf\ufffd au lait." in page
+
+
+def test_a_langgraph_store_item_is_listed_shown_and_in_the_timeline(tmp_path: Path):
+    # the site's kinds lacked "store": any page listing such a record raised ValueError
+    from gitmem.langgraph import Store
+    path = tmp_path / "memory"
+    run_gitmem("init", str(path))
+    with Store(path) as store:
+        store.put(("users", "pat"), "prefs", {"tone": "short answers"})
+    with WebServer.start(path) as server:
+        for page in ("/", "/?kind=store", "/activity"):
+            assert "store:users/pat/prefs" in server.get(page, server.token), page
+        assert "short answers" in server.get("/record?name=store:users/pat/prefs", server.token)

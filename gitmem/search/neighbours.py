@@ -93,10 +93,9 @@ def _read(record: str, unit: str, value: Any, position: int, asked: bool) -> Uni
                     else position, unit_date(value), value_text(value), value, asked)
 
 
-def record_units(memory, sessions, threads, items: ItemStore | None = None) -> ReadUnits:
+def record_units(memory, sessions, threads, items: ItemStore) -> ReadUnits:
     """A :data:`ReadUnits` on the stores (:mod:`gitmem.stores`; the store items on the
     memory's repository unless ``items`` is given)."""
-    items = items if items is not None else ItemStore(memory.engine)
 
     def read(record: layout.Record, unit: str) -> list[Any]:
         if record.kind == "store":

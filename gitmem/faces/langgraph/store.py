@@ -50,7 +50,7 @@ class Store(BaseStore):
 
     def __init__(self, repo: str | os.PathLike | None = None, *, mem: Gitmem | None = None):
         self.mem = mem if mem is not None else Gitmem.open(repo)
-        self.items = ItemStore(self.mem.engine)
+        self.items = self.mem.items
         self._owned = mem is None
         self._closed = False
         self._lock = threading.Lock()  # one batch at a time from this store

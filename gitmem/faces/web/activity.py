@@ -17,12 +17,12 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from gitmem.errors import HistoryError
+from gitmem.faces.web.listing import KINDS
 from gitmem.git.base import CommitInfo
 from gitmem.records.dates import format_date, parse_time
 from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 
-KINDS = ("user", "agent", "session", "thread")
 KIND_COLOURS = {"user": "#4c78a8", "agent": "#f58518", "session": "#54a24b", "thread": "#b279a2"}
 CLIENT_COLOURS = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#9d755d")
 MOST_CLIENTS = len(CLIENT_COLOURS) - 1  # the rest are drawn as "others"

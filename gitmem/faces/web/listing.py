@@ -14,7 +14,7 @@ from gitmem.records.dates import format_date
 from gitmem.records.layout import record_name
 from gitmem.repository import Gitmem
 
-KINDS = ("user", "agent", "session", "thread")
+KINDS = ("user", "agent", "session", "thread", "store")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +41,8 @@ class Listing:
         snapshot = mem.engine.snapshot()
         paths = mem.memory.paths(snapshot=snapshot) \
             + [mem.sessions.folder(t, s) for t, s in mem.sessions.list(snapshot=snapshot)] \
-            + [mem.threads.folder(t["id"]) for t in mem.threads.list_threads(snapshot=snapshot)]
+            + [mem.threads.folder(t["id"]) for t in mem.threads.list_threads(snapshot=snapshot)] \
+            + [layout.item_path(item.namespace, item.key) for item in mem.items.items(snapshot=snapshot)]
         found = []
         for path in paths:
             record = layout.parse_record(record_name(path))

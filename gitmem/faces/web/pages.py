@@ -120,7 +120,17 @@ class Pages:
             self.mem.engine.snapshot(scope=record.path)  # a person's save waiting is taken in first
         if record.kind == "session":
             return self._session(request, record, snapshot, values)
+        if record.kind == "store":
+            return self._item(request, record, snapshot, values)
         return self._thread(request, record, snapshot, values)
+
+    def _item(self, request: Request, record: layout.Record, snapshot, values: dict) -> Response:
+        """A key-value store's item (LangGraph's): its value as one block of JSON."""
+        item = self.mem.items.at(record.path, snapshot=snapshot)
+        text = "" if item is None else json.dumps(item.value, indent=2, ensure_ascii=False)
+        values["commit"] = values["commit"] or self.mem.engine.head()
+        values["blocks"] = [(text, _holds(text, values["words"]))] if text else []
+        return self.page(request, "memory.html", **values)
 
     def _memory(self, request: Request, record: layout.Record, values: dict) -> Response:
         agent = record.ids[0] if record.kind == "agent" else None
