@@ -55,7 +55,7 @@ def cold_start(bench: Bench) -> None:
         "gitmem serve: spawn to the storage.info answer": answered(repo, env),
     }, runs=bench.pick(5, 21))
     pygit2_row = rows.pop(baseline)
-    for row, target in zip(rows.values(), (VERSION_TARGET, COMMAND_TARGET, COMMAND_TARGET)):
+    for row, target in zip(rows.values(), (VERSION_TARGET, COMMAND_TARGET, COMMAND_TARGET), strict=True):
         bench.compare(row, pygit2_row, target, what=f"{row.what.split(' (')[0]} / import pygit2")
 
 

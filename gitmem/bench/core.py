@@ -282,7 +282,7 @@ def format_table(rows: list[Row], quick: bool, info: dict[str, Any]) -> str:
 
     def line(cells: tuple[str, ...]) -> str:
         return "  ".join(cell.ljust(width) if i < left else cell.rjust(width)
-                         for i, (cell, width) in enumerate(zip(cells, widths))).rstrip()
+                         for i, (cell, width) in enumerate(zip(cells, widths, strict=True))).rstrip()
 
     return "\n".join([head] + [line(cells) for cells in table])
 

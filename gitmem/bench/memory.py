@@ -76,7 +76,7 @@ def memory_write(bench: Bench) -> None:
         }
         if files == 10:  # SQLite's cost does not depend on the repository
             db = SqliteStore(bench.workdir / "memory-write.sqlite")
-            operations[f"{SQLITE}: replace"] = lambda i: db.write_memory(AGENT, memory_content(i).decode())
+            operations[f"{SQLITE}: replace"] = lambda i, db=db: db.write_memory(AGENT, memory_content(i).decode())
         try:
             rows = list(bench.measure("memory write", label, operations).values())
         finally:

@@ -41,9 +41,9 @@ def reads(bench: Bench) -> None:
             try:
                 rows = list(bench.measure("read", setting, {
                     "store: first read after opening": cold,
-                    "store: read again (warm)": lambda i: read(mem),
-                    file_what: lambda i: read_file(),
-                    f"{SQLITE}: SELECT": lambda i: read_sqlite(),
+                    "store: read again (warm)": lambda i, read=read: read(mem),
+                    file_what: lambda i, read_file=read_file: read_file(),
+                    f"{SQLITE}: SELECT": lambda i, read_sqlite=read_sqlite: read_sqlite(),
                 }).values())
             finally:
                 cold.close()

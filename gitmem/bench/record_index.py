@@ -88,7 +88,7 @@ def record_index_history(bench: Bench) -> None:
     sizes = bench.pick((1_000, 5_000), (1_000, 20_000))
     settings = [f"{commits:,} commits" for commits in sizes]
     operations, opened = {}, []
-    for commits, setting in zip(sizes, settings):
+    for commits, setting in zip(sizes, settings, strict=True):
         path = build_history(bench.workdir / f"record-index-{commits}", commits)
         with Gitmem.open(path, create=False) as mem:
             started = time.perf_counter()
@@ -122,7 +122,7 @@ def record_index_history(bench: Bench) -> None:
     finally:
         for fresh in opened:
             fresh.close()
-    for setting, commits in zip(settings, sizes):
+    for setting, commits in zip(settings, sizes, strict=True):
         git = rows[setting, "git log --numstat -- PATH"]
         # Below 20,000 commits git answers faster than the interpreter starts (at 1,000:
         # 12-18 ms against the floor row's 120-170 ms): there the floor is the target.

@@ -51,7 +51,7 @@ def build_conversation(path: Path, conversation: Conversation) -> dict[str, str]
         folder = layout.session_dir(AGENT_TYPE, f"{conversation.name}-s{number}")
         lines = [json.dumps({"id": turn.id, "role": "user", "name": turn.speaker, "content": turn.text,
                              "createdAt": _rfc3339(turn.created_at)}) for turn in turns]
-        texts.update((turn.id, line_text(line)) for turn, line in zip(turns, lines))
+        texts.update((turn.id, line_text(line)) for turn, line in zip(turns, lines, strict=True))
         meta = json.dumps({"agentSessionId": "", "workingDir": "/work"}).encode() + b"\n"
         messages = ("\n".join(lines) + "\n").encode()
         message = f"session: {conversation.name} {number}\n\nGitmem-Op: bench\n".encode()
@@ -84,7 +84,7 @@ class Tally:
     def figures(self, kind: str) -> tuple[list[float], int]:
         """([R@1, R@5, R@10, MRR], questions) of ``kind`` ("all": every question)."""
         rows = [row for k, found in self.found.items() if kind in ("all", k) for row in found]
-        return [sum(column) / len(rows) for column in zip(*rows)], len(rows)
+        return [sum(column) / len(rows) for column in zip(*rows, strict=True)], len(rows)
 
 
 def retrieval(bench: Bench) -> None:
@@ -152,7 +152,7 @@ def _baseline(texts: dict[str, str]):
         if not tokens.vocab:
             return []
         docs, scores = index.retrieve(tokens, k=min(K, len(ids)), show_progress=False)
-        return [ids[doc] for doc, score in zip(docs[0], scores[0]) if score > 0]
+        return [ids[doc] for doc, score in zip(docs[0], scores[0], strict=True) if score > 0]
 
     return ranked
 

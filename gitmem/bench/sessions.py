@@ -116,15 +116,15 @@ def session_nui(bench: Bench) -> None:
             first = data["sessions"][0]
             messages = data["sessionMessages"][first["id"]]
 
-            def extended(i: int) -> list[dict[str, Any]]:
+            def extended(i: int, messages: list[dict[str, Any]] = messages) -> list[dict[str, Any]]:
                 return messages + [nui_message(0, len(messages) + i)]
 
             setting = f"{sessions:,} sessions x 10 messages, data.json {nui.file.stat().st_size / 1e6:.1f} MB"
             store, nui_row = bench.measure("session vs nui", setting, {
-                "store: +1 message": lambda i: mem.sessions.write(
+                "store: +1 message": lambda i, first=first: mem.sessions.write(
                     first["agentType"], first["id"], extended(i), "resume-0", first["workingDir"]),
                 "nui: data.json rewritten (indent 2, temp + rename)":
-                    lambda i: nui.write_session(first["id"], extended(i), "resume-0"),
+                    lambda i, nui=nui, first=first: nui.write_session(first["id"], extended(i), "resume-0"),
             }, samples=min(bench.samples, 40) if sessions >= 1_000 else None).values()
             bench.compare(store, nui_row, what="store / nui")
 

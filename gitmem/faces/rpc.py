@@ -616,7 +616,7 @@ def _encode(value: Any) -> bytes:
     if raw:
         around = data.split(_PLACEHOLDER_JSON)
         pieces = [around[0]]
-        for inside, after in zip(raw, around[1:]):
+        for inside, after in zip(raw, around[1:], strict=True):
             pieces += inside
             pieces.append(after)
         data = b"".join(pieces)

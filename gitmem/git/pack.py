@@ -159,7 +159,7 @@ class Packer:
         """``[(object id, problem)]`` for each loose object whose file does not inflate
         completely (libgit2 would hang on it); each file is read once."""
         found = []
-        for oid, file in sorted(self._loose_object_files().items()):
+        for oid in sorted(self._loose_object_files()):
             try:
                 self._objects.check(pygit2.Oid(hex=oid))
             except DamagedObject as exc:

@@ -24,7 +24,6 @@ from collections import namedtuple
 from typing import Any
 
 from gitmem.git import gitproc
-from gitmem.git.base import CommitInfo
 from gitmem.git.hunks import version_hunks
 from gitmem.history.versions import Records, format_date, read_record
 from gitmem.records import layout
@@ -167,7 +166,7 @@ def blame(mem: Records, record: str) -> list[Blamed]:
     values, owners = by_hunks or _by_versions(mem, parsed, versions)
     infos = {c.id: c for c in mem.engine.commit_infos(sorted({o for found in owners.values() for o in found}))}
     return [Blamed(kind, i, value, infos[owner])
-            for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind]))]
+            for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind], strict=True))]
 
 
 def _memory_by_hunks(mem: Records, path: str, versions: list[str]) -> tuple[dict, dict] | None:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError, Identity
 from gitmem.git.engine import GitEngine
-from gitmem.git.log import FileChange, FileDiff
+from gitmem.git.log import FileChange
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.counts import counted
@@ -259,7 +259,7 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None,
         commits = record_commits(mem, parsed, limit=limit, skip=skip)
     pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
     entries = []
-    for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs)):
+    for commit, files in zip(commits, mem.engine.changes(parsed.path if parsed else "", pairs), strict=True):
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries

@@ -163,7 +163,7 @@ def _plain(query: str) -> Parsed:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
     kept = [word for word in words if word not in STOPWORDS] or words
     terms = [_quoted(word) for word in kept]
-    near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:]))
+    near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:], strict=False))
     return Parsed(" OR ".join(terms) or None, kept, near or None)
 
 

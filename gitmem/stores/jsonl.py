@@ -211,13 +211,13 @@ class ChunkedJsonl:
                 if sent[i] is not whole[i] and total + sizes[i] - sent_sizes[i] <= max_bytes:
                     total += sizes[i] - sent_sizes[i]
                     sent[i] = whole[i]
-            return Fitted(_joined_array(sent), 0, sum(a is not b for a, b in zip(sent, whole)))
+            return Fitted(_joined_array(sent), 0, sum(a is not b for a, b in zip(sent, whole, strict=True)))
         start, total = len(sent), 2
         while start and total + sent_sizes[start - 1] + (start < len(sent)) <= max_bytes:
             start -= 1
             total += sent_sizes[start] + (start < len(sent) - 1)
         kept = sent[start:]
-        return Fitted(_joined_array(kept), start, sum(a is not b for a, b in zip(kept, whole[start:])))
+        return Fitted(_joined_array(kept), start, sum(a is not b for a, b in zip(kept, whole[start:], strict=True)))
 
     def sent_lines(self, snapshot: Snapshot, start: int, stop: int) -> list[bytes]:
         """Lines ``start`` to ``stop`` as :meth:`read_json_within` hands them out with
@@ -274,7 +274,7 @@ class ChunkedJsonl:
                 if count < len(chunk.lines) and any(form.startswith(joined + b"\n") for form in forms):
                     pos += count
                     continue
-                pairs = zip(part, *(form.split(b"\n") for form in forms))
+                pairs = zip(part, *(form.split(b"\n") for form in forms), strict=False)
                 for j, (text, *stored) in enumerate(pairs):
                     if bytes(text) not in stored and not self._same(
                             snapshot, values.parse(text), chunk.lines[j], chunk.values[j]):
@@ -302,7 +302,7 @@ class ChunkedJsonl:
         start = list(snapshot.read_parsed(existing[-1], chunk_lines)) if existing else []
         packed = self._pack(start, [dumps(v) for v in values])
         paths = self._paths(existing[-1:], len(packed), existing)
-        return {**files, **{path: _chunk_bytes(lines) for path, lines in zip(paths, packed) if lines}}
+        return {**files, **{path: _chunk_bytes(lines) for path, lines in zip(paths, packed, strict=True) if lines}}
 
     def replace(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes | None]:
         """The changes that make the log hold exactly ``values``, touching only changed chunks.
@@ -342,7 +342,7 @@ class ChunkedJsonl:
         out.extend(packed)
         old = dict(existing)
         paths = self._paths(list(old), len(out), list(old))
-        for path, lines in zip(paths, out):
+        for path, lines in zip(paths, out, strict=True):
             if not lines:
                 if path in old:
                     changes[path] = None

@@ -46,8 +46,7 @@ from gitmem.faces.mcp.arguments import (MAX_CONTEXT, MAX_LIMIT, PAGE, ToolError,
 from gitmem.records.layout import BadRecordName, parse_record
 
 if TYPE_CHECKING:  # handed in by whoever starts the server
-    from gitmem.stores import MemoryStore, SessionStore, ThreadStore
-    from gitmem.stores.memory_tree import Answer, MemoryTree
+    from gitmem.stores.memory_tree import Answer
 
 log = logging.getLogger("gitmem.mcp")
 

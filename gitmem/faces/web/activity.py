@@ -115,7 +115,7 @@ def chart(buckets: list[tuple[float, str]], counts: list[Counter], colours: dict
            f'<text x="{left}" y="10" class="axis">{html.escape(title)} (most in one bar: {highest})</text>',
            f'<line x1="{left}" y1="{height - bottom}" x2="{width - 4}" y2="{height - bottom}" class="base"/>']
     label_every = max(1, len(buckets) // 8)
-    for i, ((_, label), count) in enumerate(zip(buckets, counts)):
+    for i, ((_, label), count) in enumerate(zip(buckets, counts, strict=True)):
         x = left + i * slot + 1
         y = height - bottom
         for name in series:
@@ -153,7 +153,7 @@ def client_chart(found: Activity) -> str:
             folded["others"] = others
         counts.append(folded)
     names = top + (["others"] if any(c["others"] for c in counts) else [])
-    return chart(found.buckets, counts, dict(zip(names, CLIENT_COLOURS)), title="writes by client")
+    return chart(found.buckets, counts, dict(zip(names, CLIENT_COLOURS, strict=False)), title="writes by client")
 
 
 def _kind(name: str) -> str:
