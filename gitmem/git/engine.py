@@ -32,6 +32,7 @@ import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
@@ -401,7 +402,7 @@ class GitEngine:
                         log.info("writing objects again after: %s", exc)
                         continue
                     stop_if_cancelled()  # the last moment: only objects no ref holds are written
-                    tree = self._repo[tree_id]
+                    tree = cast(pygit2.Tree, self._repo[tree_id])
                     ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
                     on_main = self._worktree.is_main()
                     made = Attempt(snapshot, changes, ids, expected_files(snapshot, changes, tried, worktree_holds))
@@ -448,7 +449,7 @@ class GitEngine:
             self._worktree.write({path: head.read(path) if head.blob_id(path) else None
                                   for path in written}, expected=written)
             if head.tree is not None:
-                self._index.stage(tried.changes, head.tree, moved=(head.id, head.id))
+                self._index.stage(tried.changes, head.tree, moved=(head.commit_id, head.commit_id))
         except Exception:  # noqa: BLE001 - the next access repairs them (see gitmem.edits.handedits)
             log.exception("could not take back the work-tree files of a write that failed")
 
@@ -516,12 +517,14 @@ class GitEngine:
                 raise EngineError("the branch moved meanwhile; try again")
             made: dict[pygit2.Oid, pygit2.Oid] = {}
             for commit_id in commits:
-                old = repo[pygit2.Oid(hex=commit_id)]
+                old = cast(pygit2.Commit, repo[pygit2.Oid(hex=commit_id)])
                 snapshot = Snapshot(self._reader, old.id)
                 paths = [scope] if snapshot.blob_id(scope) else list(snapshot.files(scope))
                 changes = {}
                 for path in paths:
                     data = snapshot.read(path)
+                    if data is None:  # not a file: a submodule's commit
+                        continue
                     new = rewrite(path, data)
                     if new != data:
                         changes[path] = new
@@ -553,7 +556,9 @@ class GitEngine:
         writes = {path: self.read_blob(new_id) if new_id else None
                   for path, (_, new_id) in changed.items() if self._worktree.file_id(path) != new_id}
         self._worktree.write(writes, expected=Snapshot(self._reader, old))
-        self._index.stage(changed, self._repo[new].peel(pygit2.Tree), moved=(old, new))
+        # staged as a write stages what it wrote: a small file with its stat data
+        self._index.stage({path: writes.get(path) for path in changed}, self._repo[new].peel(pygit2.Tree),
+                          moved=(old, new))
         return [path for path in writes if self._worktree.file_id(path) != changed[path][1]]
 
     # -- the work tree and the index ---------------------------------------------

@@ -105,7 +105,7 @@ def _parse(lines: Iterator[bytes], path: bytes, expected: int) -> Iterator[list[
 
 def _take(lines: Iterator[bytes], sign: bytes, count: int) -> list[bytes]:
     """``count`` lines that start with ``sign``, without it (a "\\ No newline" after any)."""
-    found = []
+    found: list[bytes] = []
     while len(found) < count:
         line = next(lines, None)
         if line is None or not (line.startswith(sign) or line.startswith(b"\\")):
