@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from gitmem.git.base import Identity
     from gitmem.history.blame import Blamed
-    from gitmem.search.index import SearchHit
+    from gitmem.search.index import SearchHit, SearchIndex
     from gitmem.search.neighbours import UnitRead
 
 ENV_DURABILITY = "GITMEM_DURABILITY"  # "fast" (default) or "fsync": see GitEngine
@@ -248,7 +248,7 @@ class Gitmem:
         self.sessions = SessionStore(engine)
         self.threads = ThreadStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
-        self._search_index = None  # gitmem.search.index.SearchIndex, made on the first search
+        self._search_index: SearchIndex | None = None  # made on the first search
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
@@ -282,11 +282,11 @@ class Gitmem:
         if create and new and not adopt:
             _refuse_a_folder_of_its_own(path)
         foreign = facts is not None and not _is_gitmems(facts)
-        if foreign and not adopt:
+        if foreign and facts is not None and not adopt:
             raise ForeignRepository(
                 f"{_shown(path)} is a git repository that gitmem did not make ({_describe(facts)}): "
                 f"use another path, or `gitmem init --adopt {_shown(path)}` to keep records in it")
-        if foreign and facts.branch != BRANCH:  # foreign: it has commits
+        if foreign and facts is not None and facts.branch != BRANCH:  # foreign: it has commits
             raise ForeignRepository(
                 f"{_shown(path)} is on branch {facts.branch or '(detached HEAD)'}, and gitmem keeps "
                 f"its records on {BRANCH}: rename the branch (`git -C {_shown(path)} branch -m "
@@ -359,8 +359,9 @@ class Gitmem:
     def recent(self, since: str, *, limit: int = 50) -> list[history.RecentChange]:
         """What changed across every record since WHEN ``since``, newest first, each change
         with its diff; a person's edits waiting in the work tree are committed first."""
-        if self.engine.hand_edits is not None:
-            self.engine.hand_edits.before_access_all()
+        hand_edits = self.engine.hand_edits
+        if isinstance(hand_edits, HandEdits):
+            hand_edits.before_access_all()
         return history.recent(self, since, limit=limit)
 
     def blame(self, record: str) -> list[Blamed]:
@@ -375,7 +376,7 @@ class Gitmem:
         process reads it from the work tree (:func:`gitmem.edits.quick_reads.session_json`)."""
         folder = self.sessions.folder(agent_type, session_id)
         hand_edits = self.engine.hand_edits
-        look = hand_edits.settled_look(folder) if hand_edits is not None else None
+        look = hand_edits.settled_look(folder) if isinstance(hand_edits, HandEdits) else None
         head = self.engine.snapshot()
         found = self.sessions.read_json_pieces(agent_type, session_id, snapshot=head)
         if look is not None and self.engine.writable and head.id == look.head:
@@ -383,7 +384,7 @@ class Gitmem:
         return found
 
     @property
-    def search_index(self):
+    def search_index(self) -> SearchIndex:
         """The search index (:mod:`gitmem.search.index`), loaded on first use."""
         if self._search_index is None:
             from gitmem.search.index import SearchIndex

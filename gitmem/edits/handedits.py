@@ -390,6 +390,7 @@ class HandEdits:
                 else:
                     plan.saves.append(_Save(path, None, None, states[0] if states else head_id))
                 continue
+            assert on_disk is not None  # read with data
             versions = engine.path_versions(path)
             if on_disk in versions:
                 plan.repairs[path] = on_disk  # an older version: gitmem's own stale file

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import cast
 
@@ -263,7 +263,7 @@ class GitEngine:
         two commits (None: no commit, or no file there)."""
         return self._log.changed_files(old, new)
 
-    def changes_from_parents(self, commits: list[str]) -> Iterator[ParentDiffs]:
+    def changes_from_parents(self, commits: list[str]) -> Generator[ParentDiffs, None, None]:
         """What each of ``commits`` (ids) changed from each of its parents, read by one git
         process while the caller goes on (see :mod:`gitmem.git.parentdiffs`). Each commit
         is checked first: git passes over a missing one in silence."""

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from typing import Any, cast
 
 from gitmem.git.pipes import widen_pipe
@@ -174,7 +174,8 @@ def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, input: by
         errors.close()
 
 
-def read_objects(gitdir: str | os.PathLike, names: list[str], *, timeout: float) -> Iterator[tuple[str, bytes]]:
+def read_objects(gitdir: str | os.PathLike, names: list[str], *,
+                 timeout: float) -> Generator[tuple[str, bytes], None, None]:
     """``(object id, bytes)`` of each of ``names`` (object ids, or ``<commit>:<path>``), in
     order, read by one ``git cat-file --batch`` (whose delta cache makes a run of one
     file's versions cheap); ``("", b"")`` for a name that names no blob. Raises as

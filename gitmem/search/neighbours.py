@@ -84,7 +84,7 @@ def _own_id(value: Any) -> str | None:
 def _read(record: str, unit: str, value: Any, position: int, asked: bool) -> UnitRead:
     if unit == "block":
         return UnitRead(record, unit, position, None, scrub(value), value, asked)
-    return UnitRead(record, unit, _own_id(value) if unit == "message" and _own_id(value) is not None
+    return UnitRead(record, unit, own if unit == "message" and (own := _own_id(value)) is not None
                     else position, unit_date(value), value_text(value), value, asked)
 
 
