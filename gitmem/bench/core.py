@@ -29,7 +29,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,8 +72,16 @@ class Row:
         return None
 
     @property
+    def measured(self) -> float:
+        """:attr:`figure` of a row that has one; ValueError for a row with nothing in it."""
+        found = self.figure
+        if found is None:
+            raise ValueError(f"{self.scenario}, {self.what}: nothing measured")
+        return found
+
+    @property
     def met(self) -> bool | None:
-        return None if self.target is None else self.figure <= self.target
+        return None if self.target is None else self.measured <= self.target
 
     def as_dict(self, best_floor_ms: float | None = None) -> dict[str, Any]:
         """The row as JSON; ``floor_slowdown`` is its :attr:`floor_ms` against
@@ -122,7 +130,8 @@ class _Table(list):
         for row in rows:
             self.append(row)
 
-    def __iadd__(self, rows):
+    # as typeshed's own list.__iadd__: mypy wants += to take what + takes (a list), not any iterable
+    def __iadd__(self, rows: Iterable[Any]) -> _Table:  # type: ignore[misc]
         self.extend(rows)
         return self
 
@@ -138,7 +147,7 @@ class Bench:
     warmup: int = 3  # untimed runs of each operation before its samples
     rows: list[Row] = dataclasses.field(default_factory=lambda: _Table())
 
-    def measure(self, scenario: str, repo: str, operations: dict[Any, Callable[[int], Any]], *,
+    def measure(self, scenario: str, repo: str, operations: Mapping[Any, Callable[[int], Any]], *,
                 samples: int | None = None) -> dict[Any, Row]:
         """Time each ``operation(i)`` (i distinct across calls) and add one row per operation.
 
@@ -190,7 +199,7 @@ class Bench:
         """Add the row ``numerator / denominator`` (of their figures), with the target it must meet."""
         return self.add(Row(numerator.scenario, numerator.repo,
                             what or f"{numerator.what} / {denominator.what}",
-                            ratio=numerator.figure / denominator.figure, target=target))
+                            ratio=numerator.measured / denominator.measured, target=target))
 
     def add(self, row: Row) -> Row:
         """Add a row made by the scenario itself (a single figure, samples taken its own way)."""
@@ -293,8 +302,8 @@ def _cells(row: Row) -> tuple[str, ...]:
         ratio, target = f"{row.ratio:.2f}x", f"<= {row.target:g}x" if row.target is not None else ""
     else:
         n = str(len(row.samples)) if row.samples else ""
-        median = _figure(row.figure, row.unit)
-        p95 = _figure(row.p95, row.unit) if row.samples else ""
+        median = _figure(row.measured, row.unit)
+        p95 = _figure(row.p95, row.unit) if row.p95 is not None else ""  # None: no samples
         ratio, target = "", f"<= {row.target:,g} {row.unit}" if row.target is not None else ""
     met = "" if row.met is None else "met" if row.met else "missed"
     return (row.scenario, row.repo, row.what, n, median, p95, ratio, target, met)

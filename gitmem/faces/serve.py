@@ -20,7 +20,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from gitmem import __version__
 from gitmem.faces import logfile, rpc
@@ -111,7 +111,7 @@ def run(repo: str | os.PathLike | None = None, *,
         rescue.find_lost(mem.engine)
     except Exception:  # noqa: BLE001 - serving goes on; `gitmem status` tries again
         log.exception("looking for commits taken off main failed")
-    maintenance = mem.engine.packer  # told of each commit (GitEngine's packer)
+    maintenance = cast(Maintenance, mem.engine.packer)  # told of each commit (GitEngine's packer)
     watcher = syncer = vectors = None
     indexer = threading.Thread(target=_catch_up_index, args=(mem,), name="record-index", daemon=True)
     started = finished = False

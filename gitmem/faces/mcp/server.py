@@ -21,7 +21,7 @@ import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import anyio
 
@@ -32,6 +32,8 @@ from gitmem.faces.mcp.tools import Services, build_server
 
 if TYPE_CHECKING:
     from gitmem.repository import Gitmem
+    from gitmem.upkeep.maintenance import Maintenance
+    from gitmem.upkeep.vectors import VectorBuild
 
 log = logging.getLogger("gitmem.mcp")
 
@@ -50,7 +52,7 @@ class OpenOnFirstUse:
         self.mem: Gitmem | None = None
         self.services: Services | None = None
         self.log_writer: logfile.LogWriter | None = None
-        self.vectors = None  # gitmem.upkeep.vectors.VectorBuild, once the repository is open
+        self.vectors: VectorBuild | None = None  # once the repository is open
         self.closed = False
         self.lock = threading.Lock()
 
@@ -99,7 +101,7 @@ class OpenOnFirstUse:
                 gitproc.stop_all(final=True)  # a repack under way: no git outlives us
                 if self.vectors is not None:
                     self.vectors.stop()
-                self.mem.engine.packer.close(timeout=MAINTENANCE_GRACE)
+                cast("Maintenance", self.mem.engine.packer).close(timeout=MAINTENANCE_GRACE)  # opened with it
                 self.mem.close()
                 log.info("stopped")
             if self.log_writer is not None:
@@ -161,8 +163,9 @@ class Worker:
                 return call()
 
         # Shielded: a call cancelled by the client still ends here, and says how it ended.
-        with anyio.CancelScope(shield=True):
-            return await anyio.to_thread.run_sync(work, limiter=self.limiter)
+        with anyio.CancelScope(shield=True):  # never cancelled itself: it swallows nothing
+            result = await anyio.to_thread.run_sync(work, limiter=self.limiter)
+        return result
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:

@@ -79,8 +79,8 @@ def activity(mem: Gitmem, since: float, until: float) -> Activity:
                               tuple(sorted({_kind(name) for name in names}, key=KINDS.index)),
                               client_of(info)))
     buckets = _buckets(since, until)
-    by_kind = [Counter() for _ in buckets]
-    by_client = [Counter() for _ in buckets]
+    by_kind: list[Counter[str]] = [Counter() for _ in buckets]
+    by_client: list[Counter[str]] = [Counter() for _ in buckets]
     starts = [start for start, _ in buckets]
     for change in changes:
         at = max(0, _bucket_of(starts, change.commit.time))
@@ -117,7 +117,7 @@ def chart(buckets: list[tuple[float, str]], counts: list[Counter], colours: dict
     label_every = max(1, len(buckets) // 8)
     for i, ((_, label), count) in enumerate(zip(buckets, counts, strict=True)):
         x = left + i * slot + 1
-        y = height - bottom
+        y: float = height - bottom
         for name in series:
             if count[name]:
                 h = count[name] * scale
@@ -141,7 +141,7 @@ def kind_chart(found: Activity) -> str:
 
 
 def client_chart(found: Activity) -> str:
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for count in found.by_client:
         totals.update(count)
     top = [name for name, _ in totals.most_common(MOST_CLIENTS)]

@@ -20,6 +20,7 @@ import socket
 import sys
 import webbrowser
 from pathlib import Path
+from typing import cast
 
 import uvicorn
 from starlette.applications import Starlette
@@ -60,7 +61,7 @@ def exposure(host: str, port: int) -> str:
             "not trust.")
 
 
-def build_app(mem: Gitmem, *, token: str, hosts: set[str], port: int, any_address: bool = False) -> Starlette:
+def build_app(mem: Gitmem, *, token: str, hosts: set[str], port: int, any_address: bool = False) -> Guard:
     """The site and ``/mcp`` on ``mem``, behind :class:`Guard`."""
     pages = Pages(mem)
     endpoint = McpEndpoint(services_of(mem), Tokens(mem.engine.private_dir))
@@ -151,7 +152,7 @@ def run(repo: str | os.PathLike | None = None, *, host: str = "127.0.0.1", port:
         sock.close()
         from gitmem.git import gitproc
         gitproc.stop_all(final=True)
-        mem.engine.packer.close(timeout=MAINTENANCE_GRACE)
+        cast(Maintenance, mem.engine.packer).close(timeout=MAINTENANCE_GRACE)  # opened with it
         mem.close()
         log.info("stopped")
         if writer is not None:
