@@ -16,3 +16,9 @@ def test_every_package_of_gitmem_is_listed_for_installation():
     found = {".".join(init.parent.relative_to(ROOT).parts)
              for init in (ROOT / "gitmem").rglob("__init__.py")}
     assert found - listed == set()
+
+
+def test_the_wheel_says_the_package_is_typed():
+    """PEP 561's marker, in the package data: a user's type checker reads gitmem's hints."""
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    assert "py.typed" in package_data["gitmem"] and (ROOT / "gitmem" / "py.typed").is_file()
