@@ -249,7 +249,9 @@ class _Call:
     __slots__ = ("id", "method", "params", "notification", "reply")
 
     def __init__(self, id: Any = None, reply: dict[str, Any] | None = None) -> None:
-        self.id, self.method, self.params, self.notification = id, None, None, False
+        self.id, self.notification = id, False
+        self.method: Any = None  # what the request holds: checked as it is understood
+        self.params: Any = None
         self.reply = {} if reply is None else reply
 
 
