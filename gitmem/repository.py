@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from gitmem.git.base import Identity
     from gitmem.history.blame import Blamed
-    from gitmem.search.index import SearchHit
+    from gitmem.search.index import SearchHit, SearchIndex
     from gitmem.search.neighbours import UnitRead
 
 
@@ -46,7 +46,7 @@ class Gitmem:
         self.threads = ThreadStore(engine)
         self.items = ItemStore(engine)
         self.record_index = RecordIndex(engine)  # read when a record's history is asked for
-        self._search_index = None  # gitmem.search.index.SearchIndex, made on the first search
+        self._search_index: SearchIndex | None = None  # made on the first search
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True,
@@ -98,8 +98,9 @@ class Gitmem:
     def recent(self, since: str, *, limit: int = 50) -> list[history.RecentChange]:
         """What changed across every record since WHEN ``since``, newest first, each change
         with its diff; a person's edits waiting in the work tree are committed first."""
-        if self.engine.hand_edits is not None:
-            self.engine.hand_edits.before_access_all()
+        hand_edits = self.engine.hand_edits
+        if isinstance(hand_edits, HandEdits):
+            hand_edits.before_access_all()
         return history.recent(self, since, limit=limit)
 
     def blame(self, record: str) -> list[Blamed]:
@@ -114,7 +115,7 @@ class Gitmem:
         process reads it from the work tree (:func:`gitmem.edits.quick_reads.session_json`)."""
         folder = self.sessions.folder(agent_type, session_id)
         hand_edits = self.engine.hand_edits
-        look = hand_edits.settled_look(folder) if hand_edits is not None else None
+        look = hand_edits.settled_look(folder) if isinstance(hand_edits, HandEdits) else None
         head = self.engine.snapshot()
         found = self.sessions.read_json_pieces(agent_type, session_id, snapshot=head)
         if look is not None and self.engine.writable and head.id == look.head:
@@ -122,7 +123,7 @@ class Gitmem:
         return found
 
     @property
-    def search_index(self):
+    def search_index(self) -> SearchIndex:
         """The search index (:mod:`gitmem.search.index`), loaded on first use."""
         if self._search_index is None:
             from gitmem.search.index import SearchIndex

@@ -119,7 +119,7 @@ class Head:
 
     def __init__(self, repo: Path):
         paths = Git(repo)("ls-tree", "-r", "--name-only", "HEAD").splitlines()
-        self.files = dict(zip(paths, _cat_files(repo, [f"HEAD:{p}" for p in paths])))
+        self.files = dict(zip(paths, _cat_files(repo, [f"HEAD:{p}" for p in paths]), strict=True))
         for path, data in self.files.items():
             if path.endswith(".jsonl"):
                 assert data.endswith(b"\n"), f"{path} in HEAD ends in a partial line"

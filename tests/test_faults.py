@@ -533,7 +533,7 @@ def test_a_full_disk_is_one_line_and_loses_nothing(small_disk):
     attempts = [("memory", "write", "--user"), ("memory", "write", "--agent", "big"),
                 ("session", "write", "claude-code", "s2")]
     inputs = ["short answers", "x" * 300_000, '{"messages": [{"role": "user", "content": "hello"}]}']
-    for args, text in zip(attempts, inputs):
+    for args, text in zip(attempts, inputs, strict=True):
         error = one_line_error(gitmem(repo, *args, input=text))
         assert "is full" in error and "nothing was committed" in error, error
     assert gitmem(repo, "memory", "read", "--user").stdout == "likes tea\n"

@@ -61,6 +61,20 @@ def test_forget_takes_a_record_name_and_a_line_in_a_session(synced):
     run_gitmem("sync", repo=repo)
 
 
+def test_forget_passes_over_a_submodule_in_the_records_folder(synced):
+    repo, _ = synced
+    body = '{"messages": [{"role": "user", "content": "key %s"}]}' % GITHUB_TOKEN
+    run_gitmem("session", "write", "claude-code", "s1", repo=repo, input=body)
+    git = Git(repo)
+    commit = git("rev-parse", "HEAD").strip()
+    git("update-index", "--add", "--cacheinfo", f"160000,{commit},sessions/claude-code/s1/vendor")
+    git("commit", "-qm", "a submodule: a commit in the tree, no file")
+    _, mark = refused_fingerprint(repo)
+    run_gitmem("forget", "session:claude-code/s1", "--secret", mark, repo=repo)
+    assert GITHUB_TOKEN not in run_gitmem("session", "read", "claude-code", "s1", repo=repo).stdout
+    assert git("ls-tree", "HEAD", "sessions/claude-code/s1/vendor").split()[:3] == ["160000", "commit", commit]
+
+
 def test_forget_refuses_a_pushed_secret_and_changes_nothing(synced):
     repo, _ = synced
     run_gitmem("memory", "write", "--user", "--append", repo=repo, input=f"token: {GITHUB_TOKEN}")

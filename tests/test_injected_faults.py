@@ -114,7 +114,7 @@ def test_the_serve_log_goes_on_after_a_failed_write(repo_path, tmp_path):
             request_id = host.send_request("storage.userMemory.write",
                                            {**USER, "content": f"note {n}", "writeMode": "append"})
             assert host.answer_to(request_id)["result"] == {"ok": True}
-            until(lambda: f"storage.userMemory.write id={request_id} " in log.read_text(),
+            until(lambda request_id=request_id: f"storage.userMemory.write id={request_id} " in log.read_text(),
                   "the request's line in serve.log while serve runs")
         host.call("storage.shutdown")
         assert host.wait(HANG_GUARD * 3) == 0

@@ -171,6 +171,15 @@ def test_fsck_finds_bad_metadata_and_a_wrong_or_missing_blob(mem, cli, git):
         f"{CHUNK} (HEAD): line 1: blob {blob.name} is missing"]
 
 
+def test_fsck_passes_over_a_submodule_named_like_a_json_file(mem, cli, git):
+    populate(mem)
+    commit = git("rev-parse", "HEAD").strip()
+    git("update-index", "--add", "--cacheinfo", f"160000,{commit},vendor/schema.json")
+    git("commit", "-qm", "a submodule: a commit in the tree, no file")
+    out = cli("fsck").stdout
+    assert "2 JSONL files (3 lines), 2 JSON files, 1 blobs" in out and out.endswith("ok\n")
+
+
 @pytest.mark.parametrize("use_git", [True, False], ids=["git-cli", "libgit2"])
 def test_fsck_finds_a_corrupted_object_and_says_which(mem, cli, use_git):
     populate(mem)

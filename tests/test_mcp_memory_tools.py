@@ -80,7 +80,7 @@ def test_the_commands_answer_as_the_memory_tool_does(tmp_path):
     async def test():
         async with session(repo) as opened:
             tools = await listed_tools(opened)
-            for command, (text, refused) in zip(commands, expected):
+            for command, (text, refused) in zip(commands, expected, strict=True):
                 arguments = {k: v for k, v in command.items() if k != "command"}
                 before = git("rev-parse", "HEAD")
                 answer, error, structured = await structured_call(

@@ -114,7 +114,7 @@ def test_each_answer_is_the_sdk_backends_and_each_change_is_one_commit(conversat
     git = Git(repo)
     reference = BetaLocalFilesystemMemoryTool(base_path=str(tmp_path / "sdk"))
     assert len(results) == len(commands) == len(heads) - 1
-    for n, (command, result) in enumerate(zip(commands, results)):
+    for n, (command, result) in enumerate(zip(commands, results, strict=True)):
         expected, refused = sdk_answer(reference, command)
         assert result["content"] == expected, command
         assert result.get("is_error", False) is refused, command
@@ -130,7 +130,7 @@ def test_each_answer_is_the_sdk_backends_and_each_change_is_one_commit(conversat
         assert f"Gitmem-Op: memories.{command['command']}" in trailers
         assert f"Gitmem-Path: {path}" in trailers and "Gitmem-Handler: gitmem-memory-tool" in trailers
     # the answers a model reads, spelled out once
-    by_text = {json.dumps(c, sort_keys=True): r for c, r in zip(commands, results)}
+    by_text = {json.dumps(c, sort_keys=True): r for c, r in zip(commands, results, strict=True)}
     ambiguous = next(c for c in commands if c.get("old_str") == "- [ ] write the")
     assert by_text[json.dumps(ambiguous, sort_keys=True)]["content"] == (
         "No replacement was performed. Multiple occurrences of old_str `- [ ] write the` in "

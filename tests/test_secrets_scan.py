@@ -177,7 +177,7 @@ def test_a_scan_stopped_by_a_damaged_blob_leaves_no_git_running(mem, git):
     for n in range(2000):
         stream.append(f"commit refs/heads/many\nmark :{n + 1}\n"
                       f"committer A <a@example.org> {1_700_000_000 + n} +0000\ndata 2\nc\n"
-                      + (f"from refs/heads/main^0\n" if n == 0 else "")
+                      + ("from refs/heads/main^0\n" if n == 0 else "")
                       + f"M 100644 inline memory/agents/a{n:04d}.md\ndata 5\nnote\n\n")
     subprocess.run(["git", "-C", str(mem.engine.workdir), "fast-import", "--quiet"],
                    input="".join(stream).encode(), check=True)

@@ -22,8 +22,10 @@ import pytest
 
 from conftest import GITHUB_TOKEN, SUBPROCESS_ENV, Git, python_script, run_gitmem
 from gitmem.git.base import EngineError, Identity
+from gitmem.git.index import STAT_ON_WRITE
 from gitmem.repository import Gitmem
 from gitmem.sync.exchange import SecretsRefused, SyncError, UnrelatedHistories, read_state, sync
+from test_write_tail import stat_of
 
 MARKERS = (b"<<<<<<<", b">>>>>>>", b"|||||||")
 OPENSSH_KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
@@ -240,6 +242,18 @@ def test_a_fast_forward_leaves_a_file_saved_meanwhile_alone(machines):
     assert a.engine.head() == b.engine.head()
     with pytest.raises(EngineError, match="does not descend"):
         a.engine.fast_forward(tip, a.engine.log.history()[-1].id)
+
+
+def test_a_fast_forward_stages_what_it_wrote_as_a_write_does(machines):
+    """Its small files with their stat data, a big one left to the refresher."""
+    a, b = machines
+    b.memory.write("small", agent_id="small")
+    b.memory.write("x" * (STAT_ON_WRITE + 10), agent_id="big")
+    sync(b)
+    a.engine.fast_forward(a.engine.head(), a.engine.fetch("origin"))
+    git = Git(a.engine.workdir)
+    assert "0:0" not in stat_of(git, "memory/agents/small.md")
+    assert stat_of(git, "memory/agents/big.md") == ("0:0", "0:0")  # hashed later, off the write
 
 
 def test_sync_moves_the_branch_only_forward_and_backup_saves_the_tip(machines):

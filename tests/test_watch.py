@@ -227,7 +227,7 @@ def test_a_read_through_gitmem_serve_returns_the_saved_edit(mem, person, repo_pa
             save(repo_path / "memory/user.md", f"saved by {name}\n")
             assert call("storage.userMemory.read") == {"content": f"saved by {name}\n"}
         call("storage.userMemory.write", content="from nui", writeMode="append")
-        assert call("storage.userMemory.read") == {"content": f"saved by vim_style\n\nfrom nui\n"}
+        assert call("storage.userMemory.read") == {"content": "saved by vim_style\n\nfrom nui\n"}
     finally:
         serve.stdin.close()
         assert serve.wait(timeout=10) == 0

@@ -268,7 +268,7 @@ def test_mcp_without_a_valid_token_gets_401_and_nothing_else(repo: Path, web: We
     assert status == 401 and answer["www-authenticate"].startswith("Bearer")
     assert json.loads(body)["error"] == "invalid_token"
     assert head(repo) == before
-    with pytest.raises(Exception):  # the SDK's client: refused at the start
+    with pytest.RaisesGroup(mcp.MCPError, flatten_subgroups=True):  # the SDK's client: refused at the start
         anyio.run(lambda: _mcp_call(web, secret))
 
 

@@ -32,7 +32,7 @@ import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 # The raw floor is a pygit2 commit with nothing of gitmem around it, so this module is
 # the one outside the git engine that imports pygit2: as a baseline, never to store data.
@@ -79,7 +79,7 @@ class FloorWrite:
         if len(parts) == 1:
             builder.insert(name, blob, pygit2.enums.FileMode.BLOB)
         else:
-            builder.insert(name, self._tree_with(self.repo[tree[name].id], parts[1:], blob),
+            builder.insert(name, self._tree_with(cast(pygit2.Tree, self.repo[tree[name].id]), parts[1:], blob),
                            pygit2.enums.FileMode.TREE)
         return builder.write()
 

@@ -55,7 +55,7 @@ def cold_start(bench: Bench) -> None:
         "gitmem serve: spawn to the storage.info answer": answered(repo, env),
     }, runs=bench.pick(5, 21))
     pygit2_row = rows.pop(baseline)
-    for row, target in zip(rows.values(), (VERSION_TARGET, COMMAND_TARGET, COMMAND_TARGET)):
+    for row, target in zip(rows.values(), (VERSION_TARGET, COMMAND_TARGET, COMMAND_TARGET), strict=True):
         bench.compare(row, pygit2_row, target, what=f"{row.what.split(' (')[0]} / import pygit2")
 
 
@@ -81,7 +81,7 @@ def serve_cold_start(bench: Bench) -> None:
     }, runs=bench.pick(2, 20)).values()
     spawn.target = COLD_START_BUDGET_MS
     bench.add(Row(spawn.scenario, spawn.repo, "  the rest: open repository, log, answer (medians)",
-                  value=spawn.median - start.median - imported.median))
+                  value=spawn.measured - start.measured - imported.measured))
     for group, ms in import_time(repo, cached, runs=bench.pick(1, 3))[:8]:
         bench.add(Row(spawn.scenario, spawn.repo, f"  import time of {group}", value=ms))
 

@@ -29,7 +29,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,14 @@ class Row:
             if found is not None:
                 return found
         return None
+
+    @property
+    def measured(self) -> float:
+        """:attr:`figure` of a row that has one; ValueError for a row with nothing in it."""
+        found = self.figure
+        if found is None:
+            raise ValueError(f"{self.scenario}, {self.what}: nothing measured")
+        return found
 
     @property
     def met(self) -> bool | None:
@@ -132,7 +140,8 @@ class _Table(list):
         for row in rows:
             self.append(row)
 
-    def __iadd__(self, rows):
+    # as typeshed's own list.__iadd__: mypy wants += to take what + takes (a list), not any iterable
+    def __iadd__(self, rows: Iterable[Any]) -> _Table:  # type: ignore[misc]
         self.extend(rows)
         return self
 
@@ -148,7 +157,7 @@ class Bench:
     warmup: int = 3  # untimed runs of each operation before its samples
     rows: list[Row] = dataclasses.field(default_factory=lambda: _Table())
 
-    def measure(self, scenario: str, repo: str, operations: dict[Any, Callable[[int], Any]], *,
+    def measure(self, scenario: str, repo: str, operations: Mapping[Any, Callable[[int], Any]], *,
                 samples: int | None = None) -> dict[Any, Row]:
         """Time each ``operation(i)`` (i distinct across calls) and add one row per operation.
 
@@ -326,8 +335,8 @@ def _cells(row: Row) -> tuple[str, ...]:
         ratio, target = f"{row.ratio:.2f}x", f"<= {row.target:g}x" if row.target is not None else ""
     else:
         n = str(len(row.samples)) if row.samples else ""
-        median = _figure(row.figure, row.unit)
-        p95 = _figure(row.p95, row.unit) if row.samples else ""
+        median = _figure(row.measured, row.unit)
+        p95 = _figure(row.p95, row.unit) if row.p95 is not None else ""  # None: no samples
         ratio, target = "", f"<= {row.target:,g} {row.unit}" if row.target is not None else ""
     met = "" if row.met is None else "met" if row.met else "missed"
     return (row.scenario, row.repo, row.what, n, median, p95, ratio, target, met)

@@ -49,7 +49,7 @@ def repository_size(root: Path, writes: int) -> dict[str, float]:
         maintenance.close()
         loose = mem.engine.pack.loose_objects()
         packs = len(maintenance.reports)
-    result = {"git": _size(path / ".git"), "content": _content_size(path), "loose": loose,
+    result: dict[str, float] = {"git": _size(path / ".git"), "content": _content_size(path), "loose": loose,
               "packs_run": packs}
     copy = root / "mixed-aggressive"
     shutil.copytree(path, copy, symlinks=True)

@@ -41,8 +41,8 @@ class McpProcess(ServeProcess):
         """The handshake: ``initialize`` answered, then ``notifications/initialized`` sent."""
         result = self.call("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
                                           "clientInfo": {"name": "gitmem-bench", "version": "1"}})
-        self.process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        self.process.stdin.flush()
+        self.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        self.stdin.flush()
         return result
 
     def send(self, request: bytes) -> Any:
@@ -115,16 +115,16 @@ PING_EVERY = 0.005  # seconds between the pings sent during a write
 
 def pings_during_a_write(server: McpProcess, write: bytes) -> list[float]:
     """Send ``write``, then a ping every :data:`PING_EVERY` until its answer: each ping's ms."""
-    server.process.stdin.write(write)
-    server.process.stdin.flush()
+    server.stdin.write(write)
+    server.stdin.flush()
     write_id, written, latencies = json.loads(write)["id"], False, []
     while not written:
         ping = server.encode("ping")
         began = time.perf_counter()
-        server.process.stdin.write(ping)
-        server.process.stdin.flush()
+        server.stdin.write(ping)
+        server.stdin.flush()
         while True:  # the write's answer may come first
-            answered = json.loads(server.process.stdout.readline())
+            answered = json.loads(server.stdout.readline())
             if answered["id"] == write_id:
                 written = True
                 continue

@@ -13,7 +13,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gitmem.bench.baselines import (SQLITE, FloorAndFileWrite, FloorAndIndexWrite,
                                     FloorFileAndIndexWrite, FloorWrite, GitCliAppend, GitCliWrite,
@@ -65,7 +67,7 @@ def memory_write(bench: Bench) -> None:
         # 1.8x between copies of one repository), and they share .git/objects/xx.
         shared = copy_repository(base, bench.workdir / f"store-{files}")
         store = StoreWriteBesideFloors(shared)
-        operations = {
+        operations: dict[str, Callable[[int], Any]] = {
             "store: MemoryStore.write": store,
             "floor: pygit2 commit": FloorWrite(shared, FLOOR_PATH),
             "floor + work-tree file (for reference)": FloorAndFileWrite(shared, FLOOR_PATH),
@@ -76,7 +78,8 @@ def memory_write(bench: Bench) -> None:
         }
         if files == 10:  # SQLite's cost does not depend on the repository
             db = SqliteStore(bench.workdir / "memory-write.sqlite")
-            operations[f"{SQLITE}: replace"] = lambda i: db.write_memory(AGENT, memory_content(i).decode())
+            operations[f"{SQLITE}: replace"] = \
+                lambda i: db.write_memory(AGENT, memory_content(i).decode())  # noqa: B023 (measured in this turn)
         try:
             rows = list(bench.measure("memory write", label, operations).values())
         finally:

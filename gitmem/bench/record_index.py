@@ -24,7 +24,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import GIT_ENV, StoreWrite, command, copy_repository, fast_import
@@ -68,7 +70,8 @@ class FreshOpen:
     process that just started pays, without Python's own start-up."""
 
     def __init__(self, path: Path, call):
-        self.path, self.call, self.mem = path, call, None
+        self.path, self.call = path, call
+        self.mem: Gitmem | None = None
 
     def prepare(self, i: int) -> None:
         if self.mem is not None:
@@ -87,8 +90,9 @@ def record_index_history(bench: Bench) -> None:
     """``gitmem log`` and ``show --at`` of one record at two repository sizes, taking turns."""
     sizes = bench.pick((1_000, 5_000), (1_000, 20_000))
     settings = [f"{commits:,} commits" for commits in sizes]
-    operations, opened = {}, []
-    for commits, setting in zip(sizes, settings):
+    operations: dict[tuple[str, str], Callable[[int], Any]] = {}
+    opened: list[FreshOpen] = []
+    for commits, setting in zip(sizes, settings, strict=True):
         path = build_history(bench.workdir / f"record-index-{commits}", commits)
         with Gitmem.open(path, create=False) as mem:
             started = time.perf_counter()
@@ -122,7 +126,7 @@ def record_index_history(bench: Bench) -> None:
     finally:
         for fresh in opened:
             fresh.close()
-    for setting, commits in zip(settings, sizes):
+    for setting, commits in zip(settings, sizes, strict=True):
         git = rows[setting, "git log --numstat -- PATH"]
         # Below 20,000 commits git answers faster than the interpreter starts (at 1,000:
         # 12-18 ms against the floor row's 120-170 ms): there the floor is the target.
@@ -134,7 +138,7 @@ def record_index_history(bench: Bench) -> None:
     for what in ("gitmem log RECORD", "gitmem show RECORD --at DATE",
                  "in process: mem.changes(RECORD) after opening"):
         bench.add(Row("record index", f"{sizes[1]:,} / {sizes[0]:,} commits", what,
-                      ratio=rows[large, what].figure / rows[small, what].figure,
+                      ratio=rows[large, what].measured / rows[small, what].measured,
                       target=GROWTH_TARGETS.get(what)))
 
 
@@ -172,9 +176,9 @@ def record_index_write_cost(bench: Bench) -> None:
     finally:
         write.close()
         catch_up.close()
-    per_write = rows[f"index catching up on {CATCH_UP} writes"].figure / CATCH_UP
+    per_write = rows[f"index catching up on {CATCH_UP} writes"].measured / CATCH_UP
     bench.add(Row("record index", "1,000 commits", "index, per write / MemoryStore.write",
-                  ratio=per_write / rows["MemoryStore.write"].figure, target=0.05))
+                  ratio=per_write / rows["MemoryStore.write"].measured, target=0.05))
 
 
 SCENARIOS = [record_index_history, record_index_write_cost]

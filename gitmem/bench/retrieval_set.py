@@ -252,10 +252,10 @@ def conversations(seed: int = 36, count: int = 8, sessions: int = 12, turns: int
         later: list[tuple[int, tuple]] = []  # (session, change of mind) to tell later
         number = 0
 
-        def turn(speaker: str, text: str, at: int) -> Turn:
+        def turn(speaker: str, text: str, at: int) -> Turn:  # called in this conversation's turn only
             nonlocal number
             number += 1
-            return Turn(f"c{c}-t{number}", speaker, text, at)
+            return Turn(f"c{c}-t{number}", speaker, text, at)  # noqa: B023
 
         for s in range(sessions):
             when += rng.randint(3, 20) * DAY

@@ -30,7 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from gitmem.bench.core import Bench, Row
 from gitmem.bench.workloads import (AGENT, AGENT_TYPE, GIT_ENV, ServeProcess, StoreWrite,
@@ -110,6 +110,8 @@ class ChildWrite:
     def __init__(self, repo: Path, kind: str, messages: int = SESSION_SIZE):
         self.process = subprocess.Popen([sys.executable, "-c", _CHILD, kind, str(repo), str(messages)],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=GIT_ENV)
+        self.stdin = cast(IO[bytes], self.process.stdin)  # PIPEs: never None
+        self.stdout = cast(IO[bytes], self.process.stdout)
 
     def __call__(self, i: int) -> None:
         self._ask(b"%d\n" % i)
@@ -118,13 +120,13 @@ class ChildWrite:
         self._ask(b"settle\n")
 
     def _ask(self, line: bytes) -> None:
-        self.process.stdin.write(line)
-        self.process.stdin.flush()
-        if not self.process.stdout.readline():
+        self.stdin.write(line)
+        self.stdin.flush()
+        if not self.stdout.readline():
             raise RuntimeError(f"the child writer exited ({self.process.wait()})")
 
     def close(self) -> None:
-        self.process.stdin.close()
+        self.stdin.close()
         self.process.wait(timeout=60)
 
 
@@ -163,7 +165,9 @@ def serve_writes(bench: Bench) -> None:
     """A memory write and a session write through ``gitmem serve`` against the store
     in-process, and a session of 2,000 messages (no target: what a long request costs)."""
     base = build_repository(bench.workdir / "serve-base", 10)
-    cases = [("memory", "10 files", "MemoryStore.write", StoreWrite,
+    # (label, repo, what the store does, its writer made of a path, the request, size, target)
+    cases: list[tuple[str, str, str, Callable[..., StoreWrite], Callable[[int], tuple[str, dict[str, Any]]],
+                      int, float | None]] = [("memory", "10 files", "MemoryStore.write", StoreWrite,
               lambda i: memory_request(i, SERVED), 0, 1.2)]
     for size, repo, target in ((SESSION_SIZE, "10 files", 1.2),
                                (bench.pick(400, LONG_SESSION), "10 files, long session", None)):
@@ -231,9 +235,9 @@ def serve_session_read(bench: Bench) -> None:
             "store: SessionStore.read_json, the whole session": store,
             "serve --no-watch: storage.session.read round trip, within 4 MiB": served,
         }).values()
-        served.server.process.stdin.write(served.server.encode("storage.session.read", params))
-        served.server.process.stdin.flush()
-        answer = len(served.server.process.stdout.readline())
+        served.server.stdin.write(served.server.encode("storage.session.read", params))
+        served.server.stdin.flush()
+        answer = len(served.server.stdout.readline())
     finally:
         store.close()
         served.close()

@@ -116,15 +116,15 @@ def session_nui(bench: Bench) -> None:
             first = data["sessions"][0]
             messages = data["sessionMessages"][first["id"]]
 
-            def extended(i: int) -> list[dict[str, Any]]:
-                return messages + [nui_message(0, len(messages) + i)]
+            def extended(i: int) -> list[dict[str, Any]]:  # called in this turn of the loop only
+                return messages + [nui_message(0, len(messages) + i)]  # noqa: B023
 
             setting = f"{sessions:,} sessions x 10 messages, data.json {nui.file.stat().st_size / 1e6:.1f} MB"
-            store, nui_row = bench.measure("session vs nui", setting, {
+            store, nui_row = bench.measure("session vs nui", setting, {  # called in this turn only
                 "store: +1 message": lambda i: mem.sessions.write(
-                    first["agentType"], first["id"], extended(i), "resume-0", first["workingDir"]),
+                    first["agentType"], first["id"], extended(i), "resume-0", first["workingDir"]),  # noqa: B023
                 "nui: data.json rewritten (indent 2, temp + rename)":
-                    lambda i: nui.write_session(first["id"], extended(i), "resume-0"),
+                    lambda i: nui.write_session(first["id"], extended(i), "resume-0"),  # noqa: B023
             }, samples=min(bench.samples, 40) if sessions >= 1_000 else None).values()
             bench.compare(store, nui_row, what="store / nui")
 
@@ -152,7 +152,8 @@ def session_read_big(bench: Bench) -> None:
         for what, command in (list(commands.items())[::-1] if run % 2 else commands.items()):
             rows[what].samples.append(spawned(command, env) * 1000)
     bench.rows.extend(rows.values())
-    bench.compare(*rows.values(), 3.0, what="session read / cat")
+    gitmem_row, cat_row = rows.values()
+    bench.compare(gitmem_row, cat_row, 3.0, what="session read / cat")
 
 
 SCENARIOS = [session_write, session_nui, session_read_big]

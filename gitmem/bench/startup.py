@@ -93,7 +93,7 @@ def serve_startup(bench: Bench) -> None:
     small, large = (setting for setting, _ in list(measured)[::2])
     for what in WHAT.values():
         bench.add(Row("serve start-up", f"{sizes[1]:,} / {sizes[0]:,} commits", what,
-                      ratio=rows[large, what].figure / rows[small, what].figure, target=GROWTH_TARGET))
+                      ratio=rows[large, what].measured / rows[small, what].measured, target=GROWTH_TARGET))
 
 
 SCENARIOS = [serve_startup]

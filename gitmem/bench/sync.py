@@ -142,7 +142,9 @@ def secret_scan(bench: Bench) -> None:
         for i in range(300):
             mem.sessions.append(AGENT_TYPE, "appended", [nui_message(1, i)])
         del messages
-        commits = mem.engine.log.new_commits(mem.engine.head(), [pushed])
+        head = mem.engine.head()
+        assert pushed is not None and head is not None  # made with commits above
+        commits = mem.engine.log.new_commits(head, [pushed])
         remembered = mem.engine.private_dir / SCAN_FILE
         files = [str(path) for path in (repo / "sessions").rglob("*.jsonl")]
         grep = ["grep", "-c", "-i", "-E", GREP_SECRETS, *files]
@@ -188,11 +190,15 @@ class NewRemote:
 
 
 def _scan(mem: Gitmem, remote: str) -> None:
-    Scanner(mem.engine).scan(mem.engine.log.new_commits(mem.engine.head(), []))
+    head = mem.engine.head()
+    assert head is not None  # the bench's repository has commits
+    Scanner(mem.engine).scan(mem.engine.log.new_commits(head, []))
 
 
 def _push(mem: Gitmem, remote: str) -> None:
-    if not mem.engine.remotes.push(remote, mem.engine.head(), interactive=False):
+    head = mem.engine.head()
+    assert head is not None  # the bench's repository has commits
+    if not mem.engine.remotes.push(remote, head, interactive=False):
         raise RuntimeError(f"the push to {remote} was refused")
 
 
@@ -225,8 +231,8 @@ def sync_first_push(bench: Bench) -> None:
             "grep -c -i -E, the scan's words, the same files": lambda _i: spawned(grep),
         }, samples=bench.pick(5, 5))
     floor = bench.add(Row("first sync", setting, "floor: git push + grep -E",
-                          value=rows["git push, the same commits"].figure
-                          + rows["grep -c -i -E, the scan's words, the same files"].figure))
+                          value=rows["git push, the same commits"].measured
+                          + rows["grep -c -i -E, the scan's words, the same files"].measured))
     bench.compare(rows["gitmem sync (sync())"], floor, 3.0)
 
 
@@ -295,7 +301,7 @@ def sync_many_machines(bench: Bench) -> None:
             sync(mem)
     heads = {git(root / name, "rev-parse", "main").stdout for name in names}
     with Gitmem.open(root / names[0], create=False) as mem:
-        held = {"own": {name: mem.memory.read(agent_id=name) for name in names},
+        held: dict[str, Any] = {"own": {name: mem.memory.read(agent_id=name) for name in names},
                 "shared": mem.memory.read(agent_id="shared"), "user": mem.memory.read()}
     lost = sum(f"{name} {what} {r}" not in (held["own"][name] if what == "own" else held[what])
                for name in names for r in range(rounds) for what in ("own", "shared", "user"))

@@ -43,7 +43,7 @@ def run_events(run: int, size: int = RUN_SIZE) -> list[dict[str, Any]]:
         {"type": "TOOL_CALL_ARGS", "toolCallId": f"c{run}", "delta": '{"query": "quarterly numbers"}'},
         {"type": "TOOL_CALL_END", "toolCallId": f"c{run}"},
     ]
-    tail = [{"type": "TEXT_MESSAGE_END", "messageId": message},
+    tail: list[dict[str, Any]] = [{"type": "TEXT_MESSAGE_END", "messageId": message},
             {"type": "STATE_SNAPSHOT", "snapshot": {"step": run, "kaboo_session": {"pending": []}}},
             {"type": "RUN_FINISHED", "threadId": "t", "runId": f"r{run}"}]
     for i in range(size - len(events) - len(tail)):
@@ -118,6 +118,7 @@ class FreshServerRead:
         self.server.call("threads.list")
 
     def __call__(self, i: int) -> Any:
+        assert self.server is not None  # started by prepare(), which Bench.measure calls first
         return self.server.call("threads.readEvents", {"threadId": self.thread_id})
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ import re
 import select
 import subprocess
 import sys
+from typing import IO, cast
 from urllib.parse import quote
 
 from gitmem.bench.core import Bench
@@ -91,8 +92,9 @@ def web_pages(bench: Bench) -> None:
 
 def _started(server: subprocess.Popen) -> tuple[int, str]:
     """The port and the cookie of the server's printed address, once it is ready."""
-    ready, _, _ = select.select([server.stdout], [], [], START_DEADLINE)
-    line = server.stdout.readline().strip() if ready else ""
+    stdout = cast(IO[str], server.stdout)  # a PIPE, in text: never None
+    ready, _, _ = select.select([stdout], [], [], START_DEADLINE)
+    line = stdout.readline().strip() if ready else ""
     found = re.match(r"http://127\.0\.0\.1:(\d+)/\?token=(\S+)$", line)
     if found is None:
         raise RuntimeError(f"gitmem web did not start: {line!r}")

@@ -19,7 +19,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from gitmem.repository import Gitmem
 
@@ -125,11 +125,12 @@ def fast_import(path: Path, stream: Iterable[bytes]) -> None:
     written as they come, never all held at once) and check ``main`` out."""
     args = ["git", "-C", str(path), "fast-import", "--quiet", "--force"]
     proc = subprocess.Popen(args, stdin=subprocess.PIPE, env=GIT_ENV)
+    stdin = cast(IO[bytes], proc.stdin)  # a PIPE: never None
     try:
         for data in stream:
-            proc.stdin.write(data)
+            stdin.write(data)
     finally:
-        proc.stdin.close()
+        stdin.close()
         if proc.wait() != 0:
             raise subprocess.CalledProcessError(proc.returncode, args)
     git(path, "checkout", "-q", "-f", "main")
@@ -201,6 +202,7 @@ class ColdRead:
         self.mem = Gitmem.open(self.path, create=False)
 
     def __call__(self, i: int) -> Any:
+        assert self.mem is not None  # opened by prepare(), which Bench.measure calls first
         return self.read(self.mem)
 
     def close(self) -> None:
@@ -218,6 +220,8 @@ class ServeProcess:
         self.process = subprocess.Popen([*GITMEM, self.COMMAND, "--repo", str(repo), *options],
                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, env=env)
+        self.stdin = cast(IO[bytes], self.process.stdin)  # PIPEs: never None
+        self.stdout = cast(IO[bytes], self.process.stdout)
         self.next_id = 0
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -232,9 +236,9 @@ class ServeProcess:
 
     def send(self, request: bytes) -> Any:
         """Send one encoded request and return its result."""
-        self.process.stdin.write(request)
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
+        self.stdin.write(request)
+        self.stdin.flush()
+        line = self.stdout.readline()
         if not line:
             raise RuntimeError(f"{json.loads(request)['method']}: the server exited without answering")
         answer = json.loads(line)
@@ -244,7 +248,7 @@ class ServeProcess:
 
     def close(self) -> None:
         """End of input: the server finishes its work and exits (killed if it has not in 60 s)."""
-        self.process.stdin.close()
+        self.stdin.close()
         try:
             self.process.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -16,15 +16,20 @@ Here: :func:`main`; :mod:`gitmem.cli.base` holds what every command shares.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from gitmem.cli.base import UsageError, warn_on_stderr
 from gitmem.cli.search import plain_search
 from gitmem.errors import one_line
 
+if TYPE_CHECKING:
+    import argparse
+    from types import SimpleNamespace
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = plain_search(argv)
+    args: argparse.Namespace | SimpleNamespace | None = plain_search(argv)
     if args is None:
         from gitmem.cli.parser import parse  # argparse: not loaded for a plain search
         args = parse(argv)

@@ -264,7 +264,7 @@ def cmd_nui_install(args) -> None:
 
 def cmd_handlers_list(args) -> None:
     from gitmem.faces.nui.handlers import DEFAULT_FILE, load_handlers
-    for handler in load_handlers(Path(args.dir) / DEFAULT_FILE).handlers:
+    for handler in load_handlers(Path(args.dir) / DEFAULT_FILE).handlers or ():  # a file's: never None
         print(f"{printable(handler.id)}\t{handler.kind}\t"
               f"{printable(','.join(handler.agent_types))}")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import cast
 
 from gitmem import __version__
 from gitmem.cli.names import did_you_mean
@@ -141,7 +142,7 @@ def build_parser(*, complete: bool = True) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"gitmem {__version__}")
     parser.add_argument("--repo", metavar="PATH", default=None, help=REPO_HELP)
     parser.add_argument("--no-pager", action="store_true", help=NO_PAGER_HELP)
-    commands = parser.add_subparsers(metavar="COMMAND", action=_Commands)
+    commands = cast(_Commands, parser.add_subparsers(metavar="COMMAND", action=_Commands))
     for name, help_, filler in COMMANDS:
         commands.add_parser(name, help=help_, description=help_)
         commands.fillers[name] = filler

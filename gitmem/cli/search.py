@@ -70,9 +70,10 @@ def plain_search(argv: list[str]) -> SimpleNamespace | None:
         name, equals, value = arg.partition("=")
         if name in _VALUES and (command or name == "--repo"):
             if not equals:
-                value = next(rest, None)
-                if value is None:
+                following = next(rest, None)
+                if following is None:
                     return None
+                value = following
             if value.startswith("-") or not _take(args, name[2:], value):
                 return None
             words_ended = bool(args.query)
@@ -100,11 +101,13 @@ def _take(args: SimpleNamespace, option: str, value: str) -> bool:
             return False
     elif option in ("limit", "context"):
         try:
-            value = int(value)  # as positive_int and whole_number read it
+            number = int(value)  # as positive_int and whole_number read it
         except ValueError:
             return False
-        if value < (1 if option == "limit" else 0):
+        if number < (1 if option == "limit" else 0):
             return False
+        setattr(args, option, number)
+        return True
     setattr(args, option, value)
     return True
 

@@ -391,6 +391,7 @@ class HandEdits:
                 else:
                     plan.saves.append(_Save(path, None, None, states[0] if states else head_id))
                 continue
+            assert on_disk is not None  # read with data
             versions = engine.log.path_versions(path)
             if on_disk in versions and (not states or states[0] == on_disk or path in failures):
                 # an older version the file was left holding: gitmem's own stale file (one

@@ -41,8 +41,8 @@ def keep_stamp(engine: GitEngine, folder: str, head: Snapshot, started_ns: int) 
     """Keep a stamp of record ``folder`` at snapshot ``head`` (HEAD), for a look at it that
     started at ``started_ns`` and found every file holding HEAD's version."""
     from gitmem.edits.handedits import is_watched  # the full read's side: loaded there already
-    files = {path: head.blob_id(path) for path in sorted(head.files(folder))}
-    if not files or not all(map(is_watched, files)):  # a file no look compares: not vouched for
+    files = {path: blob for path in sorted(head.files(folder)) if (blob := head.blob_id(path)) is not None}
+    if head.id is None or not files or not all(map(is_watched, files)):  # a file no look compares
         return
     taken = stamp.take(engine.gitdir, engine.workdir, head.id, [folder], started_ns, files=files)
     if taken is not None:
@@ -62,7 +62,7 @@ def session_json(workdir: Path, agent_type: str, session_id: str) -> tuple[list[
     gitdir = workdir / ".git"
     kept = stamp.kept(gitdir, folder)
     files = kept.get("files") if kept is not None else None
-    if (not isinstance(files, dict) or not all(isinstance(blob, str) for blob in files.values())
+    if (kept is None or not isinstance(files, dict) or not all(isinstance(blob, str) for blob in files.values())
             or not stamp.holds(gitdir, workdir, kept)):  # none, or of another shape
         return None
     chunks = layout.chunk_files(f"{folder}/{layout.MESSAGES}", files)

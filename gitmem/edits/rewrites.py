@@ -233,7 +233,7 @@ def _states_before(engine: GitEngine, entry: ReflogEntry, paths: list[str]) -> l
     """The blob ids ``paths`` had before each of gitmem's recent commits below the tip a
     person's commit replaced (``entry.old``), newest first: the versions an index not yet
     updated by gitmem could hold. Stops at a commit gitmem did not make."""
-    states = []
+    states: list[dict[str, str | None]] = []
     commit: str | None = entry.old
     while commit is not None and len(states) < PUT_BACK_DEPTH:
         info: CommitInfo = engine.log.commit_infos([commit])[0]

@@ -79,7 +79,7 @@ class Watcher:
     def watch_until(self, stopping: threading.Event) -> None:
         """Go on watching (after :meth:`start`) until ``stopping`` is set or the watcher
         fails, then stop; raises the watcher's failure (``gitmem watch``)."""
-        while not stopping.wait(_ROOTS_CHECK_MS / 1000) and self._thread.is_alive():
+        while not stopping.wait(_ROOTS_CHECK_MS / 1000) and self._thread is not None and self._thread.is_alive():
             pass
         self.stop()  # commits what is still pending
         if self._failure is not None:

@@ -58,16 +58,18 @@ class RequestLines(threading.Thread):
         os.close(self._wake_write)
 
     def run(self) -> None:
+        fd = self._fd
+        assert fd is not None  # started only with one
         pending, skipping = bytearray(), False
         while not self._stopped:
             with self._changed:
                 while self._ahead > MAX_READ_AHEAD and not self._stopped:
                     self._changed.wait()
             try:
-                select.select([self._fd, self._wake_read], [], [])
+                select.select([fd, self._wake_read], [], [])
                 if self._stopped:
                     return
-                chunk = os.read(self._fd, PIPE_CHUNK)
+                chunk = os.read(fd, PIPE_CHUNK)
             except OSError:  # the input is gone: as its end
                 chunk = b""
             if chunk:

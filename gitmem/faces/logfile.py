@@ -77,6 +77,7 @@ class PendingRecords(logging.Handler):
 
     def take(self) -> list[logging.LogRecord]:
         """The records set aside; none are left, and none is urgent any more."""
+        assert self.lock is not None  # made by logging.Handler's __init__
         with self.lock:
             records = self.records
             self.records, self.urgent = [], False

@@ -37,7 +37,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, BinaryIO, Union
+from typing import Any, BinaryIO, Union, cast
 
 import msgspec
 
@@ -135,7 +135,7 @@ def json_texts(name: str) -> Callable[[Method], Method]:
         def session_write(params): ...
     """
     def mark(method: Method) -> Method:
-        method.json_texts = name
+        vars(method)["json_texts"] = name  # a function's own attribute (its type has none)
         return method
     return mark
 
@@ -143,7 +143,7 @@ def json_texts(name: str) -> Callable[[Method], Method]:
 def uncapped(method: Method) -> Method:
     """Mark a method whose answers no line-limited reader reads (kaboo's ``threads.*``;
     nui never calls them): `serve`'s `max_response` does not apply to them."""
-    method.uncapped = True
+    vars(method)["uncapped"] = True  # a function's own attribute (its type has none)
     return method
 
 
@@ -153,7 +153,8 @@ def object_texts(params: Mapping[str, Any], name: str, default: Any = _REQUIRED)
     a brace). Raises `InvalidParams` naming the param and the first item that is not one;
     `default` as for `param`."""
     texts = param(params, name, list, default)
-    firsts = bytes(map(_first_byte, map(memoryview, texts)))
+    # typeshed's memoryview is generic in a way map() cannot infer from the class itself
+    firsts = bytes(map(_first_byte, map(memoryview, texts)))  # type: ignore[arg-type]
     if firsts.count(b"{") != len(texts):
         raise not_an_object(name, next(i for i, byte in enumerate(firsts) if byte != _BRACE))
     return texts
@@ -248,7 +249,9 @@ class _Call:
     __slots__ = ("id", "method", "params", "notification", "reply")
 
     def __init__(self, id: Any = None, reply: dict[str, Any] | None = None) -> None:
-        self.id, self.method, self.params, self.notification = id, None, None, False
+        self.id, self.notification = id, False
+        self.method: Any = None  # what the request holds: checked as it is understood
+        self.params: Any = None
         self.reply = {} if reply is None else reply
 
 
@@ -431,7 +434,7 @@ class _Nudger:
 
     def __init__(self, signals: Sequence[int]):
         self._signals = set(signals)
-        self._main = threading.main_thread().ident
+        self._main = cast(int, threading.main_thread().ident)  # a started thread's: never None
         self._read, self._write = os.pipe()
         os.set_blocking(self._write, False)
         self._previous = signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
@@ -616,7 +619,7 @@ def _encode(value: Any) -> bytes:
     if raw:
         around = data.split(_PLACEHOLDER_JSON)
         pieces = [around[0]]
-        for inside, after in zip(raw, around[1:]):
+        for inside, after in zip(raw, around[1:], strict=True):
             pieces += inside
             pieces.append(after)
         data = b"".join(pieces)

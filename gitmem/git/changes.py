@@ -64,8 +64,10 @@ def first_parent_steps(gitdir: str | os.PathLike, *, since: str | None, tip: str
             "-z", "--diff-merges=first-parent", "--format=%H %P%x02%ct %cI", *_span(since, tip), "--"]
     first = True
 
-    def step_of(header: bytes, changes: list[RawChange]) -> Step:
+    def step_of(header: bytes | None, changes: list[RawChange]) -> Step:
         nonlocal first
+        if header is None:  # changes before any commit's line: not git log's output
+            raise ValueError("git log gave changes under no commit")
         ids, _, when = header.decode("utf-8", "replace").partition("\x02")
         commit, *parents = ids.split()
         time, date = when.split(" ")

@@ -44,6 +44,7 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
@@ -326,7 +327,7 @@ class GitEngine:
                         log.info("writing objects again after: %s", exc)
                         continue
                     stop_if_cancelled()  # the last moment: only objects no ref holds are written
-                    tree = self._repo[tree_id]
+                    tree = cast(pygit2.Tree, self._repo[tree_id])
                     ids = {path: str(tree[path].id) if data is not None else None for path, data in changes.items()}
                     on_main = self.worktree.is_main()
                     made = Attempt(snapshot, changes, ids, expected_files(snapshot, changes, tried, worktree_holds))
@@ -437,12 +438,14 @@ class GitEngine:
                 raise EngineError("the branch moved meanwhile; try again")
             made: dict[pygit2.Oid, pygit2.Oid] = {}
             for commit_id in commits:
-                old = repo[pygit2.Oid(hex=commit_id)]
+                old = cast(pygit2.Commit, repo[pygit2.Oid(hex=commit_id)])
                 snapshot = Snapshot(self._reader, old.id)
                 paths = [scope] if snapshot.blob_id(scope) else list(snapshot.files(scope))
                 changes = {}
                 for path in paths:
                     data = snapshot.read(path)
+                    if data is None:  # not a file: a submodule's commit
+                        continue
                     new = rewrite(path, data)
                     if new != data:
                         changes[path] = new

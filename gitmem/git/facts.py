@@ -70,10 +70,11 @@ def _top_names(repo: pygit2.Repository) -> tuple[str, ...]:
         try:
             kind, content = read_loose_object(str(objects / oid[:2] / oid[2:]), oid)
         except FileNotFoundError:  # packed: libgit2 checks those itself
-            kind, content = None, None
+            break
         except LooseObjectDamaged:
             return ()
         if kind != b"commit":
             break
         oid = content.split(b"\n", 1)[0].split(b" ")[-1].decode()
-    return tuple(entry.name for entry in repo.head.peel(pygit2.Commit).tree)
+    # pygit2 types a tree entry's name optional; it is never None
+    return tuple(entry.name for entry in repo.head.peel(pygit2.Commit).tree)  # type: ignore[misc]

@@ -18,13 +18,15 @@ for git ends git's group before the signal takes its usual course.
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
+from typing import Any, cast
 
 from gitmem.errors import GitmemError
 from gitmem.git.pipes import widen_pipe
@@ -139,7 +141,8 @@ def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, input: by
         stopping = _stopped
     if stopping:
         _kill_group(proc, signal.SIGKILL)
-    widen_pipe(proc.stdout.fileno())  # git runs further ahead of a reader busy between reads
+    stdout = cast(io.BufferedReader, proc.stdout)  # stdout=PIPE, buffered: never None
+    widen_pipe(stdout.fileno())  # git runs further ahead of a reader busy between reads
     expired = threading.Event()
 
     def expire() -> None:
@@ -151,7 +154,7 @@ def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, input: by
     deadline.start()
     restore = _forward_signals(proc)
     try:
-        while data := proc.stdout.read1(chunk):
+        while data := stdout.read1(chunk):
             yield data
         proc.wait()
         if expired.is_set():
@@ -168,11 +171,12 @@ def stream(args: list[str], *, cwd: str | os.PathLike, timeout: float, input: by
         if proc.poll() is None:  # left early, or interrupted
             _kill_group(proc, signal.SIGKILL)
             proc.wait()
-        proc.stdout.close()
+        stdout.close()
         errors.close()
 
 
-def read_objects(gitdir: str | os.PathLike, names: list[str], *, timeout: float) -> Iterator[tuple[str, bytes]]:
+def read_objects(gitdir: str | os.PathLike, names: list[str], *,
+                 timeout: float) -> Generator[tuple[str, bytes], None, None]:
     """``(object id, bytes)`` of each of ``names`` (object ids, or ``<commit>:<path>``), in
     order, read by one ``git cat-file --batch`` (whose delta cache makes a run of one
     file's versions cheap); ``("", b"")`` for a name that names no blob. Raises as
@@ -231,7 +235,7 @@ def _forward_signals(proc: subprocess.Popen):
     Returns the function that puts the previous handlers back."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    previous = {}
+    previous: dict[int, Any] = {}  # signal: the handler signal.signal gave back
 
     def handle(signum, frame):
         _kill_group(proc, signal.SIGKILL)

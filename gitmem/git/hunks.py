@@ -47,7 +47,7 @@ def version_hunks(gitdir: str | os.PathLike, path: str, trees: list[str], *,
     before it holds it (nothing, for the first) into ``path`` as it holds it. Raises as
     :func:`gitproc.stream` does, and ValueError when git's output is not a regular file's
     text patch (a symlink, a folder, a name git quotes): then read the versions whole."""
-    pairs = "".join(f"{old} {new}\n" for old, new in zip([EMPTY_TREE] + trees, trees)).encode()
+    pairs = "".join(f"{old} {new}\n" for old, new in zip([EMPTY_TREE] + trees, trees, strict=False)).encode()
     if not all(_PAIR.fullmatch(pair) for pair in pairs.splitlines()):
         raise ValueError("not a tree id")
     command = ["--git-dir", str(gitdir), "--literal-pathspecs", "diff-tree", "--stdin", "--always",
@@ -105,7 +105,7 @@ def _parse(lines: Iterator[bytes], path: bytes, expected: int) -> Iterator[list[
 
 def _take(lines: Iterator[bytes], sign: bytes, count: int) -> list[bytes]:
     """``count`` lines that start with ``sign``, without it (a "\\ No newline" after any)."""
-    found = []
+    found: list[bytes] = []
     while len(found) < count:
         line = next(lines, None)
         if line is None or not (line.startswith(sign) or line.startswith(b"\\")):

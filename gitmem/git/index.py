@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, cast
 from pathlib import Path
 
 import pygit2
@@ -60,7 +60,7 @@ class Index:
         self._durability = durability
         self.refresher = IndexRefresher(self.refresh)
 
-    def stage(self, changes: Changes, tree: pygit2.Tree, moved: tuple[pygit2.Oid | None, pygit2.Oid]) -> None:
+    def stage(self, changes: Changes, tree: pygit2.Tree, moved: tuple[pygit2.Oid | None, pygit2.Oid | None]) -> None:
         """Make the index hold ``tree``'s version of the changed paths now (no stat data:
         the background refresher adds it), so that ``git status`` and ``git commit`` never
         see an answered write as undone. One index write (measured in ``gitmem bench``); a
@@ -159,7 +159,7 @@ class Index:
             tip = self._reader.tip()
             head = self._reader.snapshot(tip)
             whole = paths is None
-            if whole:
+            if paths is None:
                 index.read_tree(head.tree) if head.tree is not None else index.clear()
                 paths = [e.path for e in index]
             for path in paths:
@@ -389,7 +389,7 @@ class Recovery:
             noted = self._in_flight_file.read_text("ascii").strip()
             if noted == str(tip):  # the common case: it landed, and is main's tip
                 return
-            commit = self._repo[self._reader.resolve(noted)]  # a damaged object is not read
+            commit = cast(pygit2.Commit, self._repo[self._reader.resolve(noted)])  # a damaged object is not read
         except (OSError, ValueError, EngineError):
             return
         if self._repo.descendant_of(tip, commit.id) or self._main_was_at(commit.id):

@@ -72,9 +72,11 @@ class FileLock:
     def release(self) -> None:
         self._depth -= 1
         if self._depth == 0:
-            os.pwrite(self._fd, _RELEASED, 0)  # let go cleanly: no pid left behind
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
+            fd = self._fd
+            assert fd is not None  # opened by the acquire that took the depth from 0
+            os.pwrite(fd, _RELEASED, 0)  # let go cleanly: no pid left behind
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
             self._fd = None
         self._thread_lock.release()
 

@@ -12,6 +12,7 @@ import logging
 import subprocess
 from collections import namedtuple
 from collections.abc import Callable, Iterator
+from typing import cast
 
 import pygit2
 
@@ -67,7 +68,7 @@ class History:
 
     def commit_info(self, rev: str) -> CommitInfo:
         """The commit ``rev`` names."""
-        return CommitInfo.of(self._repo[self._reader.resolve(rev)])
+        return CommitInfo.of(cast(pygit2.Commit, self._repo[self._reader.resolve(rev)]))
 
     def history(self, path: str | None = None, *, rev: str | None = None,
                 limit: int | None = None) -> list[CommitInfo]:
@@ -101,7 +102,7 @@ class History:
         mine = self._checked_entry_id(commit.tree_id, path)
         if not commit.parent_ids:
             return mine is not None
-        return all(self._checked_entry_id(self._repo[p].tree_id, path) != mine
+        return all(self._checked_entry_id(cast(pygit2.Commit, self._repo[p]).tree_id, path) != mine
                    for p in commit.parent_ids)
 
     def path_versions(self, path: str, *, limit: int | None = None) -> list[str]:
@@ -213,6 +214,8 @@ class History:
                    "--format=%H %P %ct", *revs, "--"]
         logged = gitproc.stream(command, cwd=self._repo.path, timeout=LOG_TIMEOUT)
         for header, changes in raw_log(logged):
+            if header is None:  # changes under no commit: not git log's output
+                raise ValueError("git log gave changes under no commit")
             commit, *parents, when = header.split(b" ")
             paths = tuple(path.decode("utf-8", "surrogateescape") for fields, path in changes
                           if fields[2] != fields[3])  # a change of mode alone is no change
@@ -264,7 +267,7 @@ class History:
         for depth, part in enumerate(parts):
             self._objects.check(tree_id, "a folder in the history")
             try:
-                entry = self._repo[tree_id][part]
+                entry = cast(pygit2.Tree, self._repo[tree_id])[part]
             except KeyError:
                 return None
             if depth == len(parts) - 1:
@@ -281,7 +284,7 @@ class History:
         self._objects.check(oid, path)
         return self._repo[oid]
 
-    def diff(self, path: str, old: str | None, new: str | None) -> list[FileDiff]:
+    def diff(self, path: str, old: str | pygit2.Oid | None, new: str | pygit2.Oid | None) -> list[FileDiff]:
         """The files at or under ``path`` ("" for all) that differ from revision ``old``
         to revision ``new`` (None: before the first commit), in path order.
 
@@ -293,11 +296,7 @@ class History:
             obj = tree if not path or tree is None else self._object_at(tree, path)
             sides.append(obj)
         old_tree, new_tree = [o if isinstance(o, pygit2.Tree) else None for o in sides]
-        if new_tree is None:  # tree_changes diffs from nothing, not to nothing
-            gone = tree_changes(None, old_tree).items()
-            changed = {join(path, rel): (new_id, old_id) for rel, (old_id, new_id) in gone}
-        else:
-            changed = {join(path, rel): ids for rel, ids in tree_changes(old_tree, new_tree).items()}
+        changed = {join(path, rel): ids for rel, ids in tree_changes(old_tree, new_tree).items()}
         blobs = [str(o.id) if isinstance(o, pygit2.Blob) else None for o in sides]
         if blobs != [None, None] and blobs[0] != blobs[1]:
             changed[path] = (blobs[0], blobs[1])
@@ -391,8 +390,8 @@ class History:
     def _file_diff(self, path: str, old_id: str | None, new_id: str | None) -> FileDiff:
         for blob_id in filter(None, (old_id, new_id)):
             self._objects.check(pygit2.Oid(hex=blob_id), path)
-        old_blob = self._repo[old_id] if old_id else None
-        new_blob = self._repo[new_id] if new_id else None
+        old_blob = cast(pygit2.Blob, self._repo[old_id]) if old_id else None
+        new_blob = cast(pygit2.Blob, self._repo[new_id]) if new_id else None
         patch = pygit2.Patch.create_from(old_blob, new_blob, old_as_path=path, new_as_path=path)
         _, added, removed = patch.line_stats
         status = "added" if old_id is None else "deleted" if new_id is None else "modified"
@@ -402,9 +401,12 @@ class History:
 def tree_changes(old: pygit2.Tree | None, new: pygit2.Tree | None) -> dict[str, tuple[str | None, str | None]]:
     """``{path: (blob id in old, blob id in new)}`` for each file that differs between two
     trees (None: no tree, or no file there)."""
-    if old is None and new is None:
-        return {}
-    diff = new.diff_to_tree(swap=True) if old is None else old.diff_to_tree(new)
+    if old is None:
+        if new is None:
+            return {}
+        diff = new.diff_to_tree(swap=True)
+    else:  # diff_to_tree() diffs to nothing; it takes no None
+        diff = old.diff_to_tree(new) if new is not None else old.diff_to_tree()
     changed = {}
     for delta in diff.deltas:
         old_id = None if delta.status_char() == "A" else str(delta.old_file.id)

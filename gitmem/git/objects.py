@@ -19,6 +19,7 @@ import logging
 import os
 import zlib
 from pathlib import Path
+from typing import Literal, cast
 
 import pygit2
 
@@ -75,7 +76,7 @@ class ObjectCheck:
         self.checked: set[pygit2.Oid] = set()  # readable (loose and complete, or packed)
         self.sound: set[pygit2.Oid] = set()  # trees: themselves and every tree under them
         self.walkable: set[pygit2.Oid] = set()  # commits: themselves and all their ancestry
-        self._trusted: pygit2.Oid | None | bool = False  # False: not read yet
+        self._trusted: pygit2.Oid | None | Literal[False] = False  # False: not read yet
         self._walked: list[pygit2.Oid] | None = None  # the walkable file's commits; None: not read yet
         self.commits_walked = 0  # commits make_walkable checked: what a start-up costs
 
@@ -168,10 +169,10 @@ class ObjectCheck:
             return
         repo = self._repo
         tree = self.load(tree_id, f"folder {where or '/'}")
-        trusted: dict[str, pygit2.Oid] = {}
+        trusted: dict[str | None, pygit2.Oid] = {}  # a tree entry's name: None in pygit2's types only
         if trusted_id is not None:
             try:
-                trusted = {e.name: e.id for e in repo[trusted_id] if e.type_str == "tree"}
+                trusted = {e.name: e.id for e in cast(pygit2.Tree, repo[trusted_id]) if e.type_str == "tree"}
             except (KeyError, pygit2.GitError):  # pruned since: check everything
                 trusted = {}
         for entry in tree:

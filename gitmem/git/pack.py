@@ -10,6 +10,7 @@ import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
@@ -81,8 +82,8 @@ class Packer:
             raise DamagedObject(oid, problem)
         loose = self._loose_object_files()
         repo, builder = _pack_builder(self._gitdir)
-        for oid in repo.odb:
-            builder.add(oid)
+        for object_id in repo.odb:
+            builder.add(object_id)
         builder.write()
         new_packs = set(self.pack_files()) - set(old_packs)
         for pack in old_packs:
@@ -116,7 +117,7 @@ class Packer:
                 if oid in seen:
                     continue
                 seen.add(oid)
-                commit = repo[oid]
+                commit = cast(pygit2.Commit, repo[oid])
                 _check_tree(repo, commit.tree_id, seen, problems)
                 pending.extend(commit.parent_ids)
         except (pygit2.GitError, KeyError) as exc:
@@ -144,11 +145,12 @@ class Packer:
                 found[str(tree_id)] = f"folder {folder}" if folder else "the root folder"
             try:
                 self._objects.check(tree_id)
-                entries = list(self._repo[tree_id])
+                entries = list(cast(pygit2.Tree, self._repo[tree_id]))
             except (DamagedObject, KeyError, pygit2.GitError):
                 continue
             for entry in entries:
-                path = join(folder, entry.name)
+                # pygit2 types a tree entry's name optional; it is never None
+                path = join(folder, entry.name)  # type: ignore[arg-type]
                 if entry.type_str == "tree":
                     pending.append((entry.id, path))
                 elif str(entry.id) in ids:
@@ -159,7 +161,7 @@ class Packer:
         """``[(object id, problem)]`` for each loose object whose file does not inflate
         completely (libgit2 would hang on it); each file is read once."""
         found = []
-        for oid, file in sorted(self._loose_object_files().items()):
+        for oid in sorted(self._loose_object_files()):
             try:
                 self._objects.check(pygit2.Oid(hex=oid))
             except DamagedObject as exc:
@@ -191,7 +193,7 @@ def _check_tree(repo: pygit2.Repository, oid: pygit2.Oid, seen: set, problems: d
         return
     seen.add(oid)
     try:
-        tree = repo[oid]
+        tree = cast(pygit2.Tree, repo[oid])
     except (pygit2.GitError, KeyError, ValueError) as exc:
         problems.setdefault(str(oid), f"missing or corrupt tree: {exc}")
         return

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import subprocess
 from collections import namedtuple
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 from gitmem.git import gitproc
 from gitmem.git.base import EngineError, is_hex
@@ -39,7 +39,7 @@ class ParentDiffs(namedtuple("ParentDiffs", "id parents diffs")):
 
 
 def changes_from_parents(gitdir: str | os.PathLike, commits: list[str], *,
-                         timeout: float = TIMEOUT) -> Iterator[ParentDiffs]:
+                         timeout: float = TIMEOUT) -> Generator[ParentDiffs, None, None]:
     """The :class:`ParentDiffs` of each of ``commits`` (commit ids) in that order, but for
     the commits that change nothing. Raises EngineError when git fails."""
     if not all(len(c) == 40 and is_hex(c) for c in commits):

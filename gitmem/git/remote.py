@@ -45,7 +45,7 @@ class Remotes:
 
     def names(self) -> list[str]:
         """The names of the configured remotes."""
-        return list(self._repo.remotes.names())
+        return [name for name in self._repo.remotes.names() if name is not None]
 
     def add(self, name: str, url: str) -> None:
         """Configure remote ``name`` fetching from and pushing to ``url``, as ``git remote add``."""
@@ -124,7 +124,7 @@ class Remotes:
         and a plain `git clone` of the remote would check nothing out. A remote over the
         network is left as it is (git's protocol cannot set HEAD)."""
         url = self._repo.remotes[remote].push_url or self._repo.remotes[remote].url
-        folder = _local_folder(url, self._workdir)
+        folder = _local_folder(url, self._workdir) if url else None
         if folder is None:
             return
         try:

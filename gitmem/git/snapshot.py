@@ -12,7 +12,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast, overload
 
 import pygit2
 
@@ -42,7 +42,7 @@ class Reader:
     def tip(self) -> pygit2.Oid | None:
         """The commit at the tip of ``main``, or None before the first commit."""
         ref = self._repo.references.get(REF)
-        return ref.target if ref is not None else None
+        return cast(pygit2.Oid, ref.target) if ref is not None else None  # a branch: a direct ref
 
     def snapshot(self, commit_id: pygit2.Oid | None) -> Snapshot:
         return Snapshot(self, commit_id)
@@ -70,7 +70,7 @@ class Reader:
             return self.tip()
         try:
             ref = self._repo.references.get(rev)
-            return ref.resolve().target if ref is not None else None
+            return cast(pygit2.Oid, ref.resolve().target) if ref is not None else None
         except (ValueError, KeyError, pygit2.GitError, pygit2.InvalidSpecError):
             return None
 
@@ -78,6 +78,12 @@ class Reader:
         """The commit ``rev`` names, checked; its history is not (see :meth:`resolve`)."""
         oid = self._plain_id(rev) or self.resolve(rev)
         return self._objects.load(oid, "a commit").peel(pygit2.Commit)
+
+    @overload
+    def tree_of(self, commit: str | pygit2.Oid, scope: str | None = None) -> pygit2.Tree: ...
+
+    @overload
+    def tree_of(self, commit: str | pygit2.Oid | None, scope: str | None = None) -> pygit2.Tree | None: ...
 
     def tree_of(self, commit: str | pygit2.Oid | None, scope: str | None = None) -> pygit2.Tree | None:
         """The root tree of a commit, every tree under it checked (with ``scope``, a path:
@@ -94,13 +100,19 @@ class Reader:
 
     def tree(self, tree_id: pygit2.Oid) -> pygit2.Tree:
         """A tree under a checked root tree."""
-        return self._repo[tree_id]
+        return cast(pygit2.Tree, self._repo[tree_id])
 
     def blob(self, oid: pygit2.Oid) -> bytes:
         """The bytes of blob ``oid`` (cached like every read)."""
         return self.parsed(oid, None)
 
-    def parsed(self, oid: pygit2.Oid, parse: Callable[[bytes], T] | None, path: str | None = None) -> T:
+    @overload
+    def parsed(self, oid: pygit2.Oid, parse: None, path: str | None = None) -> bytes: ...
+
+    @overload
+    def parsed(self, oid: pygit2.Oid, parse: Callable[[bytes], T], path: str | None = None) -> T: ...
+
+    def parsed(self, oid: pygit2.Oid, parse: Callable[[bytes], T] | None, path: str | None = None) -> T | bytes:
         """``parse`` of a blob (its bytes when ``parse`` is None), inflated once and cached;
         read from the work-tree file of ``path`` when the stat cache vouches for it."""
         key = (oid, parse)
@@ -197,13 +209,15 @@ class Snapshot:
             if entry is None or entry.type_str != "tree":
                 return []
             tree = self._reader.tree(entry.id)
-        return [e.name for e in tree]
+        # pygit2 types a tree entry's name optional; it is never None
+        return [e.name for e in tree]  # type: ignore[misc]
 
     def files(self, path: str = "") -> Iterator[str]:
         """Every file path under folder ``path``, recursively."""
         for name in self.list(path):
             child = f"{path}/{name}" if path else name
             entry = self.entry(child)
+            assert entry is not None  # listed from this snapshot's tree just now
             if entry.type_str == "tree":
                 yield from self.files(child)
             else:

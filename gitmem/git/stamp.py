@@ -43,6 +43,7 @@ def main_commit(gitdir: Path) -> str | None:
     try:
         if (gitdir / "HEAD").read_bytes() != f"ref: {REF}\n".encode():
             return None
+        found: str | None
         try:
             found = (gitdir / REF).read_bytes().strip().decode("ascii")
         except FileNotFoundError:

@@ -86,7 +86,7 @@ class StatCache:
         entries[path] = (stat_key(st), st.st_ctime_ns, blob_id)
         self._changed = True
 
-    def read(self, path: str, file: os.PathLike, blob_id: str) -> bytes | None:
+    def read(self, path: str, file: str | os.PathLike, blob_id: str) -> bytes | None:
         """The bytes of ``file`` (the work-tree file of ``path``) when an entry vouches that it
         holds ``blob_id`` before and after the read; else None. Never follows a symlink."""
         known = self.entries.get(path)

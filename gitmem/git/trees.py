@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import cast
 
 import pygit2
 
@@ -33,7 +34,8 @@ class TreeWriter:
         for name, change in nested.items():
             existing = base[name] if base is not None and name in base else None
             if isinstance(change, dict):
-                sub = self._repo[existing.id] if existing is not None and existing.type_str == "tree" else None
+                sub = cast(pygit2.Tree, self._repo[existing.id]) \
+                    if existing is not None and existing.type_str == "tree" else None
                 oid = self._build(sub, change)
                 if oid is None:
                     if existing is not None:

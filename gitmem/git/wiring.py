@@ -10,11 +10,11 @@ from typing import Protocol
 class RecordGuard(Protocol):
     """What an engine opened with ``hand_edits`` calls before a record is read or written."""
 
-    def before_access(self, scope: str) -> None:
+    def before_access(self, scope: str) -> object:  # its answer is not read
         """Called with a record's path (file or folder) before it is read from HEAD, and
         under the writers' lock before it is written."""
 
-    def merge_displaced(self, path: str, base_id: str, data: bytes) -> None:
+    def merge_displaced(self, path: str, base_id: str, data: bytes) -> object:  # its answer is not read
         """Called (from a thread of the engine's) with what a work-tree file a write had
         replaced holds now: bytes a writer put there after it was checked to hold
         ``base_id`` (see :mod:`gitmem.git.displaced`)."""

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from gitmem.git.base import (BRANCH, FILE_MODE, REF, Changes, UnsafePath, check_path,
                              fsync_path, make_folder, process_alive, reason, unlink)
@@ -102,6 +103,7 @@ class WorkTree:
                 unlink(target)
                 self._prune_empty_dirs(target.parent)
         else:
+            assert target is not None  # its folders made: never None
             self._note_written(path, target, data, self._replace_file(target, data), blob_id)
         self.journal.wrote(path, blob_id)
 
@@ -332,6 +334,7 @@ class WorkTree:
             if self._delete_unless_edited(path, target, base_id):
                 self.journal.wrote(path, None)
             return
+        tmp: Path | None
         tmp, written = self._write_tmp(data)
         displaced = None  # (file, blob id, (size, mtime)): what the write took out of the work tree
         try:
@@ -363,6 +366,7 @@ class WorkTree:
         """Where the file system cannot swap: replace ``target`` by ``tmp`` if it holds
         ``base_id`` (FileExistsError if not), and return the displaced file kept under a
         second name (None where the file system has no hard links)."""
+        kept: Path | None
         kept = self._tmp_path()
         try:
             os.link(target, kept, follow_symlinks=False)
@@ -414,7 +418,7 @@ class WorkTree:
         return False
 
 
-def _load_renameat2():
+def _load_renameat2() -> Callable[..., int] | None:
     import ctypes  # here: ~2 ms, and only a write to the work tree renames
     try:
         function = ctypes.CDLL(None, use_errno=True).renameat2
@@ -425,7 +429,7 @@ def _load_renameat2():
     return function
 
 
-_libc_renameat2 = False  # not loaded yet; None: the system has none
+_libc_renameat2: Callable[..., int] | None | Literal[False] = False  # not loaded yet; None: the system has none
 
 
 def _renameat2(source: Path, target: Path, flags: int) -> bool:

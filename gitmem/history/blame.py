@@ -21,10 +21,9 @@ import json
 import logging
 import subprocess
 from collections import namedtuple
-from typing import Any
+from typing import Any, cast
 
 from gitmem.git import gitproc
-from gitmem.git.base import CommitInfo
 from gitmem.git.hunks import version_hunks
 from gitmem.history.versions import Records, read_record
 from gitmem.records import layout
@@ -115,7 +114,9 @@ class _Lines:
 
     def _runs(self, line_from: int, line_to: int) -> tuple[list[str], list[int]]:
         """The blocks of lines ``line_from`` to ``line_to`` and the line each starts at."""
-        found, starts, run = [], [], []
+        found: list[str] = []
+        starts: list[int] = []
+        run: list[bytes] = []
         first, last, lines = self._first, self._last, self.lines
         if first < 0:
             return found, starts
@@ -168,7 +169,7 @@ def blame(mem: Records, record: str) -> list[Blamed]:
     values, owners = by_hunks or _by_versions(mem, parsed, versions)
     infos = {c.id: c for c in mem.engine.log.commit_infos(sorted({o for found in owners.values() for o in found}))}
     return [Blamed(kind, i, value, infos[owner])
-            for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind]))]
+            for kind in values for i, (value, owner) in enumerate(zip(values[kind], owners[kind], strict=True))]
 
 
 def _memory_by_hunks(mem: Records, path: str, versions: list[str]) -> tuple[dict, dict] | None:
@@ -181,7 +182,8 @@ def _memory_by_hunks(mem: Records, path: str, versions: list[str]) -> tuple[dict
     try:
         # Scoped: git reads the trees; only the folders on the way to the memory are checked
         # here (the whole tree of each version was 2,000 walks of a 4,000-session tree: 12 s).
-        trees = [mem.engine.snapshot_of(commit, scope=path).tree_id("") for commit in versions]
+        # a commit's root tree: never None
+        trees = [cast(str, mem.engine.snapshot_of(commit, scope=path).tree_id("")) for commit in versions]
         for commit, hunks in zip(versions, version_hunks(mem.engine.gitdir, path, trees), strict=True):
             for hunk in reversed(hunks):  # later lines first: the earlier hunks' line numbers hold
                 lines.change(hunk.start, hunk.removed, hunk.added)

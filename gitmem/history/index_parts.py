@@ -36,6 +36,7 @@ import zlib
 from bisect import bisect_left, bisect_right
 from collections import namedtuple
 from pathlib import Path
+from typing import Literal
 
 MAGIC = b"gitmem record index parts 1\n"
 TAIL_LIMIT = 64 * 1024  # bytes of the log past the parts before they are made again
@@ -108,7 +109,7 @@ class View(namedtuple("View", "head covered entries moments tail tip")):
             os.close(fd)
 
 
-    def newest_at(self, path: Path, when: float, reads: Reads) -> tuple[int, int, str] | None | bool:
+    def newest_at(self, path: Path, when: float, reads: Reads) -> tuple[int, int, str] | None | Literal[False]:
         """``(generation, time, id)`` of the newest commit (by topology) the parts hold
         made at or before ``when``: None for none; False when the file is no longer the
         one this view read."""
@@ -175,6 +176,8 @@ def look(parts_path: Path, log_path: Path, header: bytes, reads: Reads) -> View 
     try:
         size = os.fstat(log).st_size
         found = _parts_head(parts_path, reads)
+        head: bytes | None
+        tip: str | None
         if found is not None:
             head, covered, check, tip, entries, moments = found
             line = b"#%08x\n" % check
@@ -251,15 +254,16 @@ def write(parts_path: Path, tmp_path: Path, log: bytes, header: bytes) -> None:
         if line.startswith(b"#"):
             continue
         head, *records = line.split(b"\t")
-        commit, time, generation = head.split(b" ")
-        commits.append((int(time), int(generation), commit))
-        for record in records:
-            parts.setdefault(record.decode(), []).append(head)
+        commit_id, time_text, generation_text = head.split(b" ")
+        commits.append((int(time_text), int(generation_text), commit_id))
+        for name in records:
+            parts.setdefault(name.decode(), []).append(head)
     moments, newest = [], (0, 0, b"")
     for time, generation, commit in sorted(commits):
         newest = max(newest, (generation, time, commit))
         moments.append(_MOMENT.pack(time, newest[0], newest[1], bytes.fromhex(newest[2].decode())))
     tip = _last_commit(log)
+    assert tip is not None  # the log ends with a check line
     ordered = sorted(parts, key=key)
     head_line = b"%d %08x %s %d %d\n" % (len(log), check, tip.encode(), len(ordered), len(moments))
     start = len(MAGIC) + len(head_line) + len(ordered) * _ENTRY.size + len(moments) * _MOMENT.size

@@ -139,10 +139,10 @@ class RecordIndex:
                 return best[2] if best is not None else None
             self._update(full=True)  # the parts file changed meanwhile, or is damaged
             self._write_parts()
-        best = max(((int(generation), int(time), commit)
-                    for commit, time, generation in _LINE_HEAD.findall(self._data)
-                    if int(time) <= when), default=None)
-        return best[2].decode() if best is not None else None
+        newest = max(((int(generation), int(time), commit)
+                      for commit, time, generation in _LINE_HEAD.findall(self._data)
+                      if int(time) <= when), default=None)
+        return newest[2].decode() if newest is not None else None
 
     def commits_between(self, since: float, until: float) -> list[IndexedCommit]:
         """The commits of main made from ``since`` to ``until`` (seconds since the epoch),

@@ -27,13 +27,13 @@ import logging
 import re
 from collections import namedtuple
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from gitmem.errors import HistoryError
 from gitmem.git import gitproc
 from gitmem.git.base import CommitInfo, DamagedObject, EngineError, Identity
 from gitmem.git.engine import GitEngine
-from gitmem.git.log import FileChange, FileDiff
+from gitmem.git.log import FileChange
 from gitmem.history.record_index import RecordIndex
 from gitmem.records import layout
 from gitmem.records.counts import counted
@@ -216,7 +216,7 @@ def log(mem: Records, record: str | None = None, *, limit: int | None = None,
         commits = record_commits(mem, parsed, limit=limit, skip=skip)
     pairs = [(commit.parents[0] if commit.parents else None, commit.id) for commit in commits]
     entries = []
-    for commit, files in zip(commits, mem.engine.log.changes(parsed.path if parsed else "", pairs)):
+    for commit, files in zip(commits, mem.engine.log.changes(parsed.path if parsed else "", pairs), strict=True):
         summary, changes = summarise(parsed, files)
         entries.append(LogEntry(commit, summary, changes))
     return entries
@@ -288,8 +288,8 @@ def diff(mem: Records, record: str, since: str | None = None,
     parsed = layout.parse_record(record)
     old = resolve_version(mem, parsed, since) if since else None
     new = resolve_version(mem, parsed, until) if until else mem.engine.head()
-    times = [parse_time(when) for when in (since, until) if when]
-    later = (len(times) == 2 and None not in times and times[0] > times[1]) or (
+    times = [at for when in (since, until) if when and (at := parse_time(when)) is not None]
+    later = (len(times) == 2 and times[0] > times[1]) or (
         old and new and old != new and mem.engine.log.descends_from(old, new))
     if later:
         raise HistoryError(f"--since {since!r} is later than --until {until or 'now'!r}: "
@@ -391,6 +391,7 @@ def summarise(record: layout.Record | None, files: list[FileChange]) -> tuple[st
 
 def read_record(mem: Records, record: layout.Record, snapshot, commit: str | None) -> Shown:
     """``record`` as ``snapshot`` (of ``commit``) holds it."""
+    value: dict[str, Any]
     if record.is_memory:
         value = {"content": mem.memory.read_file(record.path, snapshot=snapshot)}
         exists = snapshot.exists(record.path)
@@ -436,7 +437,7 @@ def _ids_in_meta(snapshot, record: layout.Record, keys: tuple[str, ...],
     if not found:
         raise HistoryError(f"{record.path}: its meta.json names no ids whose folder it is, and "
                            "gitmem reads sessions and threads by their ids")
-    return ids
+    return cast("tuple[str, ...]", ids)  # each one a str, as found says
 def _record_of(path: str) -> str | None:
     """The name of the record file ``path`` belongs to (None: no record's)."""
     record = layout.record_path(path)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 _VALUE_START = frozenset(b'[{"-0123456789tfn')
 _ODD_LINE = re.compile(rb'\n[^\[{"\-0-9tfn]')  # starts with a literal: a quick scan
@@ -32,6 +32,14 @@ def _written_lines(data: bytes) -> bytes | None:
     if not body or (body[0] in _VALUE_START and b"\r" not in body and _ODD_LINE.search(body) is None):
         return body
     return None
+
+
+@overload
+def written_run(data: bytes, known: Literal[True]) -> bytes: ...
+
+
+@overload
+def written_run(data: bytes, known: bool = False) -> bytes | None: ...
 
 
 def written_run(data: bytes, known: bool = False) -> bytes | None:
@@ -100,7 +108,7 @@ def sound_run(run: bytes, lines: int) -> bool:
         return False
 
 
-_raw_values = None
+_raw_values: Callable[[bytes], list[Any]] | None = None
 
 
 def _sorted_lines(data: bytes) -> CheckedLines:
@@ -120,7 +128,7 @@ def _sorted_lines(data: bytes) -> CheckedLines:
         except UnicodeEncodeError:
             reason = "not UTF-8"
         except ValueError as exc:
-            reason = f"{exc.msg} (column {exc.colno})" if hasattr(exc, "colno") else str(exc)
+            reason = f"{exc.msg} (column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else str(exc)
         else:
             texts.append(encoded)
             continue

@@ -168,9 +168,9 @@ def merge_meta(path: str, base: bytes | None, ours: bytes,
         elif side is newer and key in older:
             merged[key] = older[key]
     for key, pick in (("createdAt", min), ("updatedAt", max)):
-        times = [side[key] for side in (mine, other) if _time_key(side.get(key)) is not None]
+        times = [(at, side[key]) for side in (mine, other) if (at := _time_key(side.get(key))) is not None]
         if times:
-            merged[key] = pick(times, key=_time_key)
+            merged[key] = pick(times, key=lambda timed: timed[0])[1]
     return meta_bytes(merged), []
 
 
@@ -223,7 +223,7 @@ def _sync_regions(base: Sequence, ours: Sequence, theirs: Sequence) -> list[tupl
     with the empty stretch at the three ends."""
     mine = _matching_blocks(base, ours)
     other = _matching_blocks(base, theirs)
-    regions = []
+    regions: list[tuple[int, ...]] = []
     i = j = 0
     while i < len(mine) and j < len(other):
         mb, mo, mn = mine[i]

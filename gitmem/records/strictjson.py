@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 from gitmem.errors import InvalidInput
@@ -90,4 +91,4 @@ def same_json(a: Any, b: Any) -> bool:
         return False
 
 
-_encode = None
+_encode: Callable[[Any], bytes] | None = None

@@ -36,7 +36,7 @@ import sqlite3
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from gitmem.edits.handedits import HandEdits, SettledLook
 from gitmem.errors import GitmemError, HistoryError, InvalidInput
@@ -456,7 +456,7 @@ class _Writer:
                 continue
             new_data = self._read(path, new)
             removed, added = unit_changes(found[1], self._read(path, old), new_data)
-            if new is not None:
+            if new is not None and new_data is not None:  # one is None when the other is
                 self._last[path] = (new, new_data)
             gone, came = changes.setdefault(found, (Counter(), []))
             gone.update(removed)
@@ -506,9 +506,9 @@ class _Writer:
 
     def _record(self, record: str) -> int:
         if record not in self._records:
-            self._records[record] = self.db.execute(
+            self._records[record] = cast(int, self.db.execute(  # an INSERT's row id: never None
                 "INSERT INTO records(path, name, kind) VALUES (?, ?, ?)",
-                (record, layout.record_name(record), record_kind(record))).lastrowid
+                (record, layout.record_name(record), record_kind(record))).lastrowid)
         return self._records[record]
 
     def _add(self, record: int, unit: str, path: str, blob: str, text: str, commit: int) -> None:

@@ -185,7 +185,7 @@ def closest_by_numpy(wanted: list[float], vectors: list[tuple[int, bytes]], coun
 
 def closest_in_python(wanted: list[float], vectors: list[tuple[int, bytes]], count: int) -> list[int]:
     """:func:`closest_units`, without numpy."""
-    cosines = {unit: sum(a * b for a, b in zip(wanted, array("f", blob))) for unit, blob in vectors}
+    cosines = {unit: sum(a * b for a, b in zip(wanted, array("f", blob), strict=True)) for unit, blob in vectors}
     return sorted(cosines, key=lambda unit: (-cosines[unit], unit))[:count]
 
 
@@ -207,7 +207,7 @@ def embed(cache: VectorCache, provider: Provider, missing: list[Unit], read_blob
         found = units_found(batch, [], read_blobs, read_file)
         texts = {row[4]: found[row[0]].text for row in batch if row[0] in found}
         keys = list(texts)
-        made = dict(zip(keys, provider.embed([texts[key] for key in keys])))
+        made = dict(zip(keys, provider.embed([texts[key] for key in keys]), strict=True))
         if stop is not None and stop():
             break
         made = cache.keep(provider.name, made)

@@ -89,7 +89,7 @@ def _read(record: str, unit: str, value: Any, position: int, asked: bool) -> Uni
     if unit == "item":
         return UnitRead(record, unit, position, value["updated_at"],
                         indexed_text(value["value"], value["index"]), value, asked)
-    return UnitRead(record, unit, _own_id(value) if unit == "message" and _own_id(value) is not None
+    return UnitRead(record, unit, own if unit == "message" and (own := _own_id(value)) is not None
                     else position, unit_date(value), value_text(value), value, asked)
 
 

@@ -25,7 +25,7 @@ import json
 import re
 import sqlite3
 from collections import namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gitmem.errors import InvalidInput
@@ -166,7 +166,7 @@ def _plain(query: str) -> Parsed:
     words = list(dict.fromkeys(word.lower() for word in _WORD.findall(query)))
     kept = ([word for word in words if word not in STOPWORDS] or words)[:QUERY_WORDS]
     terms = [_quoted(word) for word in kept]
-    near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:]))
+    near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:], strict=False))
     return Parsed(" OR ".join(terms) or None, kept, near or None)
 
 
@@ -197,6 +197,7 @@ def _groups(query: str) -> list[list[_Term]]:
         if at >= len(query):
             break
         match = _TERM.match(query, at)
+        assert match is not None  # a character not a space starts a term (the quotes are paired)
         at = match.end()
         negated, phrase, word = bool(match[1]), match[2], match[3]
         if word == "OR" and not negated:
@@ -331,7 +332,7 @@ _JOINS = (" JOIN records r ON r.id = u.record JOIN commits ca ON ca.id = u.added
           " LEFT JOIN commits cr ON cr.id = u.removed")
 
 
-def rows_of(db: sqlite3.Connection, ids: list[int], where: list[str] = (), params: list = ()) -> list[tuple]:
+def rows_of(db: sqlite3.Connection, ids: list[int], where: Sequence[str] = (), params: Sequence = ()) -> list[tuple]:
     """The index's rows of units ``ids``, in that order, as :func:`ranked` gives them (of
     those meeting ``where``, :func:`filters`' conditions)."""
     found = {row[0]: row for row in db.execute(

@@ -177,7 +177,7 @@ class Blobs:
             if MARK not in "\n".join(lines) and same_json(part, stored_values):
                 out.extend(stored_values)
                 continue
-            for line, stored_value, value in zip(lines, stored_values, part):
+            for line, stored_value, value in zip(lines, stored_values, part, strict=False):
                 if MARK not in line and same_json(value, stored_value):
                     out.append(stored_value)
                 else:
@@ -210,7 +210,7 @@ def _extract(value: Any, key: str | None, media_type: str | None, files: dict[st
         return _extract_string(value, key, media_type, files, known)
     if isinstance(value, list):
         new = [_extract(item, None, None, files, known) for item in value]
-        return new if any(a is not b for a, b in zip(new, value)) else value
+        return new if any(a is not b for a, b in zip(new, value, strict=True)) else value
     if isinstance(value, dict):
         sibling_type = next((value[k] for k in MEDIA_TYPE_KEYS if isinstance(value.get(k), str)), None)
         new_dict = {k: _extract(v, k, sibling_type, files, known) for k, v in value.items()}

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from gitmem.errors import InvalidInput
+from gitmem.git.base import T
 from gitmem.git.snapshot import Snapshot
 from gitmem.records import strictjson
 from gitmem.records.jsontexts import (BrokenLine, JsonTexts, checked_run, checked_values, json_array,
@@ -162,7 +163,7 @@ class ChunkedJsonl:
         return [path for path in paths if snapshot.blob_id(path) is not None]
 
     def chunks(self, snapshot: Snapshot) -> list[tuple[str, Chunk]]:
-        return [(path, snapshot.read_parsed(path, read_chunk)) for path in self.chunk_paths(snapshot)]
+        return [(path, _listed_chunk(snapshot, path, read_chunk)) for path in self.chunk_paths(snapshot)]
 
     def read(self, snapshot: Snapshot) -> list[Any]:
         """Every value in the log, in order (fresh objects the caller may change)."""
@@ -174,11 +175,11 @@ class ChunkedJsonl:
         megabyte costs a just-started process page faults."""
         runs = []
         for path in self.chunk_paths(snapshot):
-            run, broken = snapshot.read_parsed(path, checked_run)
+            run, broken = _listed_chunk(snapshot, path, checked_run)
             if broken:
                 _say_broken(snapshot, path, broken)
             if self.blobs is not None and blob_refs.MARK_BYTES in run:  # only its values with images
-                run = b",".join(self._restored(snapshot, snapshot.read_parsed(path, checked_values).texts))
+                run = b",".join(self._restored(snapshot, _listed_chunk(snapshot, path, checked_values).texts))
             runs.append(run)
         return json_array(runs)
 
@@ -211,13 +212,13 @@ class ChunkedJsonl:
                 if sent[i] is not whole[i] and total + sizes[i] - sent_sizes[i] <= max_bytes:
                     total += sizes[i] - sent_sizes[i]
                     sent[i] = whole[i]
-            return Fitted(_joined_array(sent), 0, sum(a is not b for a, b in zip(sent, whole)))
+            return Fitted(_joined_array(sent), 0, sum(a is not b for a, b in zip(sent, whole, strict=True)))
         start, total = len(sent), 2
         while start and total + sent_sizes[start - 1] + (start < len(sent)) <= max_bytes:
             start -= 1
             total += sent_sizes[start] + (start < len(sent) - 1)
         kept = sent[start:]
-        return Fitted(_joined_array(kept), start, sum(a is not b for a, b in zip(kept, whole[start:])))
+        return Fitted(_joined_array(kept), start, sum(a is not b for a, b in zip(kept, whole[start:], strict=True)))
 
     def sent_lines(self, snapshot: Snapshot, start: int, stop: int) -> list[bytes]:
         """Lines ``start`` to ``stop`` as :meth:`read_json_within` hands them out with
@@ -235,7 +236,7 @@ class ChunkedJsonl:
         """The texts of every value in the log, as stored (:func:`~gitmem.records.jsontexts.checked_values`)."""
         texts = []
         for path in self.chunk_paths(snapshot):
-            found = snapshot.read_parsed(path, checked_values)
+            found = _listed_chunk(snapshot, path, checked_values)
             if found.broken:
                 _say_broken(snapshot, path, found.broken)
             texts += found.texts
@@ -267,14 +268,14 @@ class ChunkedJsonl:
             if isinstance(values, JsonTexts):
                 part = values.texts[pos:pos + count]
                 joined = b"\n".join(part)
-                forms = snapshot.read_parsed(path, chunk_texts)
+                forms = _listed_chunk(snapshot, path, chunk_texts)
                 if count == len(chunk.lines) and joined in forms:
                     pos += count
                     continue
                 if count < len(chunk.lines) and any(form.startswith(joined + b"\n") for form in forms):
                     pos += count
                     continue
-                pairs = zip(part, *(form.split(b"\n") for form in forms))
+                pairs = zip(part, *(form.split(b"\n") for form in forms), strict=False)
                 for j, (text, *stored) in enumerate(pairs):
                     if bytes(text) not in stored and not self._same(
                             snapshot, values.parse(text), chunk.lines[j], chunk.values[j]):
@@ -292,19 +293,19 @@ class ChunkedJsonl:
             value = blob_refs.extract(value, set(self.blobs.names(snapshot)))[0]
         return same_json(value, stored)
 
-    def append(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes]:
+    def append(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes | None]:
         """The changes that add ``values`` after the last line; earlier chunks are not even read."""
         existing = self.chunk_paths(snapshot)
         files: dict[str, bytes | None] = {}
         if self.blobs is not None:
             values, files = self.blobs.prepare(snapshot, values)
         # The lines only: the last chunk is a new blob after every append, parsed afresh.
-        start = list(snapshot.read_parsed(existing[-1], chunk_lines)) if existing else []
+        start = list(_listed_chunk(snapshot, existing[-1], chunk_lines)) if existing else []
         packed = self._pack(start, [dumps(v) for v in values])
         paths = self._paths(existing[-1:], len(packed), existing)
-        return {**files, **{path: _chunk_bytes(lines) for path, lines in zip(paths, packed) if lines}}
+        return {**files, **{path: _chunk_bytes(lines) for path, lines in zip(paths, packed, strict=True) if lines}}
 
-    def replace(self, snapshot: Snapshot, values: Sequence[Any]) -> dict[str, bytes | None]:
+    def replace(self, snapshot: Snapshot, values: Sequence[Any] | JsonTexts) -> dict[str, bytes | None]:
         """The changes that make the log hold exactly ``values``, touching only changed chunks.
 
         Lines keep their chunk: chunk i takes as many values as it held before, and the
@@ -314,7 +315,7 @@ class ChunkedJsonl:
         """
         existing = self.chunks(snapshot)
         if isinstance(values, JsonTexts):
-            values = values.values([(chunk, snapshot.read_parsed(path, chunk_texts))
+            values = values.values([(chunk, _listed_chunk(snapshot, path, chunk_texts))
                                     for path, chunk in existing])
         values = list(values)
         changes: dict[str, bytes | None] = {}
@@ -342,7 +343,7 @@ class ChunkedJsonl:
         out.extend(packed)
         old = dict(existing)
         paths = self._paths(list(old), len(out), list(old))
-        for path, lines in zip(paths, out):
+        for path, lines in zip(paths, out, strict=True):
             if not lines:
                 if path in old:
                     changes[path] = None
@@ -382,6 +383,13 @@ class ChunkedJsonl:
             current.append(line)
             size += len(line) + 1
         return packed
+
+
+def _listed_chunk(snapshot: Snapshot, path: str, parse: Callable[[bytes], T]) -> T:
+    """``snapshot.read_parsed`` of a chunk :meth:`ChunkedJsonl.chunk_paths` listed: it is there."""
+    found = snapshot.read_parsed(path, parse)
+    assert found is not None
+    return found
 
 
 def _joined_array(texts: Sequence[bytes]) -> bytes:

@@ -365,8 +365,8 @@ def _listing(head: Snapshot, folder: str, prefix: str, depth: int) -> list[tuple
             found.append((_size(FOLDER_SIZE), f"{shown}/"))
             if depth < 2:
                 found += _listing(head, child, f"{shown}/", depth + 1)
-        elif kind == "blob":
-            found.append((_size(head.entry(child).size), shown))
+        elif kind == "blob":  # a pygit2 Blob; Snapshot.entry is typed as the Object it derives from, with no size
+            found.append((_size(head.entry(child).size), shown))  # type: ignore[union-attr]
     return found
 
 

@@ -16,6 +16,7 @@ import re
 import threading
 
 from gitmem.errors import InvalidInput
+from gitmem.git.base import CommitInfo
 from gitmem.git.engine import GitEngine
 
 TRAILER = "Gitmem-Request"
@@ -49,7 +50,7 @@ class RequestKeys:
             return self._keys.get(key)
 
     def _read_up_to(self, tip: str | None) -> None:
-        new = []  # the commits since the last look, newest first, one read each
+        new: list[CommitInfo] = []  # the commits since the last look, newest first, one read each
         at = tip
         while at is not None and at != self._tip and self._tip is not None and len(new) < WINDOW:
             info = self.engine.log.commit_infos([at])[0]

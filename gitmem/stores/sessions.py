@@ -128,7 +128,8 @@ class SessionStore:
         if not is_blob_name(name):
             return None
         snapshot = snapshot or self.engine.snapshot(scope=self.folder(agent_type, session_id))
-        data = snapshot.read(f"{self._log(agent_type, session_id).blobs.folder}/{name}")
+        blobs = self._log(agent_type, session_id).blobs
+        data = snapshot.read(f"{blobs.folder}/{name}") if blobs is not None else None
         if data is None:
             return None
         return mimetypes.guess_type(name)[0] or "application/octet-stream", data
@@ -336,9 +337,9 @@ class SessionStore:
                     continue
                 if meta is None:
                     continue
-                ids = (meta.get("agentType"), meta.get("sessionId"))
-                if all(isinstance(part, str) for part in ids):
-                    found.append(ids)
+                agent_type, session_id = meta.get("agentType"), meta.get("sessionId")
+                if isinstance(agent_type, str) and isinstance(session_id, str):
+                    found.append((agent_type, session_id))
                 else:
                     logging.getLogger("gitmem.sessions").warning(
                         "skipping %s: it has no agentType and sessionId strings", path)
@@ -360,8 +361,9 @@ class ReadCuts:
 
     def set(self, folder: str, cut: dict[str, Any]) -> None:
         with self._lock:
-            if self._loaded().get(folder) != cut:
-                self._cuts[folder] = cut
+            cuts = self._loaded()
+            if cuts.get(folder) != cut:
+                cuts[folder] = cut
                 self._save()
 
     def drop(self, folder: str) -> None:

@@ -272,7 +272,7 @@ class ThreadStore:
                 except (ValueError, EngineError) as exc:  # one broken file hides no other
                     log.warning("skipping %s: %s", path, exc)
                     continue
-                if meta is not None:
+                if meta is not None and blob_id is not None:  # a meta.json read: it has a blob id
                     entries[name] = (blob_id, _summary(name, meta))
             if tree_id is not None:
                 self._save_listing(tree_id, entries)

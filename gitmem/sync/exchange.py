@@ -355,7 +355,7 @@ def _load_state(engine: GitEngine) -> dict[str, Any]:
         state = {}
     if not isinstance(state, dict):
         state = {}
-    remotes = state.get("remotes") if isinstance(state.get("remotes"), dict) else {}
+    remotes = state["remotes"] if isinstance(state.get("remotes"), dict) else {}
     if "remote" in state:
         remotes = {state.get("remote") or "": {key: value for key, value in state.items()
                                                 if key not in ("remote", "merge_spots")}}

@@ -314,6 +314,8 @@ def fsck(mem: Gitmem, *, use_git: bool | None = None) -> FsckReport:
         except Exception as exc:  # an object git fsck did not name
             report.problems.append(Problem(f"{path} (HEAD)", f"cannot be read: {exc}"))
             continue
+        if data is None:  # not a file: a submodule's commit
+            continue
         _check_file(report, snapshot, path, data, "HEAD")
         if engine.worktree.file_id(path) not in (None, snapshot.blob_id(path)):
             on_disk = engine.worktree.read(path)

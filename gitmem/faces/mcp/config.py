@@ -109,9 +109,9 @@ def _toml_table(entry: dict[str, Any]) -> str:
 def _merge_toml(old: str, entry: dict[str, Any], path: Path) -> str:
     """``old`` with its ``[mcp_servers.gitmem]`` table replaced (or added at the end); its
     other tables and comments stay as they are."""
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10: nothing to check the files with
+    else:  # Python 3.10: nothing to check the files with
         tomllib = None
     if tomllib is not None:
         try:

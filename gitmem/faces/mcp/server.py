@@ -32,6 +32,8 @@ from gitmem.faces.served import Served
 
 if TYPE_CHECKING:
     from gitmem.repository import Gitmem
+    from gitmem.upkeep.maintenance import Maintenance
+    from gitmem.upkeep.vectors import VectorBuild
 
 log = logging.getLogger("gitmem.mcp")
 
@@ -122,8 +124,9 @@ class Worker:
                 return call()
 
         # Shielded: a call cancelled by the client still ends here, and says how it ended.
-        with anyio.CancelScope(shield=True):
-            return await anyio.to_thread.run_sync(work, limiter=self.limiter)
+        with anyio.CancelScope(shield=True):  # never cancelled itself: it swallows nothing
+            result = await anyio.to_thread.run_sync(work, limiter=self.limiter)
+        return result
 
 
 async def _stop_on_signal(scope: anyio.CancelScope) -> None:

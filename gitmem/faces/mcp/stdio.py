@@ -199,8 +199,8 @@ def _answerable_id(value: Any) -> int | str | None:
 def _lone_surrogate(value: Any, where: str = "") -> tuple[str, str, int] | None:
     """The first string in ``value`` holding a lone surrogate: its path, itself, and where in it."""
     if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        return (where, value, found.start()) if found else None
+        hit = _SURROGATE.search(value)
+        return (where, value, hit.start()) if hit else None
     items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, item in items:
         path = f"{where}.{key}" if where else str(key)

@@ -47,8 +47,7 @@ from gitmem.faces.mcp.arguments import (MAX_CONTEXT, MAX_LIMIT, PAGE, ToolError,
 from gitmem.records.layout import BadRecordName, parse_record
 
 if TYPE_CHECKING:  # handed in by whoever starts the server
-    from gitmem.stores import MemoryStore, SessionStore, ThreadStore
-    from gitmem.stores.memory_tree import Answer, MemoryTree
+    from gitmem.stores.memory_tree import Answer
 
 log = logging.getLogger("gitmem.mcp")
 
@@ -292,7 +291,8 @@ def client_info(ctx) -> str:
 
 
 # what a read-only caller is neither shown nor let call: every tool that is not read-only
-WRITING_TOOLS = frozenset(tool.name for tool in TOOLS if not tool.annotations.read_only_hint)
+WRITING_TOOLS = frozenset(tool.name for tool in TOOLS
+                          if tool.annotations is None or not tool.annotations.read_only_hint)
 
 
 def build_server(open_services: Callable[[], Services], *, version: str,
@@ -356,7 +356,7 @@ def build_server(open_services: Callable[[], Services], *, version: str,
             note = (f"{note}; " if note else "") + (f"cut at {PAGE:,} of {len(text):,} characters: "
                                                    "ask for less (a smaller limit or context)")
             text = text[:PAGE]
-        content = [types.TextContent(text=text)]
+        content: list[types.ContentBlock] = [types.TextContent(text=text)]
         if note:
             log.warning("%s: %s %s: %s", client, params.name, _ids_of(args), note)
             content.append(types.TextContent(text=f"note: {note}"))

@@ -11,7 +11,7 @@ import io
 import json
 import os
 from collections import namedtuple
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ def load_handlers(path: str | os.PathLike[str]) -> HandlerTable:
     return HandlerTable(_validate(_read(path)[0], path))
 
 
-def find_handlers_file(explicit: str | None, env: Mapping[str, str] = os.environ) -> Path | None:
+def find_handlers_file(explicit: str | os.PathLike[str] | None, env: Mapping[str, str] = os.environ) -> Path | None:
     """The handler list to use: `explicit` (from `--handlers`) if given; else, in
     the extension folder (`$NUI_EXTENSION_DIR`, or `$LOOP_EXTENSION_DIR` from loop-era
     nui builds), the file its `extension.yaml` names in
@@ -159,7 +159,7 @@ def _serves(handler: Handler, agent: str | None) -> bool:
 
 
 def _entries(doc: Any, source: Path) -> list:
-    if not isinstance(doc, Mapping) or "storageHandlers" not in doc:
+    if not isinstance(doc, MutableMapping) or "storageHandlers" not in doc:
         raise HandlerConfigError(f"{source}: expected a top-level storageHandlers list")
     if doc["storageHandlers"] is None:  # `storageHandlers:` with every entry commented out
         from ruamel.yaml.comments import CommentedSeq

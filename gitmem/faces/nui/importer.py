@@ -164,7 +164,7 @@ def _load_data(path: Path) -> dict[str, Any]:
     return data
 
 
-def _plan_sessions(mem: Gitmem, snapshot, data: Mapping[str, Any], plan: ImportPlan,
+def _plan_sessions(mem: Gitmem | None, snapshot, data: Mapping[str, Any], plan: ImportPlan,
                    trailers: dict[str, str]) -> set[str]:
     """Add an action per session; returns the agent types data.json mentions."""
     resume_ids = data.get("agentSessions") or {}
@@ -206,12 +206,12 @@ def _plan_sessions(mem: Gitmem, snapshot, data: Mapping[str, Any], plan: ImportP
     return agent_types
 
 
-def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
+def _session_action(mem: Gitmem | None, snapshot, agent_type: str, session_id: str,
                     source: dict[str, Any], trailers: dict[str, str]) -> Action:
     name = f"{agent_type}/{session_id}"
     meta = mem.sessions.meta(agent_type, session_id, snapshot=snapshot) if mem else None
     count = counted(len(source["messages"]), "message")
-    if meta is None:
+    if mem is None or meta is None:
         change = "add"
     else:
         stored, agent_session_id = mem.sessions.read(agent_type, session_id, snapshot=snapshot)
@@ -224,13 +224,14 @@ def _session_action(mem: Gitmem, snapshot, agent_type: str, session_id: str,
     extra: dict[str, Any] = {SUB_AGENTS: source["subs"], SESSION_ENTRY: source["entry"]}
 
     def apply() -> None:
+        assert mem is not None  # a plan made for no repository is shown, never applied
         mem.sessions.write(agent_type, session_id, source["messages"], source["agentSessionId"],
                            source["workingDir"], extra_meta=extra, trailers=trailers)
 
     return Action("session", name, change, count, apply)
 
 
-def _plan_memory(mem: Gitmem, snapshot, folder: Path, agent_types: set[str], plan: ImportPlan,
+def _plan_memory(mem: Gitmem | None, snapshot, folder: Path, agent_types: set[str], plan: ImportPlan,
                  trailers: dict[str, str]) -> None:
     user_file = folder / USER_MEMORY
     if user_file.is_file():
@@ -269,7 +270,7 @@ def _agent_id(name: str, known: set[str], plan: ImportPlan) -> str:
     return name
 
 
-def _memory_action(mem: Gitmem, snapshot, agent_id: str | None, content: str, kind: str,
+def _memory_action(mem: Gitmem | None, snapshot, agent_id: str | None, content: str, kind: str,
                    detail: str, trailers: dict[str, str]) -> Action:
     current = mem.memory.read(agent_id, snapshot=snapshot) if mem else ""
     if normalise(content) == current:
@@ -278,6 +279,7 @@ def _memory_action(mem: Gitmem, snapshot, agent_id: str | None, content: str, ki
         change = "update" if current else "add"
 
     def apply() -> None:
+        assert mem is not None  # a plan made for no repository is shown, never applied
         mem.memory.write(content, agent_id, "replace", trailers=trailers)
 
     return Action(kind, agent_id or "", change, detail, apply)

@@ -80,8 +80,8 @@ def activity(mem: Gitmem, since: float, until: float) -> Activity:
                               tuple(sorted({_kind(name) for name in names}, key=KINDS.index)),
                               client_of(info)))
     buckets = _buckets(since, until)
-    by_kind = [Counter() for _ in buckets]
-    by_client = [Counter() for _ in buckets]
+    by_kind: list[Counter[str]] = [Counter() for _ in buckets]
+    by_client: list[Counter[str]] = [Counter() for _ in buckets]
     starts = [start for start, _ in buckets]
     for change in changes:
         at = max(0, _bucket_of(starts, change.commit.time))
@@ -116,9 +116,9 @@ def chart(buckets: list[tuple[float, str]], counts: list[Counter], colours: dict
            f'<text x="{left}" y="10" class="axis">{html.escape(title)} (most in one bar: {highest})</text>',
            f'<line x1="{left}" y1="{height - bottom}" x2="{width - 4}" y2="{height - bottom}" class="base"/>']
     label_every = max(1, len(buckets) // 8)
-    for i, ((_, label), count) in enumerate(zip(buckets, counts)):
+    for i, ((_, label), count) in enumerate(zip(buckets, counts, strict=True)):
         x = left + i * slot + 1
-        y = height - bottom
+        y: float = height - bottom
         for name in series:
             if count[name]:
                 h = count[name] * scale
@@ -142,7 +142,7 @@ def kind_chart(found: Activity) -> str:
 
 
 def client_chart(found: Activity) -> str:
-    totals = Counter()
+    totals: Counter[str] = Counter()
     for count in found.by_client:
         totals.update(count)
     top = [name for name, _ in totals.most_common(MOST_CLIENTS)]
@@ -154,7 +154,7 @@ def client_chart(found: Activity) -> str:
             folded["others"] = others
         counts.append(folded)
     names = top + (["others"] if any(c["others"] for c in counts) else [])
-    return chart(found.buckets, counts, dict(zip(names, CLIENT_COLOURS)), title="writes by client")
+    return chart(found.buckets, counts, dict(zip(names, CLIENT_COLOURS, strict=False)), title="writes by client")
 
 
 def _kind(name: str) -> str:

@@ -21,6 +21,7 @@ import socket
 import sys
 import webbrowser
 from pathlib import Path
+from typing import cast
 
 import uvicorn
 from starlette.applications import Starlette
@@ -61,7 +62,7 @@ def exposure(host: str, port: int) -> str:
             "not trust.")
 
 
-def build_app(mem: Gitmem, *, token: str, hosts: set[str], port: int, any_address: bool = False) -> Starlette:
+def build_app(mem: Gitmem, *, token: str, hosts: set[str], port: int, any_address: bool = False) -> Guard:
     """The site and ``/mcp`` on ``mem``, behind :class:`Guard`."""
     pages = Pages(mem)
     endpoint = McpEndpoint(services_of(mem), Tokens(mem.engine.private_dir))

@@ -15,6 +15,7 @@ import math
 import re
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader
@@ -145,9 +146,10 @@ class Pages:
 
     def _session(self, request: Request, record: layout.Record, snapshot, values: dict) -> Response:
         words, commit = values["words"], values["commit"]
-        total = self.mem.sessions.page(*record.ids, 0, 0, snapshot=snapshot)[1]
+        agent_type, session_id = record.ids
+        total = self.mem.sessions.page(agent_type, session_id, 0, 0, snapshot=snapshot)[1]
         start = self._start(request, total, words, record, snapshot)
-        lines = self.mem.sessions.page(*record.ids, start, start + MESSAGES, snapshot=snapshot)[0]
+        lines = self.mem.sessions.page(agent_type, session_id, start, start + MESSAGES, snapshot=snapshot)[0]
 
         def image(file: str) -> str:
             return "/blob?" + urlencode({"name": record.name, "file": file, **({"at": commit} if commit else {})})
@@ -176,8 +178,9 @@ class Pages:
         """The first message shown: the page asked for; else, with words to find, the page
         of the first message holding them all; else the last page."""
         if "from" not in request.query_params and words:
+            agent_type, session_id = record.ids
             for start in range(0, total, FIND_BATCH):
-                lines = self.mem.sessions.page(*record.ids, start, start + FIND_BATCH, snapshot=snapshot)[0]
+                lines = self.mem.sessions.page(agent_type, session_id, start, start + FIND_BATCH, snapshot=snapshot)[0]
                 for i, line in enumerate(lines):
                     if _holds(json.dumps(json.loads(line), ensure_ascii=False), words):
                         return (start + i) // MESSAGES * MESSAGES
@@ -192,7 +195,8 @@ class Pages:
             raise HistoryError(f"at {at!r} is not a commit id")
         snapshot = self.mem.engine.snapshot_of(at, scope=record.path) if at else \
             self.mem.engine.snapshot(scope=record.path)
-        found = self.mem.sessions.image(*record.ids, request.query_params.get("file", ""), snapshot=snapshot)
+        agent_type, session_id = record.ids
+        found = self.mem.sessions.image(agent_type, session_id, request.query_params.get("file", ""), snapshot=snapshot)
         if found is None:
             return Response("no such image\n", 404, media_type="text/plain")
         media_type, data = found
@@ -268,7 +272,7 @@ class Pages:
         with_history = request.query_params.get("history") == "1"
         as_of = request.query_params.get("asof", "").strip()
         kind = request.query_params.get("kind") or None
-        values = {"q": query, "history": with_history, "asof": as_of, "kind": kind,
+        values: dict[str, Any] = {"q": query, "history": with_history, "asof": as_of, "kind": kind,
                   "kinds": ("memory", "session", "thread"), "hits": None, "title": "search"}
         if query:
             values["hits"] = [(hit, self._hit_link(hit, as_of)) for hit in

@@ -14,6 +14,7 @@ secret is hashed and compared with every kept hash in constant time.
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import hashlib
 import hmac
@@ -107,7 +108,7 @@ class Tokens:
                 match = token
         return match
 
-    def _write(self, tokens: list[Token]) -> None:
+    def _write(self, tokens: builtins.list[Token]) -> None:  # list: in here, the method above
         temporary = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:

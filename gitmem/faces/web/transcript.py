@@ -88,7 +88,7 @@ def _block(block: Any, image_src: Callable[[str], str]) -> list[Part]:
 def _call(call: Any) -> Part:
     if not isinstance(call, dict):
         return Part("call", "tool call", _json(call))
-    function = call.get("function") if isinstance(call.get("function"), dict) else call
+    function = call["function"] if isinstance(call.get("function"), dict) else call
     name = function.get("name") or call.get("name") or "a tool"
     arguments = function.get("arguments", function.get("input", call.get("input")))
     if isinstance(arguments, str):
