@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING
 
 from gitmem.edits import quick_reads
+from gitmem.edits.handedits import HandEdits
 from gitmem.git.base import CommitInfo, EngineError, MissingRepository
 from gitmem.git.engine import GitEngine
 from gitmem.history import versions as history

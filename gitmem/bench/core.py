@@ -322,7 +322,7 @@ def format_head(quick: bool, info: dict[str, Any]) -> str:
 def format_line(cells: tuple[str, ...]) -> str:
     """One line of the table: the header's, or a row's (:func:`_cells`)."""
     return "  ".join(cell.ljust(width) if i < _TEXT_COLUMNS else cell.rjust(width)
-                     for i, (cell, width) in enumerate(zip(cells, WIDTHS))).rstrip()
+                     for i, (cell, width) in enumerate(zip(cells, WIDTHS, strict=True))).rstrip()
 
 
 def _cells(row: Row) -> tuple[str, ...]:

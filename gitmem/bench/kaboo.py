@@ -208,7 +208,8 @@ def kaboo_replay(bench: Bench) -> None:
         "the seed's JSON-file store: appendEvents of a run":
             lambda i: seed_file.append_events(f"t{i % 5}", "bench", [{"type": "RUN_STARTED", "runId": str(i)}] * 36),
     }, samples=bench.pick(10, 50))
-    bench.compare(*rows.values(), what="the floor of a write / the seed's write")
+    floor, seed_write = rows.values()
+    bench.compare(floor, seed_write, what="the floor of a write / the seed's write")
 
 
 def with_threads(repo):

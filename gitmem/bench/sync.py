@@ -266,8 +266,8 @@ def sync_first_push_prose(bench: Bench) -> None:
             "grep -c -i -E, the scan's words, the same files": lambda _i: spawned(grep),
         }, samples=bench.pick(5, 5))
     floor = bench.add(Row("first sync", setting, "floor: git push + grep -E",
-                          value=rows["git push, the same commits"].figure
-                          + rows["grep -c -i -E, the scan's words, the same files"].figure))
+                          value=rows["git push, the same commits"].measured
+                          + rows["grep -c -i -E, the scan's words, the same files"].measured))
     bench.compare(rows["part: secret scan of every commit"], floor, 3.0, what="secret scan / floor")
     bench.compare(rows["gitmem sync (sync())"], floor, 3.0)
 

@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO
 
 from gitmem import __version__
 from gitmem.errors import one_line

@@ -374,7 +374,7 @@ class GitEngine:
             self.worktree.write({path: head.read(path) if head.blob_id(path) else None
                                   for path in written}, expected=written)
             if head.tree is not None:
-                self.index.stage(tried.changes, head.tree, moved=(head.id, head.id))
+                self.index.stage(tried.changes, head.tree, moved=(head.commit_id, head.commit_id))
         except Exception:  # noqa: BLE001 - the next access repairs them (see gitmem.edits.handedits)
             log.exception("could not take back the work-tree files of a write that failed")
 
@@ -477,7 +477,9 @@ class GitEngine:
         writes = {path: self.read_blob(new_id) if new_id else None
                   for path, (_, new_id) in changed.items() if self.worktree.file_id(path) != new_id}
         self.worktree.write(writes, expected=Snapshot(self._reader, old))
-        self.index.stage(changed, self._repo[new].peel(pygit2.Tree), moved=(old, new))
+        # staged as a write stages what it wrote: a small file with its stat data
+        self.index.stage({path: writes.get(path) for path in changed}, self._repo[new].peel(pygit2.Tree),
+                         moved=(old, new))
         return [path for path in writes if self.worktree.file_id(path) != changed[path][1]]
 
     # -- configuration and the lock ----------------------------------------------

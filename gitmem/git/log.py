@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import subprocess
 from collections import namedtuple
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import cast
 
 import pygit2
@@ -254,7 +254,7 @@ class History:
         return [CommitInfo.of(self._objects.load(pygit2.Oid(hex=c), "a commit in the history")
                               .peel(pygit2.Commit)) for c in commits]
 
-    def changes_from_parents(self, commits: list[str]) -> Iterator[ParentDiffs]:
+    def changes_from_parents(self, commits: list[str]) -> Generator[ParentDiffs, None, None]:
         """What each of ``commits`` (ids) changed from each of its parents, read by one git
         process while the caller goes on (see :mod:`gitmem.git.parentdiffs`). Each commit
         is checked first: git passes over a missing one in silence."""

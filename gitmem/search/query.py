@@ -505,7 +505,8 @@ def _snippets(db: sqlite3.Connection, expression: str, texts: list[tuple[int, st
     """{unit id: snippet}: FTS5's snippet of each (unit id, text), from its best-matching
     part when the text is longer than PART_CHARS (snippet() costs the square of its text)."""
     db.execute(_HIT_TEXTS)
-    owners, rows = [], []
+    owners: list[int] = []
+    rows: list[tuple[int, str]] = []
     for unit, text in texts:
         for part in parts(text):
             rows.append((len(owners), spaced(part)))

@@ -35,7 +35,7 @@ from langgraph.store.base import (BaseStore, GetOp, Item, ListNamespacesOp, Matc
 from gitmem.records import layout
 from gitmem.records.items import StoredItem
 from gitmem.repository import Gitmem
-from gitmem.stores.items import ItemStore, Write
+from gitmem.stores.items import Write
 
 HANDLER = "gitmem-langgraph"  # the Gitmem-Handler trailer of its commits
 

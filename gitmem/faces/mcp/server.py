@@ -32,8 +32,6 @@ from gitmem.faces.served import Served
 
 if TYPE_CHECKING:
     from gitmem.repository import Gitmem
-    from gitmem.upkeep.maintenance import Maintenance
-    from gitmem.upkeep.vectors import VectorBuild
 
 log = logging.getLogger("gitmem.mcp")
 

@@ -21,7 +21,6 @@ import socket
 import sys
 import webbrowser
 from pathlib import Path
-from typing import cast
 
 import uvicorn
 from starlette.applications import Starlette
