@@ -34,7 +34,7 @@ class McpEndpoint:
         server = build_server(lambda: services, version=__version__, identify=identify,
                               run_blocking=Worker())  # the tools off the event loop, one at a time
         # Host and Origin are checked in front of every path (gitmem.faces.web.guard)
-        self.manager = StreamableHTTPSessionManager(app=server)
+        self.manager = StreamableHTTPSessionManager(app=server, json_response=True)
 
     def run(self):
         return self.manager.run()
