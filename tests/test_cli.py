@@ -177,7 +177,8 @@ def test_bench_quick_prints_one_table_and_writes_json(tmp_path):
     table = done.stdout.splitlines()
     assert table[0].startswith("gitmem bench --quick")
     rows = json.loads(out.read_text())["rows"]
-    assert len(table) == 2 + len(rows)
+    assert len(table) == 3 + len(rows)  # the machine, the header, a line a row, and the count
+    assert table[-1].startswith(f"{len(rows)} rows, 0 failed")
     measured = {(r["scenario"], r["repo"], r["what"]) for r in rows if r["ratio"] is None}
     for repo in ("10 files", "300 files"):
         for what in ("store: MemoryStore.write", "floor: pygit2 commit", "git CLI: commit -a"):
