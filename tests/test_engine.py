@@ -157,9 +157,9 @@ def test_delete_removes_file_and_empty_folders(engine, git):
 
 def test_changed_files_to_no_commit_are_every_file_gone(engine, git):
     commit = engine.commit({"a.md": b"a", "notes/b.md": b"b"}, "add")
-    added = engine.changed_files(None, commit)
+    added = engine.log.changed_files(None, commit)
     assert added["notes/b.md"] == (None, git("rev-parse", "HEAD:notes/b.md").strip())
-    assert engine.changed_files(commit, None) == {path: (new, old) for path, (old, new) in added.items()}
+    assert engine.log.changed_files(commit, None) == {path: (new, old) for path, (old, new) in added.items()}
 
 
 def test_deleting_every_file_leaves_an_empty_tree(tmp_path):

@@ -250,7 +250,7 @@ def test_a_fast_forward_stages_what_it_wrote_as_a_write_does(machines):
     b.memory.write("small", agent_id="small")
     b.memory.write("x" * (STAT_ON_WRITE + 10), agent_id="big")
     sync(b)
-    a.engine.fast_forward(a.engine.head(), a.engine.fetch("origin"))
+    a.engine.fast_forward(a.engine.head(), a.engine.remotes.fetch("origin"))
     git = Git(a.engine.workdir)
     assert "0:0" not in stat_of(git, "memory/agents/small.md")
     assert stat_of(git, "memory/agents/big.md") == ("0:0", "0:0")  # hashed later, off the write
