@@ -147,8 +147,8 @@ def test_a_thread_events_unit_id_is_its_position_across_chunks(tmp_path):
 
 def test_a_reply_is_found_by_the_words_of_the_question_before_it(tmp_path):
     """The asking turn names the topic; the reply holds the answer in words of its own. A
-    question ranks the reply by the asking turn's words and a share of its score; a single
-    word, the operators, another session, and a memory's blocks get neither."""
+    question ranks the reply by a share of the asking turn's score; a single word, the
+    operators, another session, and a memory's blocks get no share."""
     repo = tmp_path / "repo"
     run_gitmem("init", str(repo))
     talk = [{"id": "a1", "role": "user", "content": "Where are you spending the long weekend, Sam?"},
@@ -161,11 +161,9 @@ def test_a_reply_is_found_by_the_words_of_the_question_before_it(tmp_path):
                input="The long weekend starts on Friday.\n\nBring the tent.")
     question = "Where is Sam going for the long weekend?"
     hits = search(repo, "--", question)
-    # the reply is indexed with the question before it (a column of its own) and shares its
-    # score: it ranks before the block, whose words are common here (in half the units' texts)
     assert [(h["record"], h["unit_id"]) for h in hits] == [
-        ("session:cc/s1", "a1"), ("session:cc/s1", "a2"), ("agent:a", 0)]
-    assert hits[1]["snippet"] == "Heading to the lake house, just us two."  # none of its words asked
+        ("session:cc/s1", "a1"), ("agent:a", 0), ("session:cc/s1", "a2")]
+    assert hits[2]["snippet"] == "Heading to the lake house, just us two."  # none of its words asked
     with Gitmem.open(repo) as mem:
         assert [h.as_json() for h in mem.search(question)] == hits
         assert [h.unit_id for h in mem.search(question, kind="session")] == ["a1", "a2"]

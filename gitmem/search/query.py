@@ -51,6 +51,9 @@ SHARE_OF_QUESTION = 0.4  # the one before holds a "?"
 # its file, indexed with it as a column of its own at this weight in BM25 (1 for its own
 # words): a turn answering a question, or telling more of what the one before began.
 PREVIOUS_WEIGHT = 0.2
+# It scores the better of the two, by its own words or with the text before: the second
+# alone found more on LoCoMo and less on the generated set, where a fact's own words are
+# enough (a term's rarity and a row's length are taken over both columns: docs/search.md).
 # A question naming a time ("in May 2023", "last week": gitmem.search.when) ranks the units
 # dated then (a message's own date, else its commit's) by their score times this.
 DATE_BOOST = 2.0
@@ -267,21 +270,21 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
            at: int | None = None) -> tuple[list[tuple], dict[int, float]]:
     """The index's rows of the units matching ``query``, best first, and {unit id: score}
     (see :func:`answer` for the options). Asked a question (plain words, two or more), a
-    message or event also ranks by the words of the one before it (:data:`SHARE_OF_BEFORE`),
-    so a reply holding none of the question's words can be found."""
+    message or event also ranks by the words of the one before it (:data:`PREVIOUS_WEIGHT`,
+    :data:`SHARE_OF_BEFORE`), so a reply holding none of the question's words can be found,
+    and by the time the question names (:data:`DATE_BOOST`)."""
     if query.expression is None:
         return [], {}
     where, params = filters(history=history, kind=kind, path=path, at=at, window=window)
     limit = min(limit, 2**61)  # SQLite's integers end at 2**63
-    # a question is matched with a unit's own words and those before it; a word or operators, its own
-    table, bm25 = (("unit_with_previous", f"bm25(unit_with_previous, 1.0, {PREVIOUS_WEIGHT})")
-                   if query.near is not None else ("unit_search", "bm25(unit_search)"))
-    rows = db.execute(
-        _COLUMNS.format(score="-" + bm25) + f" FROM {table} JOIN units u ON u.id = {table}.rowid"
-        + _JOINS + f" WHERE {' AND '.join([f'{table} MATCH ?', *where])}"
-        f" ORDER BY {bm25}, u.id LIMIT ?", [query.expression, *params, limit + POOL]).fetchall()
+    rows = _matching(db, "unit_search", "bm25(unit_search)", query.expression, where, params, limit + POOL)
     scores = {row[0]: row[6] for row in rows}
-    if query.near is not None:  # plain words, two or more: a question
+    if query.near is not None:  # a question: by its own words, or with the text before, the better
+        with_previous = _matching(db, "unit_with_previous", f"bm25(unit_with_previous, 1.0, {PREVIOUS_WEIGHT})",
+                                  query.expression, where, params, limit + POOL)
+        rows += [row for row in with_previous if row[0] not in scores]
+        for row in with_previous:
+            scores[row[0]] = max(scores.get(row[0], 0.0), row[6])
         for (near,) in db.execute(
                 "SELECT rowid FROM unit_search WHERE unit_search MATCH ?"
                 " AND rowid IN (SELECT value FROM json_each(?))", (query.near, json.dumps(list(scores)))):
@@ -299,6 +302,16 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
                 if any(period.holds(moment) for period in query.when):
                     scores[unit] *= DATE_BOOST
     return sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit], scores
+
+
+def _matching(db: sqlite3.Connection, table: str, bm25: str, expression: str, where: list[str],
+              params: list, count: int) -> list[tuple]:
+    """The rows (:data:`_COLUMNS`, the score ``-bm25``) of the first ``count`` units of
+    ``table`` matching ``expression`` and ``where``, best first."""
+    return db.execute(
+        _COLUMNS.format(score="-" + bm25) + f" FROM {table} JOIN units u ON u.id = {table}.rowid" + _JOINS
+        + f" WHERE {' AND '.join([f'{table} MATCH ?', *where])} ORDER BY {bm25}, u.id LIMIT ?",
+        [expression, *params, count]).fetchall()
 
 
 def _share_with_neighbours(db: sqlite3.Connection, scores: dict[int, float], holding: list[int], *,
