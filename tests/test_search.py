@@ -531,12 +531,14 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it_though_that_one_rank
     down the ranking (sixty turns say it twice), "the quokka" outranks the same words after
     other words. A single word is looked for in a unit's own words only."""
     with Gitmem.open(tmp_path / "repo") as mem:
-        mem.sessions.write("cc", "other", [{"id": "o1", "role": "user", "content": "We looked at the stalls there."},
-                                           {"id": "o2", "role": "user", "content": "The quokka was asleep."}])
+        mem.sessions.write("cc", "other", [
+            {"id": "o1", "role": "user", "content": "We looked at the stalls there."},
+            {"id": "o2", "role": "user", "content": "The quokka was asleep."}])
         mem.sessions.write("cc", "noise", [{"role": "user", "content": "saffron saffron"}] * 60
                            + [{"role": "user", "content": f"nothing to see {i}"} for i in range(200)])
-        mem.sessions.append("cc", "talk", [{"id": "t1", "role": "user", "content": "We bought saffron there."}])
-        mem.sessions.append("cc", "talk", [{"id": "t2", "role": "user", "content": "The quokka was asleep."}])
+        for said in ({"id": "t1", "role": "user", "content": "We bought saffron there."},
+                     {"id": "t2", "role": "user", "content": "The quokka was asleep."}):
+            mem.sessions.append("cc", "talk", [said])  # a commit each: the text before from the file
         assert [hit.unit_id for hit in mem.search("quokka saffron?", limit=1)] == ["t2"]
         assert [hit.unit_id for hit in mem.search("quokka")] == ["o2", "t2"]  # its own words: a tie
 

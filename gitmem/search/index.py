@@ -5,7 +5,8 @@ blank line), a session into its messages, a thread into its events and messages.
 search index holds each unit's words once per time it came into a record, with the
 commit of main that brought it in and the one that took it out (none while it is
 still there), in SQLite's FTS5 (BM25 ranking; English stems, case and accents ignored,
-each character of unspaced writing a word). It keeps no
+each character of unspaced writing a word), a second time with the text of the unit before
+it in its file (for questions), and its own date. It keeps no
 copy of the text: a hit's snippet is cut from the unit as its blob holds it.
 
 The index is a cache, ``.git/gitmem/search.sqlite``, never committed: deleting it

@@ -3,8 +3,9 @@
 A query is read in plain words unless it uses the operators (:func:`uses_operators`):
 the words less English stopwords (the first QUERY_WORDS of them), joined by OR, each
 stemmed by the index's tokenizer; hits that hold more of them, rarer ones, and two of them near each other rank higher,
-and a message or event also ranks by a share of the one before it (a reply, by the
-words of the question it answers).
+and, asked a question, a message or event also ranks by the words of the one before it and
+a share of its score (a reply, by the words of the question it answers), and by the time
+the question names (:mod:`gitmem.search.when`).
 
 :mod:`gitmem.search.index` keeps the index (``.git/gitmem/search.sqlite``) up to date with
 main and the work tree; this module reads it. A search that finds the index at main's
@@ -117,7 +118,7 @@ _WORD = re.compile(r"[^\W_]+")  # letters and digits, as unicode61 cuts words
 _OPERATORS = re.compile(r'"[^"]*"|(?:^|\s)OR(?=\s|$)|(?:^|\s)-[^\W_]|[^\W_]\*')
 _TERM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
 _TIME_WORDS = re.compile(r"\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|yesterday|today|last|this|past",
-                         re.I)  # what a query naming a time holds (gitmem.search.when reads it)
+                         re.IGNORECASE)  # what a query naming a time holds (gitmem.search.when reads it)
 
 
 def spaced(text: str) -> str:
@@ -180,7 +181,7 @@ def _plain(query: str) -> Parsed:
     kept = ([word for word in words if word not in STOPWORDS] or words)[:QUERY_WORDS]
     terms = [_quoted(word) for word in kept]
     near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:]))
-    when = ()
+    when: tuple = ()
     if near and _TIME_WORDS.search(query):
         from gitmem.search.when import periods  # and datetime: only a query naming a time needs them
         when = tuple(periods(query))
@@ -280,8 +281,9 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
     rows = _matching(db, "unit_search", "bm25(unit_search)", query.expression, where, params, limit + POOL)
     scores = {row[0]: row[6] for row in rows}
     if query.near is not None:  # a question: by its own words, or with the text before, the better
-        with_previous = _matching(db, "unit_with_previous", f"bm25(unit_with_previous, 1.0, {PREVIOUS_WEIGHT})",
-                                  query.expression, where, params, limit + POOL)
+        with_previous = _matching(db, "unit_with_previous",
+                                  f"bm25(unit_with_previous, 1.0, {PREVIOUS_WEIGHT})", query.expression,
+                                  where, params, limit + POOL)
         rows += [row for row in with_previous if row[0] not in scores]
         for row in with_previous:
             scores[row[0]] = max(scores.get(row[0], 0.0), row[6])

@@ -27,16 +27,17 @@ _MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug
 _YEAR = r"((?:19|20)\d\d)"
 _DAY_NUMBER = r"(\d{1,2})(?:st|nd|rd|th)?"
 # the longest forms first: a day of a month of a year, a month of a year, a year
-_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY_NUMBER}\s+(?:of\s+)?{_MONTH}\.?,?\s+{_YEAR}\b", re.I)
-_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\.?\s+{_DAY_NUMBER},?\s+{_YEAR}\b", re.I)
+_DAY_MONTH_YEAR = re.compile(rf"\b{_DAY_NUMBER}\s+(?:of\s+)?{_MONTH}\.?,?\s+{_YEAR}\b", re.IGNORECASE)
+_MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\.?\s+{_DAY_NUMBER},?\s+{_YEAR}\b", re.IGNORECASE)
 _ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_MONTH_YEAR = re.compile(rf"\b{_MONTH}\.?,?\s+(?:of\s+)?{_YEAR}\b", re.I)
-_YEAR_ALONE = re.compile(rf"\b(?:in|of|during|since|from|until|by)\s+{_YEAR}\b", re.I)
+_MONTH_YEAR = re.compile(rf"\b{_MONTH}\.?,?\s+(?:of\s+)?{_YEAR}\b", re.IGNORECASE)
+_YEAR_ALONE = re.compile(rf"\b(?:in|of|during|since|from|until|by)\s+{_YEAR}\b", re.IGNORECASE)
 # a month without a year: any year's; only after a word that makes it a time ("in May",
 # not "May I")
 _MONTH_ALONE = re.compile(rf"\b(?:in|during|since|until|by|early|late|mid|of|last|this)\s+"
-                          rf"(?:-\s*)?{_MONTH}\b(?!\s+\d)", re.I)
-_RELATIVE = re.compile(r"\b(yesterday|today|(?:last|this|past)\s+(?:week(?:end)?|month|year))\b", re.I)
+                          rf"(?:-\s*)?{_MONTH}\b(?!\s+\d)", re.IGNORECASE)
+_RELATIVE = re.compile(r"\b(yesterday|today|(?:last|this|past)\s+(?:week(?:end)?|month|year))\b",
+                       re.IGNORECASE)
 
 
 class Period(namedtuple("Period", "start end month")):
@@ -64,8 +65,7 @@ def periods(question: str, now: float | None = None) -> list[Period]:
                             (_MONTH_DAY_YEAR, lambda m: _day(m[3], m[1], m[2])),
                             (_ISO_DAY, lambda m: _day(m[1], int(m[2]), m[3])),
                             (_MONTH_YEAR, lambda m: _month(int(m[2]), _month_number(m[1]))),
-                            (_YEAR_ALONE, lambda m: _span(datetime(int(m[1]), 1, 1, tzinfo=timezone.utc),
-                                                          datetime(int(m[1]) + 1, 1, 1, tzinfo=timezone.utc))),
+                            (_YEAR_ALONE, lambda m: _year(int(m[1]))),
                             (_MONTH_ALONE, lambda m: Period(None, None, _month_number(m[1])))):
         for match in pattern.finditer(rest):
             try:
@@ -87,6 +87,10 @@ def _day(year: str, month: str | int, day: str) -> Period:
     number = month if isinstance(month, int) else _month_number(month)
     start = datetime(int(year), number, int(day), tzinfo=timezone.utc)
     return _span(start, start + timedelta(days=1))
+
+
+def _year(year: int) -> Period:
+    return _span(datetime(year, 1, 1, tzinfo=timezone.utc), datetime(year + 1, 1, 1, tzinfo=timezone.utc))
 
 
 def _month(year: int, month: int) -> Period:
