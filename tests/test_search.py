@@ -523,3 +523,62 @@ def test_one_huge_message_gets_a_snippet_of_its_best_part(tmp_path):
     hits = search(repo, "zanzibar ferry")
     assert [(hit["record"], hit["unit_id"]) for hit in hits] == [("session:cc/s1", "m1")]
     assert "**zanzibar** **ferry**" in hits[0]["snippet"]
+
+
+def test_a_turn_is_found_by_the_words_of_the_turn_before_it_though_that_one_ranks_too_low(tmp_path):
+    """Asked a question, a message is found by its own words and, at a lower weight, by those
+    of the message before it in its session (indexed with it): after a mention of saffron far
+    down the ranking (sixty turns say it twice), "the quokka" outranks the same words after
+    other words. A single word is looked for in a unit's own words only."""
+    with Gitmem.open(tmp_path / "repo") as mem:
+        mem.sessions.write("cc", "other", [
+            {"id": "o1", "role": "user", "content": "We looked at the stalls there."},
+            {"id": "o2", "role": "user", "content": "The quokka was asleep."}])
+        mem.sessions.write("cc", "noise", [{"role": "user", "content": "saffron saffron"}] * 60
+                           + [{"role": "user", "content": f"nothing to see {i}"} for i in range(200)])
+        for said in ({"id": "t1", "role": "user", "content": "We bought saffron there."},
+                     {"id": "t2", "role": "user", "content": "The quokka was asleep."}):
+            mem.sessions.append("cc", "talk", [said])  # a commit each: the text before from the file
+        assert [hit.unit_id for hit in mem.search("quokka saffron?", limit=1)] == ["t2"]
+        assert [hit.unit_id for hit in mem.search("quokka")] == ["o2", "t2"]  # its own words: a tie
+
+
+def test_a_question_naming_a_time_prefers_the_messages_of_that_time(tmp_path):
+    """A message's own date (createdAt, not the commit's: all were written today) ranks it
+    higher for a question naming its time; a question naming none ranks them by their words."""
+    with Gitmem.open(tmp_path / "repo") as mem:
+        mem.sessions.write("cc", "s1", [
+            {"id": "july", "role": "user", "content": "We went camping by the lake with the kids.",
+             "createdAt": "2023-07-10T09:00:00Z"},
+            {"id": "may", "role": "user", "content": "We went camping by the lake with the dogs.",
+             "createdAt": "2023-05-08T13:56:00Z"},
+            {"id": "august", "role": "user", "content": "Camping again, by the lake!",
+             "createdAt": "2023-08-20T09:00:00+02:00"}])
+        asked = lambda question: [hit.unit_id for hit in mem.search(question)]  # noqa: E731
+        assert asked("Where did they go camping?") == ["august", "may", "july"]
+        assert asked("Where did they go camping in July 2023?")[0] == "july"
+        assert asked("Where did they go camping on 8 May, 2023?")[0] == "may"
+        assert asked("Where did they go camping on May 8th, 2023?")[0] == "may"
+        assert asked("Where did they go camping in May?")[0] == "may"  # any year's May
+        assert asked("Where did they go camping in 2024?") == ["august", "may", "july"]  # none then
+        assert asked("camping, May?")[0] == "august"  # a month alone is no time ("May I?")
+
+
+def test_the_times_a_question_names():
+    from datetime import datetime, timezone
+
+    from gitmem.search.when import periods
+
+    def days(question: str) -> list[tuple[str, str] | int]:
+        return [period.month if period.month else tuple(
+            datetime.fromtimestamp(moment, timezone.utc).strftime("%Y-%m-%d %H")
+            for moment in (period.start, period.end)) for period in periods(question, now=0)]
+
+    assert days("What did she donate in December 2023?") == [("2023-11-30 10", "2024-01-01 12")]
+    assert days("Who came on October 13, 2023?") == [("2023-10-12 10", "2023-10-14 12")]
+    assert days("who came on 1st of February, 2023") == [("2023-01-31 10", "2023-02-02 12")]
+    assert days("since 2024-02-03?") == [("2024-02-02 10", "2024-02-04 12")]
+    assert days("How often in 2023?") == [("2022-12-31 10", "2024-01-01 12")]
+    assert days("When did she go camping in June?") == [6]
+    assert days("What happened last week?") == [("1969-12-25 00", "1970-01-01 00")]
+    assert days("May I ask what you did?") == days("the 31 February 2023") == days("room 2023") == []

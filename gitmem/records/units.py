@@ -208,6 +208,35 @@ def unit_changes(unit: str, old: bytes | None, new: bytes | None) -> tuple[list[
     return list((gone_counts - came_counts).elements()), list((came_counts - gone_counts).elements())
 
 
+def befores_and_dates(unit: str, data: bytes, added: list[str]) -> list[tuple[str, str | None]]:
+    """For each text of ``added`` (units of file content ``data``, as :func:`unit_changes`
+    gives them), the text of the unit before it in ``data`` ("" for the file's first) and
+    its own date (:func:`unit_date`): of a log's messages and events; ("", None) for blocks
+    and items, which stand alone. Read from the end, so an append's new lines cost only those."""
+    if unit not in ("message", "event") or not added:
+        return [("", None)] * len(added)
+    wanted = Counter(added)
+    lines = [line for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
+    found: dict[str, list[tuple[str, str | None]]] = {}  # text: of its wanted occurrences, last first
+    text = unit_text(unit, lines[-1]) if lines else ""
+    for i in range(len(lines) - 1, -1, -1):
+        before = unit_text(unit, lines[i - 1]) if i else ""
+        if wanted[text]:
+            wanted[text] -= 1
+            found.setdefault(text, []).append((before, _line_date(lines[i])))
+            if not +wanted:
+                break
+        text = before
+    return [found[text].pop() if found.get(text) else ("", None) for text in added]
+
+
+def _line_date(line: str) -> str | None:
+    try:
+        return unit_date(json.loads(line))
+    except ValueError:
+        return None
+
+
 def unit_key(unit: str, text: str) -> int:
     """A unit's text as a number, to find it again among a file's units."""
     digest = blake2b(f"{unit}\0{text}".encode(), digest_size=8).digest()

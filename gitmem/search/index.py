@@ -5,7 +5,8 @@ blank line), a session into its messages, a thread into its events and messages.
 search index holds each unit's words once per time it came into a record, with the
 commit of main that brought it in and the one that took it out (none while it is
 still there), in SQLite's FTS5 (BM25 ranking; English stems, case and accents ignored,
-each character of unspaced writing a word). It keeps no
+each character of unspaced writing a word), a second time with the text of the unit before
+it in its file (for questions), and its own date. It keeps no
 copy of the text: a hit's snippet is cut from the unit as its blob holds it.
 
 The index is a cache, ``.git/gitmem/search.sqlite``, never committed: deleting it
@@ -36,6 +37,7 @@ import sqlite3
 import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
 from typing import TypeVar, cast
 
 from gitmem.edits.handedits import HandEdits, SettledLook
@@ -54,7 +56,7 @@ from gitmem.search.meaning import (MeaningHits, VectorCache, by_meaning, embed, 
 from gitmem.search.meaning import FILE as VECTORS
 from gitmem.search.query import (FILE, FORMAT, STAMP_SCOPE, TOKENIZER, Parsed, SearchHit, answer,
                                  check_options, hits_of, meta, parse, spaced, stamp_holds)
-from gitmem.records.units import record_kind, unit_changes, unit_key, unit_kind
+from gitmem.records.units import befores_and_dates, record_kind, unit_changes, unit_key, unit_kind
 
 LOCK_FILE = "search.lock"
 LOCK_WAIT = 120.0  # seconds another process may take to bring the index up to date
@@ -70,10 +72,11 @@ CREATE TABLE records(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, name TEX
                      kind TEXT NOT NULL);
 CREATE TABLE units(id INTEGER PRIMARY KEY, record INTEGER NOT NULL, unit TEXT NOT NULL,
                    path TEXT NOT NULL, blob TEXT NOT NULL, key INTEGER NOT NULL,
-                   added INTEGER NOT NULL, removed INTEGER, asks INTEGER NOT NULL);
+                   added INTEGER NOT NULL, removed INTEGER, asks INTEGER NOT NULL, time INTEGER);
 CREATE INDEX live_units ON units(record, key) WHERE removed IS NULL;
 CREATE INDEX unit_order ON units(record, id);
 CREATE VIRTUAL TABLE unit_search USING fts5(text, content='', tokenize='TOKENIZER');
+CREATE VIRTUAL TABLE unit_with_previous USING fts5(text, previous, content='', tokenize='TOKENIZER');
 """.replace("TOKENIZER", TOKENIZER)
 
 
@@ -388,6 +391,18 @@ def _read(snapshot, path: str) -> bytes | None:
         return None
 
 
+def _seconds(date: str | None) -> int | None:
+    """A unit's own date (:func:`~gitmem.records.units.unit_date`) as seconds since the
+    epoch (one without a zone taken as UTC); None when it has none or it is no date."""
+    if not date:
+        return None
+    try:
+        moment = datetime.fromisoformat(date)
+    except ValueError:
+        return None
+    return int((moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp())
+
+
 def _inode(path) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -419,7 +434,7 @@ class _Writer:
         self._commits: list[tuple] = []
         self._units: dict[int, list] = {}  # id: row, not written yet
         self._live: dict[tuple[int, int], list[int]] = {}  # (record, key): ids in _units still there
-        self._texts: list[tuple[int, str]] = []
+        self._texts: list[tuple[int, str, str]] = []  # (unit id, text, the text before it)
         self._ahead: Iterator[tuple[str, bytes]] | None = None  # blobs git reads ahead, in order
 
     @contextlib.contextmanager
@@ -449,7 +464,7 @@ class _Writer:
                     last[path] = new
 
     def step(self, step) -> None:
-        changes: dict[tuple[str, str], tuple[Counter, list[tuple[str, str, str]]]] = {}
+        changes: dict[tuple[str, str], tuple[Counter, list[tuple[str, tuple, str, str]]]] = {}
         for path, old, new in step.files:
             found = unit_kind(path)
             if found is None:
@@ -460,7 +475,8 @@ class _Writer:
                 self._last[path] = (new, new_data)
             gone, came = changes.setdefault(found, (Counter(), []))
             gone.update(removed)
-            came.extend((text, path, new) for text in added)
+            details = befores_and_dates(found[1], new_data or b"", added)
+            came.extend((text, detail, path, new) for text, detail in zip(added, details, strict=True))
         if not changes:
             return
         commit = self._next_commit
@@ -468,22 +484,24 @@ class _Writer:
         self._commits.append((commit, step.commit, step.time, step.date))
         for (record, unit), (gone, came) in changes.items():
             record_id = self._record(record)
-            kept = gone & Counter(text for text, _, _ in came)  # moved between chunks of one log
+            kept = gone & Counter(text for text, _, _, _ in came)  # moved between chunks of one log
             for text in (gone - kept).elements():
                 self._remove(record_id, unit_key(unit, text), commit)
-            for text, path, blob in came:
+            for text, (before, date), path, blob in came:
                 if kept[text]:
                     kept[text] -= 1
                 else:
-                    self._add(record_id, unit, path, blob, text, commit)
+                    self._add(record_id, unit, path, blob, text, before, _seconds(date), commit)
 
     def flush(self) -> None:
         self.db.executemany("INSERT INTO commits(id, sha, time, date) VALUES (?, ?, ?, ?)",
                             self._commits)
-        self.db.executemany("INSERT INTO units(id, record, unit, path, blob, key, added, removed, asks)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", self._units.values())
+        self.db.executemany("INSERT INTO units(id, record, unit, path, blob, key, added, removed, asks,"
+                            " time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", self._units.values())
+        texts = [(unit, spaced(text), spaced(before)) for unit, text, before in self._texts]
         self.db.executemany("INSERT INTO unit_search(rowid, text) VALUES (?, ?)",
-                            [(unit, spaced(text)) for unit, text in self._texts])
+                            [(unit, text) for unit, text, _ in texts])
+        self.db.executemany("INSERT INTO unit_with_previous(rowid, text, previous) VALUES (?, ?, ?)", texts)
         self._commits, self._units, self._live, self._texts = [], {}, {}, []
 
     def _read(self, path: str, blob: str | None) -> bytes | None:
@@ -511,12 +529,13 @@ class _Writer:
                 (record, layout.record_name(record), record_kind(record))).lastrowid)
         return self._records[record]
 
-    def _add(self, record: int, unit: str, path: str, blob: str, text: str, commit: int) -> None:
+    def _add(self, record: int, unit: str, path: str, blob: str, text: str, before: str,
+             time: int | None, commit: int) -> None:
         unit_id, key = self._next_unit, unit_key(unit, text)
         self._next_unit += 1
-        self._units[unit_id] = [unit_id, record, unit, path, blob, key, commit, None, "?" in text]
+        self._units[unit_id] = [unit_id, record, unit, path, blob, key, commit, None, "?" in text, time]
         self._live.setdefault((record, key), []).append(unit_id)
-        self._texts.append((unit_id, text))
+        self._texts.append((unit_id, text, before))
 
     def _remove(self, record: int, key: int, commit: int) -> None:
         pending = self._live.get((record, key))

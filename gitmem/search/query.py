@@ -3,8 +3,9 @@
 A query is read in plain words unless it uses the operators (:func:`uses_operators`):
 the words less English stopwords (the first QUERY_WORDS of them), joined by OR, each
 stemmed by the index's tokenizer; hits that hold more of them, rarer ones, and two of them near each other rank higher,
-and a message or event also ranks by a share of the one before it (a reply, by the
-words of the question it answers).
+and, asked a question, a message or event also ranks by the words of the one before it and
+a share of its score (a reply, by the words of the question it answers), and by the time
+the question names (:mod:`gitmem.search.when`).
 
 :mod:`gitmem.search.index` keeps the index (``.git/gitmem/search.sqlite``) up to date with
 main and the work tree; this module reads it. A search that finds the index at main's
@@ -35,7 +36,7 @@ from gitmem.records import layout
 from gitmem.records.units import parts, pieces, unit_date, unit_key, unit_text
 
 FILE = "search.sqlite"  # in .git/gitmem/
-FORMAT = "8"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask; 7: store items; 8: long blocks in parts)
+FORMAT = "9"  # of the tables and the tokenizer: another one is built anew (3: porter; 4: notes are searched, records named as commands take them; 5, 6: units in order, and which ask; 7: store items; 8: long blocks in parts; 9: the text before a message or event)
 KINDS = ("memory", "session", "thread", "store")
 MARK = ("**", "**")  # around each matched word of a snippet
 SNIPPET_WORDS = 16
@@ -47,6 +48,16 @@ NEAR_BOOST = 1.3  # a hit holding two of the query's words near each other: its 
 # the question just asked (measured on the retrieval set: docs/search.md).
 SHARE_OF_BEFORE = 0.2
 SHARE_OF_QUESTION = 0.4  # the one before holds a "?"
+# Asked a question, a message or event is also found by the words of the one before it in
+# its file, indexed with it as a column of its own at this weight in BM25 (1 for its own
+# words): a turn answering a question, or telling more of what the one before began.
+PREVIOUS_WEIGHT = 0.2
+# It scores the better of the two, by its own words or with the text before: the second
+# alone found more on LoCoMo and less on the generated set, where a fact's own words are
+# enough (a term's rarity and a row's length are taken over both columns: docs/search.md).
+# A question naming a time ("in May 2023", "last week": gitmem.search.when) ranks the units
+# dated then (a message's own date, else its commit's) by their score times this.
+DATE_BOOST = 2.0
 POOL = 50  # hits beyond the limit ranked again for nearness and neighbours
 QUERY_WORDS = 64  # words at most a query looks for: the first ones of a longer text
 BLOB_TIMEOUT = 60.0  # seconds for git to read the hits' blobs
@@ -106,6 +117,8 @@ _SEPARATOR = "\u200b"  # a zero-width space: not a word character for FTS5's uni
 _WORD = re.compile(r"[^\W_]+")  # letters and digits, as unicode61 cuts words
 _OPERATORS = re.compile(r'"[^"]*"|(?:^|\s)OR(?=\s|$)|(?:^|\s)-[^\W_]|[^\W_]\*')
 _TERM = re.compile(r'(-?)(?:"([^"]*)"|([^\s"]+))')
+_TIME_WORDS = re.compile(r"\d|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|yesterday|today|last|this|past",
+                         re.IGNORECASE)  # what a query naming a time holds (gitmem.search.when reads it)
 
 
 def spaced(text: str) -> str:
@@ -142,11 +155,12 @@ class _Term(namedtuple("_Term", "text prefix negated")):
         return _quoted(self.text) + (" *" if self.prefix else "")
 
 
-class Parsed(namedtuple("Parsed", "expression words near", defaults=(None,))):
+class Parsed(namedtuple("Parsed", "expression words near when", defaults=(None, ()))):
     """A query read once: FTS5's ``expression`` of it (None: no word to look for), the
     ``words`` it looks for in lower case (a hit's unit is looked for first among the pieces
-    of its file holding one), and the expression of its neighbouring words NEAR each other
-    (``near``; None for operators or a single word): hits it matches rank higher."""
+    of its file holding one), the expression of its neighbouring words NEAR each other
+    (``near``; None for operators or a single word): hits it matches rank higher, and the
+    times a question names (``when``, :func:`gitmem.search.when.periods`)."""
 
     __slots__ = ()
 
@@ -167,7 +181,11 @@ def _plain(query: str) -> Parsed:
     kept = ([word for word in words if word not in STOPWORDS] or words)[:QUERY_WORDS]
     terms = [_quoted(word) for word in kept]
     near = " OR ".join(f"NEAR({a} {b}, {NEAR})" for a, b in zip(terms, terms[1:], strict=False))
-    return Parsed(" OR ".join(terms) or None, kept, near or None)
+    when: tuple = ()
+    if near and _TIME_WORDS.search(query):
+        from gitmem.search.when import periods  # and datetime: only a query naming a time needs them
+        when = tuple(periods(query))
+    return Parsed(" OR ".join(terms) or None, kept, near or None, when)
 
 
 def _operators(query: str) -> Parsed:
@@ -254,37 +272,62 @@ def ranked(db: sqlite3.Connection, query: Parsed, *, history: bool, kind: str | 
            at: int | None = None) -> tuple[list[tuple], dict[int, float]]:
     """The index's rows of the units matching ``query``, best first, and {unit id: score}
     (see :func:`answer` for the options). Asked a question (plain words, two or more), a
-    message or event also ranks by the words of the one before it (:data:`SHARE_OF_BEFORE`),
-    so a reply holding none of the question's words can be found."""
+    message or event also ranks by the words of the one before it (:data:`PREVIOUS_WEIGHT`,
+    :data:`SHARE_OF_BEFORE`), so a reply holding none of the question's words can be found,
+    and by the time the question names (:data:`DATE_BOOST`)."""
     if query.expression is None:
         return [], {}
     where, params = filters(history=history, kind=kind, path=path, at=at, window=window)
     limit = min(limit, 2**61)  # SQLite's integers end at 2**63
-    rows = db.execute(
-        _COLUMNS.format(score="-bm25(unit_search)") + " FROM unit_search JOIN units u ON u.id = unit_search.rowid"
-        + _JOINS + f" WHERE {' AND '.join(['unit_search MATCH ?', *where])}"
-        " ORDER BY bm25(unit_search), u.id LIMIT ?", [query.expression, *params, limit + POOL]).fetchall()
+    rows = _matching(db, "unit_search", "bm25(unit_search)", query.expression, where, params, limit + POOL)
     scores = {row[0]: row[6] for row in rows}
-    if query.near is not None:  # plain words, two or more: a question
+    if query.near is not None:  # a question: by its own words, or with the text before, the better
+        with_previous = _matching(db, "unit_with_previous",
+                                  f"bm25(unit_with_previous, 1.0, {PREVIOUS_WEIGHT})", query.expression,
+                                  where, params, limit + POOL)
+        rows += [row for row in with_previous if row[0] not in scores]
+        for row in with_previous:
+            scores[row[0]] = max(scores.get(row[0], 0.0), row[6])
         for (near,) in db.execute(
                 "SELECT rowid FROM unit_search WHERE unit_search MATCH ?"
                 " AND rowid IN (SELECT value FROM json_each(?))", (query.near, json.dumps(list(scores)))):
             scores[near] *= NEAR_BOOST
-        rows += _share_with_neighbours(db, scores, history=history, at=at, where=where, params=params)
+        # only a unit holding the words itself shares: not one found by its neighbour's alone
+        holding = [unit for (unit,) in db.execute(
+            "SELECT rowid FROM unit_search WHERE unit_search MATCH ? AND rowid IN (SELECT value FROM"
+            " json_each(?))", (query.expression, json.dumps(list(scores))))]
+        rows += _share_with_neighbours(db, scores, holding, history=history, at=at, where=where,
+                                       params=params)
+        if query.when:
+            for unit, moment in db.execute(
+                    "SELECT u.id, coalesce(u.time, c.time) FROM units u JOIN commits c ON c.id = u.added"
+                    " WHERE u.id IN (SELECT value FROM json_each(?))", (json.dumps(list(scores)),)):
+                if any(period.holds(moment) for period in query.when):
+                    scores[unit] *= DATE_BOOST
     return sorted(rows, key=lambda row: (-scores[row[0]], row[0]))[:limit], scores
 
 
-def _share_with_neighbours(db: sqlite3.Connection, scores: dict[int, float], *, history: bool,
-                           at: int | None, where: list[str], params: list) -> list[tuple]:
-    """Give the message or event after each one in ``scores`` (the next one in its record
-    that the search sees) :data:`SHARE_OF_BEFORE` of its score (:data:`SHARE_OF_QUESTION`
+def _matching(db: sqlite3.Connection, table: str, bm25: str, expression: str, where: list[str],
+              params: list, count: int) -> list[tuple]:
+    """The rows (:data:`_COLUMNS`, the score ``-bm25``) of the first ``count`` units of
+    ``table`` matching ``expression`` and ``where``, best first."""
+    return db.execute(
+        _COLUMNS.format(score="-" + bm25) + f" FROM {table} JOIN units u ON u.id = {table}.rowid" + _JOINS
+        + f" WHERE {' AND '.join([f'{table} MATCH ?', *where])} ORDER BY {bm25}, u.id LIMIT ?",
+        [expression, *params, count]).fetchall()
+
+
+def _share_with_neighbours(db: sqlite3.Connection, scores: dict[int, float], holding: list[int], *,
+                           history: bool, at: int | None, where: list[str], params: list) -> list[tuple]:
+    """Give the message or event after each one of ``holding`` (units in ``scores``; the next
+    one in its record that the search sees) :data:`SHARE_OF_BEFORE` of its score (:data:`SHARE_OF_QUESTION`
     when it asks); the rows of those it brings in."""
     seen, seen_params = _visible(history, at, unit="n")
     found = db.execute(
         "SELECT u.id, u.asks, (SELECT min(n.id) FROM units n WHERE n.record = u.record AND n.id > u.id"
         f" {''.join(' AND ' + condition for condition in seen)})"
         " FROM units u WHERE u.id IN (SELECT value FROM json_each(?)) AND u.unit != 'block'",
-        [*seen_params, json.dumps(list(scores))]).fetchall()
+        [*seen_params, json.dumps(holding)]).fetchall()
     own = dict(scores)
     for unit, asks, after in found:
         if after is not None:
