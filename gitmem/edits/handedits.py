@@ -406,7 +406,7 @@ class HandEdits:
                 _warn_if_no_agent_reads(path)
             # a save is made from another version than itself (one equal to an older version is a revert)
             versions = [v for v in versions if v != on_disk]
-            states = [s for s in states if s is None or s != on_disk]
+            states = [s for s in states if s != on_disk]
             plan.saves.append(_Save(path, data, on_disk, self._base(path, data, states, versions, head)))
         return plan
 

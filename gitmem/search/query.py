@@ -2,10 +2,10 @@
 
 A query is read in plain words unless it uses the operators (:func:`uses_operators`):
 the words less English stopwords (the first QUERY_WORDS of them), joined by OR, each
-stemmed by the index's tokenizer; hits that hold more of them, rarer ones, and two of them near each other rank higher,
-and, asked a question, a message or event also ranks by the words of the one before it and
-a share of its score (a reply, by the words of the question it answers), and by the time
-the question names (:mod:`gitmem.search.when`).
+stemmed by the index's tokenizer; hits that hold more of them, rarer ones, and two of them
+near each other rank higher, and, asked a question, a message or event also ranks by the
+words of the one before it and a share of its score (a reply, by the words of the question
+it answers), and by the time the question names (:mod:`gitmem.search.when`).
 
 :mod:`gitmem.search.index` keeps the index (``.git/gitmem/search.sqlite``) up to date with
 main and the work tree; this module reads it. A search that finds the index at main's
